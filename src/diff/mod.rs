@@ -1,0 +1,1 @@
+//! Field-level differences between two versions of an object.

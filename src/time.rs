@@ -1,0 +1,1 @@
+//! Time expressions (`now`, `30m`, RFC 3339) and millisecond timestamps.
