@@ -4,5 +4,7 @@
 //! integration tests and benchmarks can reach the same code paths.
 
 pub mod diff;
+pub mod journal;
+pub mod model;
 pub mod sim;
 pub mod time;

@@ -1,0 +1,206 @@
+//! How object bodies are stored: zstd frames, either alone (a *keyframe*) or as a
+//! delta against an earlier keyframe of the same object (zstd with the keyframe's
+//! bytes as a raw-content dictionary).
+//!
+//! Successive versions of one object differ in a few fields, so a delta is tens
+//! of bytes where the JSON is kilobytes. Reading any version costs at most two
+//! decompressions (keyframe, then delta), whatever the history length.
+
+use std::fmt;
+use zstd::zstd_safe;
+
+/// zstd level for bodies: level 3 is zstd's default trade-off and fast enough to
+/// keep up with a watch stream.
+const LEVEL: i32 = 3;
+
+/// A 128-bit digest of the exact body bytes (the first half of SHA-256): equal
+/// digests mean an unchanged body that is not stored twice.
+pub type Digest = [u8; 16];
+
+pub fn digest(raw: &[u8]) -> Digest {
+    let full = ring::digest::digest(&ring::digest::SHA256, raw);
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&full.as_ref()[..16]);
+    out
+}
+
+/// A zstd failure while storing or reading a body.
+#[derive(Debug)]
+pub struct CodecError(pub String);
+
+impl fmt::Display for CodecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "body codec: {}", self.0)
+    }
+}
+
+impl std::error::Error for CodecError {}
+
+fn zstd_err(code: usize) -> CodecError {
+    CodecError(zstd_safe::get_error_name(code).to_string())
+}
+
+/// Reusable compression and decompression contexts (one per thread).
+pub struct Codec {
+    cctx: zstd_safe::CCtx<'static>,
+    dctx: zstd_safe::DCtx<'static>,
+}
+
+impl Default for Codec {
+    fn default() -> Self {
+        Codec::new()
+    }
+}
+
+impl Codec {
+    pub fn new() -> Codec {
+        Codec {
+            cctx: zstd_safe::CCtx::create(),
+            dctx: zstd_safe::DCtx::create(),
+        }
+    }
+
+    /// Compresses a body on its own.
+    pub fn keyframe(&mut self, raw: &[u8]) -> Result<Vec<u8>, CodecError> {
+        let mut out = Vec::with_capacity(zstd_safe::compress_bound(raw.len()));
+        self.cctx.compress(&mut out, raw, LEVEL).map_err(zstd_err)?;
+        Ok(out)
+    }
+
+    /// Compresses a body against the bytes of its keyframe.
+    pub fn delta(&mut self, raw: &[u8], base: &[u8]) -> Result<Vec<u8>, CodecError> {
+        let mut out = Vec::with_capacity(zstd_safe::compress_bound(raw.len()));
+        self.cctx
+            .compress_using_dict(&mut out, raw, base, LEVEL)
+            .map_err(zstd_err)?;
+        Ok(out)
+    }
+
+    /// Restores the exact bytes of a body; `base` is the decoded keyframe for a
+    /// delta, `None` for a keyframe.
+    pub fn decode(
+        &mut self,
+        data: &[u8],
+        raw_len: usize,
+        base: Option<&[u8]>,
+    ) -> Result<Vec<u8>, CodecError> {
+        let mut out = Vec::with_capacity(raw_len);
+        let written = match base {
+            None => self.dctx.decompress(&mut out, data),
+            Some(base) => self.dctx.decompress_using_dict(&mut out, data, base),
+        }
+        .map_err(zstd_err)?;
+        if written != raw_len {
+            return Err(CodecError(format!(
+                "body decoded to {written} bytes, expected {raw_len}"
+            )));
+        }
+        Ok(out)
+    }
+}
+
+/// A bounded cache of decoded keyframes, keyed by body id.
+///
+/// Two generations: lookups promote into the young one; when the young one
+/// outgrows half the budget, the old one is dropped and the young one ages. O(1)
+/// per operation and never more than `budget` bytes of bodies.
+pub struct KeyframeCache {
+    budget: usize,
+    young: std::collections::HashMap<i64, std::sync::Arc<[u8]>>,
+    young_bytes: usize,
+    old: std::collections::HashMap<i64, std::sync::Arc<[u8]>>,
+}
+
+impl KeyframeCache {
+    pub fn new(budget: usize) -> KeyframeCache {
+        KeyframeCache {
+            budget,
+            young: Default::default(),
+            young_bytes: 0,
+            old: Default::default(),
+        }
+    }
+
+    pub fn get(&mut self, id: i64) -> Option<std::sync::Arc<[u8]>> {
+        if let Some(v) = self.young.get(&id) {
+            return Some(v.clone());
+        }
+        let v = self.old.remove(&id)?;
+        self.insert(id, v.clone());
+        Some(v)
+    }
+
+    pub fn insert(&mut self, id: i64, raw: std::sync::Arc<[u8]>) {
+        self.young_bytes += raw.len();
+        if let Some(prev) = self.young.insert(id, raw) {
+            self.young_bytes -= prev.len();
+        }
+        if self.young_bytes > self.budget / 2 {
+            self.old = std::mem::take(&mut self.young);
+            self.young_bytes = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn version(replicas: u32, image: &str) -> Vec<u8> {
+        format!(
+            r#"{{"apiVersion":"apps/v1","kind":"Deployment","metadata":{{"name":"frontend","namespace":"shop","resourceVersion":"{replicas}00","labels":{{"app":"frontend"}}}},"spec":{{"replicas":{replicas},"template":{{"spec":{{"containers":[{{"name":"server","image":"{image}","ports":[{{"containerPort":8080}}],"env":[{{"name":"PORT","value":"8080"}},{{"name":"PRODUCT_CATALOG_SERVICE_ADDR","value":"productcatalogservice:3550"}}]}}]}}}}}}}}"#
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn keyframe_and_delta_round_trip_exactly() {
+        let mut c = Codec::new();
+        let v1 = version(1, "frontend:v0.10.5");
+        let v2 = version(2, "frontend:v0.10.6");
+        let k = c.keyframe(&v1).unwrap();
+        let d = c.delta(&v2, &v1).unwrap();
+        assert!(
+            d.len() < k.len() / 2,
+            "delta {} keyframe {}",
+            d.len(),
+            k.len()
+        );
+        let back1 = c.decode(&k, v1.len(), None).unwrap();
+        let back2 = c.decode(&d, v2.len(), Some(&back1)).unwrap();
+        assert_eq!(back1, v1);
+        assert_eq!(back2, v2);
+    }
+
+    #[test]
+    fn decoding_with_a_wrong_length_fails() {
+        let mut c = Codec::new();
+        let v1 = version(1, "a");
+        let k = c.keyframe(&v1).unwrap();
+        assert!(c.decode(&k, v1.len() + 1, None).is_err());
+        assert!(c.decode(b"not zstd", 10, None).is_err());
+    }
+
+    #[test]
+    fn cache_is_bounded() {
+        let mut cache = KeyframeCache::new(100);
+        for id in 0..100 {
+            cache.insert(id, vec![0u8; 10].into());
+        }
+        let held: usize = cache
+            .young
+            .values()
+            .chain(cache.old.values())
+            .map(|v| v.len())
+            .sum();
+        assert!(held <= 100, "{held}");
+        assert!(cache.get(99).is_some());
+        assert!(cache.get(0).is_none());
+    }
+
+    #[test]
+    fn digest_is_stable() {
+        assert_eq!(digest(b"x"), digest(b"x"));
+        assert_ne!(digest(b"x"), digest(b"y"));
+    }
+}

@@ -1,0 +1,483 @@
+//! The journal: one SQLite file (WAL) holding everything a recorder saw.
+//!
+//! - [`Journal`] opens a journal for reading, or creates one for the recorder,
+//!   refusing files that are not krply journals (DESIGN §3).
+//! - [`writer`] is the single writer thread with batched transactions.
+//! - [`read`] answers status and coverage questions without scanning history.
+//! - [`codec`] stores bodies compactly and returns their exact bytes.
+
+pub mod codec;
+pub mod lock;
+pub mod read;
+pub mod records;
+pub mod schema;
+pub mod writer;
+
+use crate::model::{ResourceType, StreamSpec};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use schema::FileState;
+use std::path::{Path, PathBuf};
+
+pub use lock::WriterLock;
+
+/// Everything that can go wrong with a journal file.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("no journal at {0} (nothing has been recorded there yet)")]
+    Missing(PathBuf),
+    #[error("{path} is not a krply journal ({detail}); refusing to touch it")]
+    Foreign { path: PathBuf, detail: String },
+    #[error("journal {path} is damaged: {detail}")]
+    Corrupt { path: PathBuf, detail: String },
+    #[error(
+        "journal {path} has schema version {found}, newer than this kubectl-krply understands ({supported})"
+    )]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
+    #[error("journal {path} is already being recorded by {holder}")]
+    Locked { path: PathBuf, holder: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("journal {path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("journal {path}: {source}")]
+    Codec {
+        path: PathBuf,
+        source: codec::CodecError,
+    },
+    #[error("the journal writer stopped: {0}")]
+    WriterStopped(String),
+}
+
+impl JournalError {
+    /// Classifies an SQLite error on `path`: damage and foreign files get their
+    /// own kinds so the user hears what is wrong.
+    pub fn sqlite(path: &Path, source: rusqlite::Error) -> JournalError {
+        use rusqlite::ErrorCode;
+        match source.sqlite_error_code() {
+            Some(ErrorCode::NotADatabase) => JournalError::Foreign {
+                path: path.to_path_buf(),
+                detail: "not an SQLite database".into(),
+            },
+            Some(ErrorCode::DatabaseCorrupt) => JournalError::Corrupt {
+                path: path.to_path_buf(),
+                detail: source.to_string(),
+            },
+            _ => JournalError::Sqlite {
+                path: path.to_path_buf(),
+                source,
+            },
+        }
+    }
+}
+
+/// The default journal path: `$XDG_DATA_HOME/krply/journal.db` (the platform data
+/// directory elsewhere).
+pub fn default_path() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "krply").map(|d| d.data_dir().join("journal.db"))
+}
+
+/// An open journal.
+pub struct Journal {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// Identifies a stream row in one journal.
+pub type StreamId = i64;
+
+impl Journal {
+    /// Opens an existing journal for reading; never creates one.
+    pub fn open(path: &Path) -> Result<Journal, JournalError> {
+        match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(JournalError::Missing(path.to_path_buf()));
+            }
+            Err(source) => {
+                return Err(JournalError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+            Ok(m) if m.is_dir() => {
+                return Err(JournalError::Foreign {
+                    path: path.to_path_buf(),
+                    detail: "it is a directory".into(),
+                });
+            }
+            Ok(m) if m.len() == 0 => return Err(JournalError::Missing(path.to_path_buf())),
+            Ok(_) => {}
+        }
+        let mut journal = Self::connect(path)?;
+        match journal.identify()? {
+            FileState::Empty => Err(JournalError::Missing(path.to_path_buf())),
+            FileState::Foreign { .. } => Err(foreign(path)),
+            FileState::Journal { version } => {
+                journal.check_version(version)?;
+                journal.configure(false)?;
+                Ok(journal)
+            }
+        }
+    }
+
+    /// Opens a journal for recording, creating the directory (0700) and the file
+    /// (0600) when they do not exist. An existing file that is not a krply journal
+    /// is refused and left untouched.
+    pub fn open_or_create(path: &Path) -> Result<Journal, JournalError> {
+        let io = |source| JournalError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            create_private_dir(dir).map_err(|source| JournalError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => {
+                return Err(JournalError::Foreign {
+                    path: path.to_path_buf(),
+                    detail: "it is a directory".into(),
+                });
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                create_private_file(path).map_err(io)?;
+            }
+            Err(e) => return Err(io(e)),
+        }
+        check_sqlite_header(path)?;
+        let mut journal = Self::connect(path)?;
+        match journal.identify()? {
+            FileState::Foreign { .. } => Err(foreign(path)),
+            FileState::Empty => {
+                let by = format!("kubectl-krply {}", env!("CARGO_PKG_VERSION"));
+                schema::initialise(&mut journal.conn, &by, crate::time::Millis::now().0)
+                    .map_err(|e| JournalError::sqlite(path, e))?;
+                journal.configure(true)?;
+                Ok(journal)
+            }
+            FileState::Journal { version } => {
+                journal.check_version(version)?;
+                if version < schema::SCHEMA_VERSION {
+                    schema::migrate(&mut journal.conn, version)
+                        .map_err(|e| JournalError::sqlite(path, e))?;
+                }
+                journal.configure(true)?;
+                Ok(journal)
+            }
+        }
+    }
+
+    fn connect(path: &Path) -> Result<Journal, JournalError> {
+        // No SQLITE_OPEN_CREATE: a reader never creates a journal at a mistyped path.
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| JournalError::sqlite(path, e))?;
+        Ok(Journal {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn identify(&self) -> Result<FileState, JournalError> {
+        schema::inspect(&self.conn).map_err(|e| self.err(e))
+    }
+
+    fn check_version(&self, version: i64) -> Result<(), JournalError> {
+        if version > schema::SCHEMA_VERSION {
+            return Err(JournalError::TooNew {
+                path: self.path.clone(),
+                found: version,
+                supported: schema::SCHEMA_VERSION,
+            });
+        }
+        Ok(())
+    }
+
+    fn configure(&mut self, writer: bool) -> Result<(), JournalError> {
+        let conn = &self.conn;
+        let run = || -> rusqlite::Result<()> {
+            conn.busy_timeout(std::time::Duration::from_secs(5))?;
+            if writer {
+                conn.pragma_update(None, "journal_mode", "WAL")?;
+            }
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            conn.pragma_update(None, "foreign_keys", true)?;
+            conn.set_prepared_statement_cache_capacity(64);
+            Ok(())
+        };
+        run().map_err(|e| self.err(e))
+    }
+
+    pub(crate) fn err(&self, e: rusqlite::Error) -> JournalError {
+        JournalError::sqlite(&self.path, e)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Runs SQLite's own consistency check; used before a recorder appends.
+    pub fn check_integrity(&self) -> Result<(), JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare("PRAGMA quick_check(5)")
+            .map_err(|e| self.err(e))?;
+        let problems: Vec<String> = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .and_then(|rows| rows.collect())
+            .map_err(|e| self.err(e))?;
+        if problems.len() == 1 && problems[0] == "ok" {
+            Ok(())
+        } else {
+            Err(JournalError::Corrupt {
+                path: self.path.clone(),
+                detail: problems.join("; "),
+            })
+        }
+    }
+
+    /// Records (or refreshes) a cluster: its server URL and the context used.
+    pub fn register_cluster(
+        &self,
+        id: &str,
+        server: &str,
+        context: Option<&str>,
+    ) -> Result<(), JournalError> {
+        self.conn
+            .execute(
+                "INSERT INTO clusters(id, server, context, first_seen) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(id) DO UPDATE SET context = coalesce(excluded.context, context)",
+                params![id, server, context, crate::time::Millis::now().0],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Returns the id of the stream for `spec` in `cluster`, creating its row.
+    /// Discovery metadata (kind, singular, short names) is refreshed so that
+    /// offline resolution sees what the server last said.
+    pub fn register_stream(
+        &self,
+        cluster: &str,
+        spec: &StreamSpec,
+    ) -> Result<StreamId, JournalError> {
+        let r = &spec.resource;
+        let namespace = spec.namespace.as_deref().unwrap_or("");
+        let selector = spec.selector.as_deref().unwrap_or("");
+        let short = serde_json::to_string(&r.short_names).unwrap_or_else(|_| "[]".into());
+        let run = || -> rusqlite::Result<StreamId> {
+            self.conn.execute(
+                "INSERT INTO streams(cluster_id, grp, version, resource, kind, singular, short_names,
+                                     namespaced, namespace, selector, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                 ON CONFLICT(cluster_id, grp, version, resource, namespace, selector)
+                 DO UPDATE SET kind = excluded.kind, singular = excluded.singular,
+                               short_names = excluded.short_names, namespaced = excluded.namespaced",
+                params![
+                    cluster,
+                    r.group,
+                    r.version,
+                    r.resource,
+                    r.kind,
+                    r.singular,
+                    short,
+                    r.namespaced,
+                    namespace,
+                    selector,
+                    crate::time::Millis::now().0
+                ],
+            )?;
+            self.conn.query_row(
+                "SELECT id FROM streams WHERE cluster_id = ?1 AND grp = ?2 AND version = ?3
+                   AND resource = ?4 AND namespace = ?5 AND selector = ?6",
+                params![cluster, r.group, r.version, r.resource, namespace, selector],
+                |row| row.get(0),
+            )
+        };
+        run().map_err(|e| self.err(e))
+    }
+
+    /// The last durable point of a stream: when and at which resourceVersion it
+    /// was last known complete (checkpoint or baseline). `None` for a new stream.
+    pub fn last_durable(&self, stream: StreamId) -> Result<Option<(i64, String)>, JournalError> {
+        self.conn
+            .query_row(
+                "SELECT observed_at, resource_version FROM records
+                 WHERE stream_id = ?1 AND kind IN (?2, ?3)
+                 ORDER BY seq DESC LIMIT 1",
+                params![stream, schema::kind::CHECKPOINT, schema::kind::BASELINE],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+}
+
+fn foreign(path: &Path) -> JournalError {
+    JournalError::Foreign {
+        path: path.to_path_buf(),
+        detail: "an SQLite database of another application".into(),
+    }
+}
+
+/// Refuses a non-empty file that does not start with the SQLite header, before
+/// SQLite gets a chance to look at it.
+fn check_sqlite_header(path: &Path) -> Result<(), JournalError> {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    let mut file = std::fs::File::open(path).map_err(|source| JournalError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let n = file.read(&mut head).map_err(|source| JournalError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if n == 0 || head == *b"SQLite format 3\0" {
+        Ok(())
+    } else {
+        Err(JournalError::Foreign {
+            path: path.to_path_buf(),
+            detail: "not an SQLite database".into(),
+        })
+    }
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+fn create_private_file(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Converts a [`ResourceType`] stored in a stream row back into a value.
+pub(crate) fn resource_from_row(
+    row: &rusqlite::Row<'_>,
+    at: usize,
+) -> rusqlite::Result<ResourceType> {
+    let short: String = row.get(at + 5)?;
+    Ok(ResourceType {
+        group: row.get(at)?,
+        version: row.get(at + 1)?,
+        resource: row.get(at + 2)?,
+        kind: row.get(at + 3)?,
+        singular: row.get(at + 4)?,
+        short_names: serde_json::from_str(&short).unwrap_or_default(),
+        namespaced: row.get(at + 6)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_then_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/journal.db");
+        assert!(matches!(
+            Journal::open(&path),
+            Err(JournalError::Missing(_))
+        ));
+        Journal::open_or_create(&path).unwrap();
+        Journal::open(&path).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+            let mode = std::fs::metadata(path.parent().unwrap())
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o700);
+        }
+    }
+
+    #[test]
+    fn garbage_is_refused_and_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.db");
+        let garbage = b"this is not a database at all, it is a shopping list".repeat(100);
+        std::fs::write(&path, &garbage).unwrap();
+        for result in [Journal::open(&path), Journal::open_or_create(&path)] {
+            assert!(matches!(result, Err(JournalError::Foreign { .. })));
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), garbage);
+    }
+
+    #[test]
+    fn foreign_sqlite_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("other.db");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("CREATE TABLE songs(title TEXT)")
+            .unwrap();
+        let before = std::fs::read(&path).unwrap();
+        assert!(matches!(
+            Journal::open_or_create(&path),
+            Err(JournalError::Foreign { .. })
+        ));
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.db");
+        drop(Journal::open_or_create(&path).unwrap());
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", schema::SCHEMA_VERSION + 1)
+            .unwrap();
+        for result in [Journal::open(&path), Journal::open_or_create(&path)] {
+            assert!(matches!(result, Err(JournalError::TooNew { .. })));
+        }
+    }
+}

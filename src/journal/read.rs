@@ -1,0 +1,463 @@
+//! Read-side questions about the journal as a whole: clusters, streams, coverage
+//! and status. Each answer touches only the few non-event records of a stream
+//! (through the `records_stream_meta` index), never the event history.
+
+use super::records::{CheckpointInfo, CoverageInfo, GapInfo, HEARTBEAT_MS};
+use super::schema::kind;
+use super::{Journal, JournalError, StreamId};
+use crate::model::{ResourceType, WatchType, stream_name};
+use rusqlite::{OptionalExtension, params};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterInfo {
+    pub id: String,
+    pub server: String,
+    pub context: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamInfo {
+    pub id: StreamId,
+    pub cluster: String,
+    pub resource: ResourceType,
+    /// `None`: all namespaces, or a cluster-scoped resource.
+    pub namespace: Option<String>,
+    pub selector: Option<String>,
+}
+
+impl StreamInfo {
+    pub fn name(&self) -> String {
+        stream_name(
+            &self.resource,
+            self.namespace.as_deref(),
+            self.selector.as_deref(),
+        )
+    }
+}
+
+/// What a stream is doing, as far as the journal can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamState {
+    /// A recorder holds the journal and this stream checkpointed recently.
+    Watching,
+    /// History is missing right now (after a 410 or a crash) and no new baseline
+    /// has been written yet.
+    Relisting,
+    /// The server refused the resource (403) or does not serve it (404).
+    Unavailable,
+    /// No recorder is watching it.
+    Stopped,
+}
+
+impl StreamState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StreamState::Watching => "watching",
+            StreamState::Relisting => "relisting",
+            StreamState::Unavailable => "unavailable",
+            StreamState::Stopped => "stopped",
+        }
+    }
+}
+
+/// A stretch of time a stream did not cover although it was being recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GapWindow {
+    pub from: i64,
+    pub from_rv: Option<String>,
+    /// When a new baseline restored the stream; `None` while it has not.
+    pub to: Option<i64>,
+    pub to_rv: Option<String>,
+    pub reason: String,
+}
+
+/// Coverage of one stream over its whole recorded life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Coverage {
+    pub stream: StreamInfo,
+    pub state: StreamState,
+    pub last_rv: Option<String>,
+    pub events: u64,
+    /// Gap records written (410s, recorder restarts).
+    pub gaps: u64,
+    /// The first baseline: coverage starts here.
+    pub from: Option<i64>,
+    /// The last durable point: coverage ends here.
+    pub to: Option<i64>,
+    /// Gaps and unavailable stretches, oldest first.
+    pub windows: Vec<GapWindow>,
+}
+
+impl Coverage {
+    /// True when the stream was covered without a hole from its first baseline
+    /// to its last durable point.
+    pub fn complete(&self) -> bool {
+        self.from.is_some() && self.windows.is_empty() && self.state != StreamState::Unavailable
+    }
+}
+
+/// Totals for `status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub size_bytes: u64,
+    pub clusters: Vec<ClusterInfo>,
+    pub streams: u64,
+    pub events: u64,
+    pub gaps: u64,
+    pub first_observed: Option<i64>,
+    pub last_observed: Option<i64>,
+}
+
+/// One record, decoded, for tests and export.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordView {
+    pub seq: i64,
+    pub stream: StreamId,
+    pub kind: i64,
+    pub observed_at: i64,
+    pub watch_type: Option<WatchType>,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub resource_version: Option<String>,
+    pub body: Option<Vec<u8>>,
+    pub info: Option<String>,
+    pub aux: Option<i64>,
+}
+
+impl Journal {
+    pub fn clusters(&self) -> Result<Vec<ClusterInfo>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare("SELECT id, server, context FROM clusters ORDER BY id")
+            .map_err(|e| self.err(e))?;
+        stmt.query_map([], |r| {
+            Ok(ClusterInfo {
+                id: r.get(0)?,
+                server: r.get(1)?,
+                context: r.get(2)?,
+            })
+        })
+        .and_then(|rows| rows.collect())
+        .map_err(|e| self.err(e))
+    }
+
+    /// Streams of one cluster (or of all), ordered by their names.
+    pub fn streams(&self, cluster: Option<&str>) -> Result<Vec<StreamInfo>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare(
+                "SELECT id, cluster_id, grp, version, resource, kind, singular, short_names,
+                        namespaced, namespace, selector
+                 FROM streams WHERE ?1 IS NULL OR cluster_id = ?1",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut streams: Vec<StreamInfo> = stmt
+            .query_map(params![cluster], |r| {
+                let namespace: String = r.get(9)?;
+                let selector: String = r.get(10)?;
+                Ok(StreamInfo {
+                    id: r.get(0)?,
+                    cluster: r.get(1)?,
+                    resource: super::resource_from_row(r, 2)?,
+                    namespace: Some(namespace).filter(|s| !s.is_empty()),
+                    selector: Some(selector).filter(|s| !s.is_empty()),
+                })
+            })
+            .and_then(|rows| rows.collect())
+            .map_err(|e| self.err(e))?;
+        streams.sort_by(|a, b| (&a.cluster, a.name()).cmp(&(&b.cluster, b.name())));
+        Ok(streams)
+    }
+
+    /// The coverage of one stream. `recorder_running` says whether a recorder
+    /// holds this journal's writer lock; `now` is the reader's clock.
+    pub fn coverage(
+        &self,
+        stream: &StreamInfo,
+        now: i64,
+        recorder_running: bool,
+    ) -> Result<Coverage, JournalError> {
+        let conn = self.conn();
+        let err = |e| self.err(e);
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT kind, observed_at, resource_version, info FROM records
+                 WHERE stream_id = ?1 AND kind IN (?2, ?3, ?4) ORDER BY seq",
+            )
+            .map_err(err)?;
+        let rows: Vec<(i64, i64, Option<String>, Option<String>)> = stmt
+            .query_map(
+                params![stream.id, kind::BASELINE, kind::GAP, kind::COVERAGE],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .and_then(|rows| rows.collect())
+            .map_err(err)?;
+
+        let mut from = None;
+        let mut gaps = 0u64;
+        let mut windows: Vec<GapWindow> = Vec::new();
+        let mut open: Option<GapWindow> = None;
+        let mut unavailable = false;
+        let mut last_baseline: Option<(i64, Option<String>)> = None;
+        for (k, at, rv, info) in rows {
+            let info = info.unwrap_or_default();
+            match k {
+                kind::BASELINE => {
+                    from.get_or_insert(at);
+                    if let Some(mut w) = open.take() {
+                        w.to = Some(at);
+                        w.to_rv = rv.clone();
+                        windows.push(w);
+                    }
+                    unavailable = false;
+                    last_baseline = Some((at, rv));
+                }
+                kind::GAP => {
+                    gaps += 1;
+                    let g: GapInfo = serde_json::from_str(&info).unwrap_or(GapInfo {
+                        from: at,
+                        from_rv: None,
+                        reason: "gap".into(),
+                    });
+                    merge_open(&mut open, g.from, g.from_rv, g.reason);
+                }
+                kind::COVERAGE => {
+                    let c: CoverageInfo = serde_json::from_str(&info).unwrap_or(CoverageInfo {
+                        available: false,
+                        reason: "unavailable".into(),
+                    });
+                    if !c.available {
+                        unavailable = true;
+                        // A stream that never had a baseline has no history to lose:
+                        // it is simply not covered yet.
+                        if from.is_some() {
+                            merge_open(&mut open, at, None, format!("unavailable: {}", c.reason));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+
+        let last_checkpoint: Option<(i64, Option<String>, String)> = conn
+            .prepare_cached(
+                "SELECT observed_at, resource_version, info FROM records
+                 WHERE stream_id = ?1 AND kind = ?2 ORDER BY seq DESC LIMIT 1",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![stream.id, kind::CHECKPOINT], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .optional()
+            })
+            .map_err(err)?;
+        let events = last_checkpoint
+            .as_ref()
+            .and_then(|(_, _, info)| serde_json::from_str::<CheckpointInfo>(info).ok())
+            .map(|c| c.events)
+            .unwrap_or(0);
+        // The last durable point is the later of the last checkpoint and the last
+        // baseline (a baseline is a durable point too).
+        let checkpoint = last_checkpoint.map(|(at, rv, _)| (at, rv));
+        let (to, last_rv) = match (checkpoint, last_baseline) {
+            (Some(c), Some(b)) => Some(if b.0 > c.0 { b } else { c }),
+            (c, b) => c.or(b),
+        }
+        .map_or((None, None), |(at, rv)| (Some(at), rv));
+        let to = if from.is_some() { to } else { None };
+
+        let has_open = open.is_some();
+        if let Some(w) = open {
+            windows.push(w);
+        }
+        let state = if unavailable {
+            StreamState::Unavailable
+        } else if has_open {
+            StreamState::Relisting
+        } else if recorder_running && to.is_some_and(|t| now - t <= 3 * HEARTBEAT_MS) {
+            StreamState::Watching
+        } else {
+            StreamState::Stopped
+        };
+        Ok(Coverage {
+            stream: stream.clone(),
+            state,
+            last_rv: last_rv.filter(|s| !s.is_empty()),
+            events,
+            gaps,
+            from,
+            to,
+            windows,
+        })
+    }
+
+    pub fn status(&self) -> Result<Status, JournalError> {
+        let conn = self.conn();
+        let err = |e| self.err(e);
+        let mut size_bytes = 0;
+        for suffix in ["", "-wal"] {
+            let mut p = self.path().as_os_str().to_owned();
+            p.push(suffix);
+            size_bytes += std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+        }
+        let streams: i64 = conn
+            .query_row("SELECT count(*) FROM streams", [], |r| r.get(0))
+            .map_err(err)?;
+        let gaps: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM records WHERE kind = ?1",
+                params![kind::GAP],
+                |r| r.get(0),
+            )
+            .map_err(err)?;
+        let mut stmt = conn
+            .prepare(
+                "SELECT r.info FROM records r JOIN (
+                     SELECT stream_id, max(seq) AS seq FROM records WHERE kind = ?1 GROUP BY stream_id
+                 ) last ON last.seq = r.seq",
+            )
+            .map_err(err)?;
+        let events: u64 = stmt
+            .query_map(params![kind::CHECKPOINT], |r| r.get::<_, String>(0))
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(err)?
+            .iter()
+            .filter_map(|info| serde_json::from_str::<CheckpointInfo>(info).ok())
+            .map(|c| c.events)
+            .sum();
+        let (first_observed, last_observed) = conn
+            .query_row(
+                "SELECT min(observed_at), max(observed_at) FROM records",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(err)?;
+        Ok(Status {
+            size_bytes,
+            clusters: self.clusters()?,
+            streams: streams as u64,
+            events,
+            gaps: gaps as u64,
+            first_observed,
+            last_observed,
+        })
+    }
+
+    /// The exact bytes of a stored body.
+    pub fn body(&self, id: i64) -> Result<Vec<u8>, JournalError> {
+        let mut codec = super::codec::Codec::new();
+        self.body_with(&mut codec, id)
+    }
+
+    fn body_with(&self, codec: &mut super::codec::Codec, id: i64) -> Result<Vec<u8>, JournalError> {
+        let row = |id: i64| -> Result<(Option<i64>, i64, Vec<u8>), JournalError> {
+            self.conn()
+                .prepare_cached("SELECT base_id, raw_len, data FROM bodies WHERE id = ?1")
+                .and_then(|mut s| {
+                    s.query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                })
+                .map_err(|e| self.err(e))
+        };
+        let codec_err = |source| JournalError::Codec {
+            path: self.path().to_path_buf(),
+            source,
+        };
+        let (base, raw_len, data) = row(id)?;
+        let base_raw = match base {
+            None => None,
+            Some(base_id) => {
+                let (_, base_len, base_data) = row(base_id)?;
+                Some(
+                    codec
+                        .decode(&base_data, base_len as usize, None)
+                        .map_err(codec_err)?,
+                )
+            }
+        };
+        codec
+            .decode(&data, raw_len as usize, base_raw.as_deref())
+            .map_err(codec_err)
+    }
+
+    /// Records with `seq > after`, oldest first, at most `limit`, bodies decoded.
+    pub fn records_after(&self, after: i64, limit: usize) -> Result<Vec<RecordView>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT r.seq, r.stream_id, r.kind, r.observed_at, r.watch_type, o.namespace, o.name,
+                        r.resource_version, r.body_id, r.info, r.aux
+                 FROM records r LEFT JOIN objects o ON o.id = r.object_id
+                 WHERE r.seq > ?1 ORDER BY r.seq LIMIT ?2",
+            )
+            .map_err(|e| self.err(e))?;
+        type Row = (RecordView, Option<i64>);
+        let rows: Vec<Row> = stmt
+            .query_map(params![after, limit as i64], |r| {
+                Ok((
+                    RecordView {
+                        seq: r.get(0)?,
+                        stream: r.get(1)?,
+                        kind: r.get(2)?,
+                        observed_at: r.get(3)?,
+                        watch_type: r.get::<_, Option<i64>>(4)?.and_then(WatchType::from_code),
+                        namespace: r.get(5)?,
+                        name: r.get(6)?,
+                        resource_version: r.get(7)?,
+                        body: None,
+                        info: r.get(9)?,
+                        aux: r.get(10)?,
+                    },
+                    r.get(8)?,
+                ))
+            })
+            .and_then(|rows| rows.collect())
+            .map_err(|e| self.err(e))?;
+        let mut codec = super::codec::Codec::new();
+        let mut out = Vec::with_capacity(rows.len());
+        for (mut view, body_id) in rows {
+            if let Some(id) = body_id {
+                view.body = Some(self.body_with(&mut codec, id)?);
+            }
+            out.push(view);
+        }
+        Ok(out)
+    }
+
+    /// Every record, oldest first (tests and small journals only).
+    pub fn all_records(&self) -> Result<Vec<RecordView>, JournalError> {
+        let mut out = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.records_after(after, 10_000)?;
+            let Some(last) = page.last() else {
+                return Ok(out);
+            };
+            after = last.seq;
+            out.extend(page);
+        }
+    }
+}
+
+/// Opens a missing-history window, or widens the one already open.
+fn merge_open(open: &mut Option<GapWindow>, from: i64, from_rv: Option<String>, reason: String) {
+    match open {
+        Some(w) => {
+            if from < w.from {
+                w.from = from;
+                w.from_rv = from_rv;
+            }
+            if !w.reason.contains(&reason) {
+                w.reason = format!("{}; {}", w.reason, reason);
+            }
+        }
+        None => {
+            *open = Some(GapWindow {
+                from,
+                from_rv,
+                to: None,
+                to_rv: None,
+                reason,
+            })
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! The journal's SQLite schema, its version and the checks that keep krply from
+//! touching a file that is not its own.
+//!
+//! A journal is recognised by `PRAGMA application_id` ([`APPLICATION_ID`]); its
+//! schema version is `PRAGMA user_version`. A newer binary migrates an older
+//! journal; an older binary refuses a newer one.
+
+use rusqlite::Connection;
+
+/// `krpl` in ASCII: marks an SQLite file as a krply journal.
+pub const APPLICATION_ID: i64 = 0x6b72_706c;
+
+/// The schema version this binary writes.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Record kinds stored in `records.kind`.
+pub mod kind {
+    /// A live ADDED/MODIFIED/DELETED watch event.
+    pub const EVENT: i64 = 1;
+    /// One object seen by a list (synthetic: seen, not created).
+    pub const BASELINE_ITEM: i64 = 2;
+    /// A completed list: its resourceVersion and item count. `aux` is the list token
+    /// shared by its items.
+    pub const BASELINE: i64 = 3;
+    /// History that was not watched (410, recorder down).
+    pub const GAP: i64 = 4;
+    /// The stream became unavailable (403/404) or available again.
+    pub const COVERAGE: i64 = 5;
+    /// A durable point: the stream is known complete up to this resourceVersion.
+    pub const CHECKPOINT: i64 = 6;
+}
+
+/// Version 1 of the schema.
+///
+/// - `streams` hold what a recorder watched, with enough discovery metadata
+///   (kind, singular, short names) to resolve `TYPE/NAME` offline.
+/// - `objects` name each object once per stream; records point at them.
+/// - `bodies` hold object JSON compressed with zstd, either alone (a keyframe)
+///   or as a delta against an earlier keyframe of the same object (`base_id`).
+/// - `records` are immutable and ordered by `seq`.
+pub const SCHEMA_V1: &str = r#"
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE clusters (
+    id         TEXT PRIMARY KEY,
+    server     TEXT NOT NULL,
+    context    TEXT,
+    first_seen INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE streams (
+    id          INTEGER PRIMARY KEY,
+    cluster_id  TEXT NOT NULL REFERENCES clusters(id),
+    grp         TEXT NOT NULL,
+    version     TEXT NOT NULL,
+    resource    TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    singular    TEXT NOT NULL,
+    short_names TEXT NOT NULL,
+    namespaced  INTEGER NOT NULL,
+    namespace   TEXT NOT NULL,
+    selector    TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    UNIQUE (cluster_id, grp, version, resource, namespace, selector)
+);
+
+CREATE TABLE objects (
+    id        INTEGER PRIMARY KEY,
+    stream_id INTEGER NOT NULL REFERENCES streams(id),
+    namespace TEXT NOT NULL,
+    name      TEXT NOT NULL,
+    UNIQUE (stream_id, namespace, name)
+);
+
+CREATE TABLE dicts (
+    id        INTEGER PRIMARY KEY,
+    stream_id INTEGER NOT NULL REFERENCES streams(id),
+    data      BLOB NOT NULL
+);
+
+CREATE TABLE bodies (
+    id      INTEGER PRIMARY KEY,
+    digest  BLOB NOT NULL,
+    base_id INTEGER REFERENCES bodies(id),
+    dict_id INTEGER REFERENCES dicts(id),
+    raw_len INTEGER NOT NULL,
+    data    BLOB NOT NULL
+);
+
+CREATE TABLE records (
+    seq              INTEGER PRIMARY KEY,
+    stream_id        INTEGER NOT NULL REFERENCES streams(id),
+    kind             INTEGER NOT NULL,
+    observed_at      INTEGER NOT NULL,
+    watch_type       INTEGER,
+    object_id        INTEGER REFERENCES objects(id),
+    body_id          INTEGER REFERENCES bodies(id),
+    resource_version TEXT,
+    event_key        INTEGER,
+    aux              INTEGER,
+    info             TEXT
+);
+
+CREATE UNIQUE INDEX records_event_key ON records(object_id, event_key)
+    WHERE event_key IS NOT NULL;
+CREATE INDEX records_object ON records(object_id, seq)
+    WHERE object_id IS NOT NULL;
+CREATE INDEX records_stream_meta ON records(stream_id, kind, seq)
+    WHERE kind <> 1;
+CREATE INDEX records_time ON records(observed_at);
+"#;
+
+/// What a file on disk turned out to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileState {
+    /// An empty SQLite database (or an empty file): safe to initialise.
+    Empty,
+    /// A krply journal at this schema version.
+    Journal { version: i64 },
+    /// Some other SQLite database.
+    Foreign { application_id: i64, tables: i64 },
+}
+
+/// Reads the identity of an open database without writing to it.
+pub fn inspect(conn: &Connection) -> rusqlite::Result<FileState> {
+    let app: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))?;
+    Ok(if app == APPLICATION_ID {
+        FileState::Journal { version }
+    } else if app == 0 && tables == 0 && version == 0 {
+        FileState::Empty
+    } else {
+        FileState::Foreign {
+            application_id: app,
+            tables,
+        }
+    })
+}
+
+/// Creates the schema in an empty database, in one transaction.
+pub fn initialise(conn: &mut Connection, created_by: &str, now_ms: i64) -> rusqlite::Result<()> {
+    // page_size only takes effect before the first table exists.
+    conn.pragma_update(None, "page_size", 8192)?;
+    let tx = conn.transaction()?;
+    tx.execute_batch(SCHEMA_V1)?;
+    tx.execute(
+        "INSERT INTO meta(key, value) VALUES ('created_by', ?1), ('created_at', ?2)",
+        rusqlite::params![created_by, now_ms.to_string()],
+    )?;
+    tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()
+}
+
+/// Migrations from each older version to the next, applied in order by
+/// [`migrate`]. Version 1 is the first published schema, so there are none yet;
+/// a future version appends `(from_version, sql)` here.
+const MIGRATIONS: &[(i64, &str)] = &[];
+
+/// Brings a journal at `from` up to [`SCHEMA_VERSION`] in one transaction.
+pub fn migrate(conn: &mut Connection, from: i64) -> rusqlite::Result<()> {
+    if from >= SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = conn.transaction()?;
+    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v >= from) {
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", version + 1)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_database_is_empty_then_a_journal() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        assert_eq!(inspect(&conn).unwrap(), FileState::Empty);
+        initialise(&mut conn, "test", 1).unwrap();
+        assert_eq!(
+            inspect(&conn).unwrap(),
+            FileState::Journal {
+                version: SCHEMA_VERSION
+            }
+        );
+    }
+
+    #[test]
+    fn other_databases_are_foreign() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t(x)").unwrap();
+        assert!(matches!(inspect(&conn).unwrap(), FileState::Foreign { .. }));
+    }
+}

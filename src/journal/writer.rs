@@ -1,0 +1,964 @@
+//! The single journal writer: a dedicated thread that owns the connection and
+//! turns [`Op`]s into records, batching whatever has queued into one transaction.
+//!
+//! Batching is opportunistic: the thread blocks for the first op, then takes
+//! every op already waiting (up to [`MAX_BATCH`]) into the same transaction. A
+//! quiet stream is committed at once; a busy one amortises the commit over many
+//! events. Every transaction ends with a checkpoint for each stream whose events
+//! it holds, so an event and the checkpoint it advances are durable together.
+
+use super::codec::{self, Codec, Digest, KeyframeCache};
+use super::records::{BaselineInfo, CheckpointInfo, CheckpointReason, CoverageInfo, GapInfo};
+use super::schema::kind;
+use super::{Journal, JournalError, StreamId};
+use crate::model::{ObjectMeta, WatchType};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// The most ops committed in one transaction.
+pub const MAX_BATCH: usize = 2048;
+/// Room in the queue between the streams and the writer; a full queue makes the
+/// streams wait (back-pressure) instead of growing memory.
+pub const QUEUE: usize = 4096;
+/// Memory for decoded keyframes kept to compress the next versions against.
+const KEYFRAME_CACHE_BYTES: usize = 16 << 20;
+
+/// One thing to journal.
+#[derive(Debug)]
+pub enum Op {
+    /// A live watch event, body exactly as received.
+    Event {
+        stream: StreamId,
+        at: i64,
+        watch_type: WatchType,
+        meta: ObjectMeta,
+        body: Vec<u8>,
+    },
+    /// One listed object of the baseline being written for `stream`.
+    BaselineItem {
+        stream: StreamId,
+        at: i64,
+        meta: ObjectMeta,
+        body: Vec<u8>,
+    },
+    /// The list finished: every item sent since the last `BaselineEnd` or
+    /// `BaselineAbort` of this stream belongs to it.
+    BaselineEnd {
+        stream: StreamId,
+        at: i64,
+        list_rv: String,
+        items: u64,
+    },
+    /// The list failed part-way; its items are left without a header and are
+    /// never read as a baseline.
+    BaselineAbort { stream: StreamId },
+    Gap {
+        stream: StreamId,
+        at: i64,
+        info: GapInfo,
+    },
+    Coverage {
+        stream: StreamId,
+        at: i64,
+        info: CoverageInfo,
+    },
+    Checkpoint {
+        stream: StreamId,
+        at: i64,
+        rv: String,
+        reason: CheckpointReason,
+    },
+    /// Answered once everything sent before it is committed.
+    Flush(std::sync::mpsc::SyncSender<()>),
+}
+
+/// What the writer has made durable for one stream.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StreamTotals {
+    /// Events journaled by this writer.
+    pub events: u64,
+    /// Events dropped as redeliveries of journaled ones.
+    pub duplicates: u64,
+    pub gaps: u64,
+    pub baselines: u64,
+    /// The resourceVersion of the last durable point.
+    pub last_rv: String,
+}
+
+/// Shared view of the writer's progress, updated after every commit.
+#[derive(Debug, Default)]
+pub struct WriterStats {
+    pub streams: Mutex<HashMap<StreamId, StreamTotals>>,
+    /// Transactions committed.
+    pub commits: Mutex<u64>,
+}
+
+/// The sending side of the writer, cheap to clone into stream tasks.
+#[derive(Clone)]
+pub struct WriterSender {
+    tx: tokio::sync::mpsc::Sender<Op>,
+}
+
+impl WriterSender {
+    pub async fn send(&self, op: Op) -> Result<(), JournalError> {
+        self.tx
+            .send(op)
+            .await
+            .map_err(|_| JournalError::WriterStopped("the writer has exited".into()))
+    }
+
+    pub fn blocking_send(&self, op: Op) -> Result<(), JournalError> {
+        self.tx
+            .blocking_send(op)
+            .map_err(|_| JournalError::WriterStopped("the writer has exited".into()))
+    }
+
+    /// Waits until everything sent before is committed.
+    pub async fn flush(&self) -> Result<(), JournalError> {
+        let (ack, done) = std::sync::mpsc::sync_channel(1);
+        self.send(Op::Flush(ack)).await?;
+        tokio::task::spawn_blocking(move || done.recv())
+            .await
+            .map_err(|e| JournalError::WriterStopped(e.to_string()))?
+            .map_err(|_| JournalError::WriterStopped("the writer has exited".into()))
+    }
+}
+
+/// The running writer thread.
+pub struct Writer {
+    sender: WriterSender,
+    thread: std::thread::JoinHandle<Result<(), JournalError>>,
+    stats: Arc<WriterStats>,
+}
+
+impl Writer {
+    /// Moves the journal's connection into a new writer thread.
+    pub fn start(journal: Journal) -> Result<Writer, JournalError> {
+        let (tx, rx) = tokio::sync::mpsc::channel(QUEUE);
+        let stats = Arc::new(WriterStats::default());
+        let mut state = WriterState::new(journal, stats.clone())?;
+        let thread = std::thread::Builder::new()
+            .name("krply-journal".into())
+            .spawn(move || state.run(rx))
+            .map_err(|e| JournalError::WriterStopped(e.to_string()))?;
+        Ok(Writer {
+            sender: WriterSender { tx },
+            thread,
+            stats,
+        })
+    }
+
+    pub fn sender(&self) -> WriterSender {
+        self.sender.clone()
+    }
+
+    pub fn stats(&self) -> Arc<WriterStats> {
+        self.stats.clone()
+    }
+
+    /// Closes the queue, lets the thread commit what is left and joins it.
+    /// Every other [`WriterSender`] clone must be dropped first.
+    pub fn finish(self) -> Result<(), JournalError> {
+        drop(self.sender);
+        self.thread
+            .join()
+            .map_err(|_| JournalError::WriterStopped("the writer thread panicked".into()))?
+    }
+}
+
+/// Per-object memory: enough to skip unchanged bodies and to find the keyframe
+/// the next version is compressed against.
+#[derive(Debug, Clone, Copy)]
+struct ObjState {
+    digest: Digest,
+    body: i64,
+    keyframe: i64,
+    keyframe_len: usize,
+}
+
+struct StreamState {
+    /// The stream's identity as hashed into event ids.
+    key: String,
+    /// Events journaled for this stream over all recorder runs.
+    events: u64,
+    /// The list token of the baseline being written.
+    open_list: Option<i64>,
+    last_rv: String,
+    /// Events of this stream in the current transaction.
+    dirty: bool,
+    /// When the last of those events was observed.
+    dirty_at: i64,
+    totals: StreamTotals,
+}
+
+struct WriterState {
+    conn: Connection,
+    path: PathBuf,
+    codec: Codec,
+    keyframes: KeyframeCache,
+    next_seq: i64,
+    streams: HashMap<StreamId, StreamState>,
+    objects: HashMap<(StreamId, String, String), i64>,
+    obj_state: HashMap<i64, ObjState>,
+    stats: Arc<WriterStats>,
+}
+
+impl WriterState {
+    fn new(journal: Journal, stats: Arc<WriterStats>) -> Result<WriterState, JournalError> {
+        let Journal { conn, path } = journal;
+        let next_seq: i64 = conn
+            .query_row("SELECT coalesce(max(seq), 0) + 1 FROM records", [], |r| {
+                r.get(0)
+            })
+            .map_err(|e| JournalError::sqlite(&path, e))?;
+        Ok(WriterState {
+            conn,
+            path,
+            codec: Codec::new(),
+            keyframes: KeyframeCache::new(KEYFRAME_CACHE_BYTES),
+            next_seq,
+            streams: HashMap::new(),
+            objects: HashMap::new(),
+            obj_state: HashMap::new(),
+            stats,
+        })
+    }
+
+    fn run(&mut self, mut rx: tokio::sync::mpsc::Receiver<Op>) -> Result<(), JournalError> {
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        while let Some(first) = rx.blocking_recv() {
+            batch.push(first);
+            while batch.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(op) => batch.push(op),
+                    Err(_) => break,
+                }
+            }
+            if let Err(e) = self.commit(&mut batch) {
+                rx.close();
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self, batch: &mut Vec<Op>) -> Result<(), JournalError> {
+        let mut acks = Vec::new();
+        let path = self.path.clone();
+        let err = |e| JournalError::sqlite(&path, e);
+        let tx = self.conn.transaction().map_err(err)?;
+        let mut pending = Pending::default();
+        for op in batch.drain(..) {
+            if let Op::Flush(ack) = op {
+                acks.push(ack);
+                continue;
+            }
+            apply(
+                &tx,
+                op,
+                &mut Ctx {
+                    path: &self.path,
+                    codec: &mut self.codec,
+                    keyframes: &mut self.keyframes,
+                    next_seq: &mut self.next_seq,
+                    streams: &mut self.streams,
+                    objects: &mut self.objects,
+                    obj_state: &mut self.obj_state,
+                    pending: &mut pending,
+                },
+            )?;
+        }
+        for (id, s) in self.streams.iter_mut().filter(|(_, s)| s.dirty) {
+            let info = CheckpointInfo {
+                reason: CheckpointReason::Event,
+                events: s.events,
+            };
+            insert_meta(
+                &tx,
+                &mut self.next_seq,
+                *id,
+                kind::CHECKPOINT,
+                s.dirty_at,
+                Some(&s.last_rv),
+                None,
+                &info,
+            )
+            .map_err(err)?;
+            s.dirty = false;
+        }
+        tx.commit().map_err(err)?;
+        // The transaction is durable: publish what it made durable.
+        {
+            let mut totals = self.stats.streams.lock().unwrap_or_else(|e| e.into_inner());
+            for (id, s) in &self.streams {
+                totals.insert(*id, s.totals.clone());
+            }
+            *self.stats.commits.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        }
+        for (key, obj) in pending.forget {
+            self.obj_state.remove(&obj);
+            self.objects.remove(&key);
+        }
+        for ack in acks {
+            let _ = ack.send(());
+        }
+        Ok(())
+    }
+}
+
+/// Work decided during a transaction that may only happen once it committed.
+#[derive(Default)]
+struct Pending {
+    /// Objects deleted in this transaction: their caches can go.
+    forget: Vec<((StreamId, String, String), i64)>,
+}
+
+/// Mutable writer state borrowed for one op.
+struct Ctx<'a> {
+    path: &'a PathBuf,
+    codec: &'a mut Codec,
+    keyframes: &'a mut KeyframeCache,
+    next_seq: &'a mut i64,
+    streams: &'a mut HashMap<StreamId, StreamState>,
+    objects: &'a mut HashMap<(StreamId, String, String), i64>,
+    obj_state: &'a mut HashMap<i64, ObjState>,
+    pending: &'a mut Pending,
+}
+
+fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalError> {
+    let path = cx.path.clone();
+    let err = |e| JournalError::sqlite(&path, e);
+    match op {
+        Op::Flush(_) => Ok(()),
+        Op::Event {
+            stream,
+            at,
+            watch_type,
+            meta,
+            body,
+        } => {
+            let key_text = stream_state(tx, cx.streams, stream)
+                .map_err(err)?
+                .key
+                .clone();
+            let object = object_id(tx, cx.objects, stream, &meta).map_err(err)?;
+            let event_key = event_key(&key_text, &meta, watch_type);
+            let seen: Option<i64> = tx
+                .prepare_cached("SELECT 1 FROM records WHERE object_id = ?1 AND event_key = ?2")
+                .and_then(|mut s| {
+                    s.query_row(params![object, event_key], |r| r.get(0))
+                        .optional()
+                })
+                .map_err(err)?;
+            let s = cx
+                .streams
+                .get_mut(&stream)
+                .expect("stream state loaded above");
+            if seen.is_some() {
+                s.totals.duplicates += 1;
+                return Ok(());
+            }
+            let body_id = store_body(tx, cx, object, &body)?;
+            let seq = take_seq(cx.next_seq);
+            tx.prepare_cached(
+                "INSERT INTO records(seq, stream_id, kind, observed_at, watch_type, object_id,
+                                     body_id, resource_version, event_key)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    seq,
+                    stream,
+                    kind::EVENT,
+                    at,
+                    watch_type.code(),
+                    object,
+                    body_id,
+                    meta.resource_version,
+                    event_key
+                ])
+            })
+            .map_err(err)?;
+            let s = cx
+                .streams
+                .get_mut(&stream)
+                .expect("stream state loaded above");
+            s.events += 1;
+            s.totals.events += 1;
+            s.last_rv = meta.resource_version.clone();
+            s.totals.last_rv = meta.resource_version.clone();
+            s.dirty = true;
+            s.dirty_at = s.dirty_at.max(at);
+            if watch_type == WatchType::Deleted {
+                cx.pending
+                    .forget
+                    .push(((stream, meta.namespace, meta.name), object));
+            }
+            Ok(())
+        }
+        Op::BaselineItem {
+            stream,
+            at,
+            meta,
+            body,
+        } => {
+            stream_state(tx, cx.streams, stream).map_err(err)?;
+            let object = object_id(tx, cx.objects, stream, &meta).map_err(err)?;
+            let body_id = store_body(tx, cx, object, &body)?;
+            let seq = take_seq(cx.next_seq);
+            let s = cx
+                .streams
+                .get_mut(&stream)
+                .expect("stream state loaded above");
+            let token = *s.open_list.get_or_insert(seq);
+            tx.prepare_cached(
+                "INSERT INTO records(seq, stream_id, kind, observed_at, object_id, body_id,
+                                     resource_version, aux)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    seq,
+                    stream,
+                    kind::BASELINE_ITEM,
+                    at,
+                    object,
+                    body_id,
+                    meta.resource_version,
+                    token
+                ])
+            })
+            .map_err(err)?;
+            Ok(())
+        }
+        Op::BaselineEnd {
+            stream,
+            at,
+            list_rv,
+            items,
+        } => {
+            stream_state(tx, cx.streams, stream).map_err(err)?;
+            let seq = take_seq(cx.next_seq);
+            let s = cx
+                .streams
+                .get_mut(&stream)
+                .expect("stream state loaded above");
+            let token = s.open_list.take().unwrap_or(seq);
+            let info = serde_json::to_string(&BaselineInfo { items }).unwrap_or_default();
+            tx.prepare_cached(
+                "INSERT INTO records(seq, stream_id, kind, observed_at, resource_version, aux, info)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![seq, stream, kind::BASELINE, at, list_rv, token, info])
+            })
+            .map_err(err)?;
+            s.last_rv = list_rv.clone();
+            s.totals.last_rv = list_rv;
+            s.totals.baselines += 1;
+            Ok(())
+        }
+        Op::BaselineAbort { stream } => {
+            if let Some(s) = cx.streams.get_mut(&stream) {
+                s.open_list = None;
+            }
+            Ok(())
+        }
+        Op::Gap { stream, at, info } => {
+            stream_state(tx, cx.streams, stream).map_err(err)?;
+            insert_meta(tx, cx.next_seq, stream, kind::GAP, at, None, None, &info).map_err(err)?;
+            if let Some(s) = cx.streams.get_mut(&stream) {
+                s.totals.gaps += 1;
+            }
+            Ok(())
+        }
+        Op::Coverage { stream, at, info } => {
+            stream_state(tx, cx.streams, stream).map_err(err)?;
+            insert_meta(
+                tx,
+                cx.next_seq,
+                stream,
+                kind::COVERAGE,
+                at,
+                None,
+                None,
+                &info,
+            )
+            .map_err(err)
+        }
+        Op::Checkpoint {
+            stream,
+            at,
+            rv,
+            reason,
+        } => {
+            let s = stream_state(tx, cx.streams, stream).map_err(err)?;
+            let info = CheckpointInfo {
+                reason,
+                events: s.events,
+            };
+            s.last_rv = rv.clone();
+            s.totals.last_rv = rv.clone();
+            insert_meta(
+                tx,
+                cx.next_seq,
+                stream,
+                kind::CHECKPOINT,
+                at,
+                Some(&rv),
+                None,
+                &info,
+            )
+            .map_err(err)
+        }
+    }
+}
+
+fn take_seq(next: &mut i64) -> i64 {
+    let seq = *next;
+    *next += 1;
+    seq
+}
+
+#[allow(clippy::too_many_arguments)]
+fn insert_meta<T: serde::Serialize>(
+    tx: &Transaction<'_>,
+    next_seq: &mut i64,
+    stream: StreamId,
+    record_kind: i64,
+    at: i64,
+    rv: Option<&str>,
+    aux: Option<i64>,
+    info: &T,
+) -> rusqlite::Result<()> {
+    let info = serde_json::to_string(info).unwrap_or_default();
+    let seq = take_seq(next_seq);
+    tx.prepare_cached(
+        "INSERT INTO records(seq, stream_id, kind, observed_at, resource_version, aux, info)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![seq, stream, record_kind, at, rv, aux, info])?;
+    Ok(())
+}
+
+/// Loads (once) what the writer needs to know about a stream.
+fn stream_state<'a>(
+    tx: &Transaction<'_>,
+    streams: &'a mut HashMap<StreamId, StreamState>,
+    stream: StreamId,
+) -> rusqlite::Result<&'a mut StreamState> {
+    if let std::collections::hash_map::Entry::Vacant(slot) = streams.entry(stream) {
+        let key: String = tx.query_row(
+            "SELECT cluster_id || '/' || grp || '/' || version || '/' || resource || '/' ||
+                    namespace || '/' || selector FROM streams WHERE id = ?1",
+            params![stream],
+            |r| r.get(0),
+        )?;
+        let last: Option<(String, Option<String>)> = tx
+            .query_row(
+                "SELECT info, resource_version FROM records WHERE stream_id = ?1 AND kind = ?2
+                 ORDER BY seq DESC LIMIT 1",
+                params![stream, kind::CHECKPOINT],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let (events, last_rv) = match last {
+            Some((info, rv)) => (
+                serde_json::from_str::<CheckpointInfo>(&info)
+                    .map(|i| i.events)
+                    .unwrap_or(0),
+                rv.unwrap_or_default(),
+            ),
+            None => (0, String::new()),
+        };
+        slot.insert(StreamState {
+            key,
+            events,
+            open_list: None,
+            last_rv: last_rv.clone(),
+            dirty: false,
+            dirty_at: 0,
+            totals: StreamTotals {
+                last_rv,
+                ..StreamTotals::default()
+            },
+        });
+    }
+    Ok(streams.get_mut(&stream).expect("inserted above"))
+}
+
+fn object_id(
+    tx: &Transaction<'_>,
+    objects: &mut HashMap<(StreamId, String, String), i64>,
+    stream: StreamId,
+    meta: &ObjectMeta,
+) -> rusqlite::Result<i64> {
+    let key = (stream, meta.namespace.clone(), meta.name.clone());
+    if let Some(id) = objects.get(&key) {
+        return Ok(*id);
+    }
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO objects(stream_id, namespace, name) VALUES (?1, ?2, ?3)",
+    )?
+    .execute(params![stream, meta.namespace, meta.name])?;
+    let id: i64 = tx
+        .prepare_cached(
+            "SELECT id FROM objects WHERE stream_id = ?1 AND namespace = ?2 AND name = ?3",
+        )?
+        .query_row(params![stream, meta.namespace, meta.name], |r| r.get(0))?;
+    objects.insert(key, id);
+    Ok(id)
+}
+
+/// The deterministic id of a live event: stream, uid, resourceVersion and type,
+/// never the observation time, so a redelivered event has the same id. Stored as
+/// 64 bits, unique per object (collisions would need two events of one object).
+pub fn event_key(stream_key: &str, meta: &ObjectMeta, watch_type: WatchType) -> i64 {
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    for part in [
+        stream_key.as_bytes(),
+        meta.uid.as_bytes(),
+        meta.resource_version.as_bytes(),
+        watch_type.as_str().as_bytes(),
+    ] {
+        ctx.update(part);
+        ctx.update(&[0]);
+    }
+    let d = ctx.finish();
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d.as_ref()[..8]);
+    i64::from_be_bytes(b)
+}
+
+/// Stores `raw` as the next body of `object`, returning its body id. An unchanged
+/// body is not stored again; a changed one becomes a delta against the object's
+/// keyframe while that stays small, else a new keyframe.
+fn store_body(
+    tx: &Transaction<'_>,
+    cx: &mut Ctx<'_>,
+    object: i64,
+    raw: &[u8],
+) -> Result<i64, JournalError> {
+    let path = cx.path.clone();
+    let err = |e| JournalError::sqlite(&path, e);
+    let codec_err = |source| JournalError::Codec {
+        path: path.clone(),
+        source,
+    };
+    let digest = codec::digest(raw);
+    let state = match cx.obj_state.get(&object) {
+        Some(s) => Some(*s),
+        None => load_obj_state(tx, object).map_err(err)?,
+    };
+    if let Some(s) = state {
+        if s.digest == digest {
+            cx.obj_state.insert(object, s);
+            return Ok(s.body);
+        }
+        let base = keyframe_bytes(tx, cx, s.keyframe)?;
+        let delta = cx.codec.delta(raw, &base).map_err(codec_err)?;
+        if delta.len() * 3 <= s.keyframe_len {
+            let id = insert_body(tx, &digest, Some(s.keyframe), raw.len(), &delta).map_err(err)?;
+            cx.obj_state.insert(
+                object,
+                ObjState {
+                    digest,
+                    body: id,
+                    ..s
+                },
+            );
+            return Ok(id);
+        }
+    }
+    let frame = cx.codec.keyframe(raw).map_err(codec_err)?;
+    let id = insert_body(tx, &digest, None, raw.len(), &frame).map_err(err)?;
+    cx.keyframes.insert(id, raw.into());
+    cx.obj_state.insert(
+        object,
+        ObjState {
+            digest,
+            body: id,
+            keyframe: id,
+            keyframe_len: frame.len(),
+        },
+    );
+    Ok(id)
+}
+
+fn insert_body(
+    tx: &Transaction<'_>,
+    digest: &Digest,
+    base: Option<i64>,
+    raw_len: usize,
+    data: &[u8],
+) -> rusqlite::Result<i64> {
+    tx.prepare_cached(
+        "INSERT INTO bodies(digest, base_id, raw_len, data) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![&digest[..], base, raw_len as i64, data])?;
+    Ok(tx.last_insert_rowid())
+}
+
+fn load_obj_state(tx: &Transaction<'_>, object: i64) -> rusqlite::Result<Option<ObjState>> {
+    let row: Option<(i64, Vec<u8>, i64)> = tx
+        .prepare_cached(
+            "SELECT b.id, b.digest, coalesce(b.base_id, b.id) FROM records r
+             JOIN bodies b ON b.id = r.body_id
+             WHERE r.object_id = ?1 ORDER BY r.seq DESC LIMIT 1",
+        )?
+        .query_row(params![object], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()?;
+    let Some((body, digest_bytes, keyframe)) = row else {
+        return Ok(None);
+    };
+    let keyframe_len: i64 = tx
+        .prepare_cached("SELECT length(data) FROM bodies WHERE id = ?1")?
+        .query_row(params![keyframe], |r| r.get(0))?;
+    let mut digest = [0u8; 16];
+    if digest_bytes.len() == 16 {
+        digest.copy_from_slice(&digest_bytes);
+    }
+    Ok(Some(ObjState {
+        digest,
+        body,
+        keyframe,
+        keyframe_len: keyframe_len as usize,
+    }))
+}
+
+fn keyframe_bytes(
+    tx: &Transaction<'_>,
+    cx: &mut Ctx<'_>,
+    id: i64,
+) -> Result<Arc<[u8]>, JournalError> {
+    if let Some(raw) = cx.keyframes.get(id) {
+        return Ok(raw);
+    }
+    let path = cx.path.clone();
+    let (raw_len, data): (i64, Vec<u8>) = tx
+        .prepare_cached("SELECT raw_len, data FROM bodies WHERE id = ?1")
+        .and_then(|mut s| s.query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?))))
+        .map_err(|e| JournalError::sqlite(&path, e))?;
+    let raw: Arc<[u8]> = cx
+        .codec
+        .decode(&data, raw_len as usize, None)
+        .map_err(|source| JournalError::Codec { path, source })?
+        .into();
+    cx.keyframes.insert(id, raw.clone());
+    Ok(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::read::StreamState;
+    use crate::model::{ResourceType, StreamSpec};
+
+    fn cm_spec() -> StreamSpec {
+        StreamSpec {
+            resource: ResourceType {
+                group: String::new(),
+                version: "v1".into(),
+                resource: "configmaps".into(),
+                kind: "ConfigMap".into(),
+                singular: "configmap".into(),
+                short_names: vec!["cm".into()],
+                namespaced: true,
+            },
+            namespace: Some("shop".into()),
+            selector: None,
+        }
+    }
+
+    fn meta(name: &str, rv: &str) -> ObjectMeta {
+        ObjectMeta {
+            namespace: "shop".into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            resource_version: rv.into(),
+        }
+    }
+
+    fn body(name: &str, rv: &str, value: &str) -> Vec<u8> {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","namespace":"shop","resourceVersion":"{rv}","x-unknown":{{"kept":true}}}},"data":{{"key":"{value}","other":"{}"}}}}"#,
+            "filler ".repeat(40)
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn events_are_deduplicated_and_bodies_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.db");
+        let journal = Journal::open_or_create(&path).unwrap();
+        journal
+            .register_cluster("c1", "https://x", Some("ctx"))
+            .unwrap();
+        let stream = journal.register_stream("c1", &cm_spec()).unwrap();
+        let writer = Writer::start(journal).unwrap();
+        let tx = writer.sender();
+        let v1 = body("a", "10", "one");
+        let v2 = body("a", "11", "two");
+        let ops = vec![
+            Op::BaselineItem {
+                stream,
+                at: 1000,
+                meta: meta("a", "10"),
+                body: v1.clone(),
+            },
+            Op::BaselineEnd {
+                stream,
+                at: 1000,
+                list_rv: "10".into(),
+                items: 1,
+            },
+            Op::Event {
+                stream,
+                at: 1001,
+                watch_type: WatchType::Modified,
+                meta: meta("a", "11"),
+                body: v2.clone(),
+            },
+            // Redelivered after a reconnect: dropped.
+            Op::Event {
+                stream,
+                at: 1002,
+                watch_type: WatchType::Modified,
+                meta: meta("a", "11"),
+                body: v2.clone(),
+            },
+            Op::Checkpoint {
+                stream,
+                at: 1003,
+                rv: "12".into(),
+                reason: CheckpointReason::Bookmark,
+            },
+            // A relist that saw the unchanged object: a new record, the same body.
+            Op::BaselineItem {
+                stream,
+                at: 1004,
+                meta: meta("a", "11"),
+                body: v2.clone(),
+            },
+            Op::BaselineEnd {
+                stream,
+                at: 1004,
+                list_rv: "12".into(),
+                items: 1,
+            },
+        ];
+        for op in ops {
+            tx.blocking_send(op).unwrap();
+        }
+        drop(tx);
+        let stats = writer.stats();
+        writer.finish().unwrap();
+        let totals = stats.streams.lock().unwrap()[&stream].clone();
+        assert_eq!(totals.events, 1);
+        assert_eq!(totals.duplicates, 1);
+        assert_eq!(totals.baselines, 2);
+
+        let reader = Journal::open(&path).unwrap();
+        let records = reader.all_records().unwrap();
+        let kinds: Vec<i64> = records.iter().map(|r| r.kind).collect();
+        // One transaction: the events' checkpoint closes it, carrying the stream's
+        // latest resourceVersion (the second baseline's), never an older one.
+        assert_eq!(
+            kinds,
+            vec![
+                kind::BASELINE_ITEM,
+                kind::BASELINE,
+                kind::EVENT,
+                kind::CHECKPOINT, // the bookmark
+                kind::BASELINE_ITEM,
+                kind::BASELINE,
+                kind::CHECKPOINT, // the events' checkpoint
+            ]
+        );
+        assert_eq!(records[6].resource_version.as_deref(), Some("12"));
+        let event = records.iter().find(|r| r.kind == kind::EVENT).unwrap();
+        assert_eq!(event.body.as_deref(), Some(&v2[..]));
+        let items: Vec<_> = records
+            .iter()
+            .filter(|r| r.kind == kind::BASELINE_ITEM)
+            .collect();
+        assert_eq!(items[0].body.as_deref(), Some(&v1[..]));
+        assert_eq!(items[1].body.as_deref(), Some(&v2[..]));
+        let bodies: i64 = reader
+            .conn()
+            .query_row("SELECT count(*) FROM bodies", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(bodies, 2, "the unchanged body is stored once");
+
+        let streams = reader.streams(Some("c1")).unwrap();
+        let cov = reader.coverage(&streams[0], 1005, false).unwrap();
+        assert_eq!(cov.from, Some(1000));
+        assert_eq!(cov.to, Some(1004));
+        assert_eq!(cov.events, 1);
+        assert_eq!(cov.last_rv.as_deref(), Some("12"));
+        assert!(cov.complete());
+        assert_eq!(cov.state, StreamState::Stopped);
+    }
+
+    #[test]
+    fn a_gap_stays_open_until_the_next_baseline() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.db");
+        let journal = Journal::open_or_create(&path).unwrap();
+        journal.register_cluster("c1", "https://x", None).unwrap();
+        let stream = journal.register_stream("c1", &cm_spec()).unwrap();
+        let writer = Writer::start(journal).unwrap();
+        let tx = writer.sender();
+        for op in [
+            Op::BaselineEnd {
+                stream,
+                at: 100,
+                list_rv: "5".into(),
+                items: 0,
+            },
+            Op::Gap {
+                stream,
+                at: 200,
+                info: GapInfo {
+                    from: 150,
+                    from_rv: Some("7".into()),
+                    reason: "410 Expired".into(),
+                },
+            },
+        ] {
+            tx.blocking_send(op).unwrap();
+        }
+        drop(tx);
+        writer.finish().unwrap();
+        let reader = Journal::open(&path).unwrap();
+        let s = &reader.streams(None).unwrap()[0];
+        let cov = reader.coverage(s, 300, true).unwrap();
+        assert_eq!(cov.state, StreamState::Relisting);
+        assert_eq!(cov.windows.len(), 1);
+        assert_eq!(cov.windows[0].to, None);
+        assert!(!cov.complete());
+        drop(reader);
+
+        let journal = Journal::open_or_create(&path).unwrap();
+        let writer = Writer::start(journal).unwrap();
+        writer
+            .sender()
+            .blocking_send(Op::BaselineEnd {
+                stream,
+                at: 400,
+                list_rv: "9".into(),
+                items: 0,
+            })
+            .unwrap();
+        writer.finish().unwrap();
+        let reader = Journal::open(&path).unwrap();
+        let cov = reader.coverage(s, 500, false).unwrap();
+        assert_eq!(cov.windows[0].from, 150);
+        assert_eq!(cov.windows[0].to, Some(400));
+        assert_eq!(cov.windows[0].to_rv.as_deref(), Some("9"));
+        assert_eq!(cov.gaps, 1);
+    }
+}
