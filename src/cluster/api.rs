@@ -1,0 +1,394 @@
+//! The raw API calls the recorder makes: one page of a list, and a watch stream
+//! read line by line. Object bodies stay raw JSON (`RawValue`), exactly as the
+//! server sent them, so unknown fields of custom resources survive.
+
+use super::{ClusterAccess, describe_chain};
+use crate::model::ResourceType;
+use bytes::{Buf, Bytes, BytesMut};
+use http_body_util::BodyExt;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::time::Duration;
+
+/// The largest watch line accepted (a single object); anything larger is a
+/// broken stream, not an object.
+const MAX_LINE: usize = 64 << 20;
+
+/// A failed API call, classified for the recorder's state machine.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// The server answered with a Status (HTTP error, or a 410 list).
+    #[error("{code} {reason}: {message}")]
+    Status {
+        code: u16,
+        reason: String,
+        message: String,
+        /// From the Retry-After header or `details.retryAfterSeconds`.
+        retry_after: Option<Duration>,
+        /// A fresh continue token offered with an expired one (410 on a list).
+        continue_token: Option<String>,
+    },
+    /// The connection failed or broke.
+    #[error("{0}")]
+    Transport(String),
+    /// The response was not what the API promises.
+    #[error("unreadable response: {0}")]
+    Decode(String),
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+}
+
+impl ApiError {
+    pub fn code(&self) -> Option<u16> {
+        match self {
+            ApiError::Status { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// 410 Gone / Expired: the history asked for is gone.
+    pub fn is_expired(&self) -> bool {
+        self.code() == Some(410)
+    }
+}
+
+#[derive(Deserialize)]
+struct StatusBody {
+    #[serde(default)]
+    code: Option<u16>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    details: Option<StatusDetails>,
+    #[serde(default)]
+    metadata: Option<ListMeta>,
+}
+
+#[derive(Deserialize)]
+struct StatusDetails {
+    #[serde(default, rename = "retryAfterSeconds")]
+    retry_after_seconds: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+struct ListMeta {
+    #[serde(default, rename = "resourceVersion")]
+    resource_version: Option<String>,
+    #[serde(default, rename = "continue")]
+    continue_token: Option<String>,
+}
+
+/// Parses a Status document (an error body or an ERROR watch event's object).
+pub fn parse_status(body: &[u8], http_code: u16, retry_header: Option<Duration>) -> ApiError {
+    match serde_json::from_slice::<StatusBody>(body) {
+        Ok(s) => ApiError::Status {
+            code: s.code.unwrap_or(http_code),
+            reason: s.reason.unwrap_or_else(|| reason_phrase(http_code)),
+            message: s.message.unwrap_or_default(),
+            retry_after: retry_header.or_else(|| {
+                s.details
+                    .and_then(|d| d.retry_after_seconds)
+                    .map(Duration::from_secs)
+            }),
+            continue_token: s
+                .metadata
+                .and_then(|m| m.continue_token)
+                .filter(|c| !c.is_empty()),
+        },
+        Err(_) => ApiError::Status {
+            code: http_code,
+            reason: reason_phrase(http_code),
+            message: String::from_utf8_lossy(body)
+                .trim()
+                .chars()
+                .take(300)
+                .collect(),
+            retry_after: retry_header,
+            continue_token: None,
+        },
+    }
+}
+
+fn reason_phrase(code: u16) -> String {
+    http::StatusCode::from_u16(code)
+        .ok()
+        .and_then(|c| c.canonical_reason())
+        .unwrap_or("Error")
+        .replace(' ', "")
+}
+
+/// One page of a list.
+#[derive(Debug)]
+pub struct ListPage {
+    pub resource_version: String,
+    pub continue_token: Option<String>,
+    pub items: Vec<Box<RawValue>>,
+}
+
+#[derive(Deserialize)]
+struct ListBody {
+    #[serde(default)]
+    metadata: ListMeta,
+    #[serde(default)]
+    items: Option<Vec<Box<RawValue>>>,
+}
+
+/// Percent-encodes a query value (RFC 3986 unreserved characters stay).
+pub fn encode_query(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Query parameters of a list page.
+pub fn list_query(selector: Option<&str>, limit: u32, continue_token: Option<&str>) -> String {
+    let mut q = format!("limit={limit}");
+    if let Some(sel) = selector.filter(|s| !s.is_empty()) {
+        q.push_str("&labelSelector=");
+        q.push_str(&encode_query(sel));
+    }
+    if let Some(c) = continue_token {
+        q.push_str("&continue=");
+        q.push_str(&encode_query(c));
+    }
+    q
+}
+
+/// Query parameters of a watch from exactly `resource_version`.
+pub fn watch_query(
+    selector: Option<&str>,
+    resource_version: &str,
+    bookmarks: bool,
+    timeout_seconds: u32,
+) -> String {
+    let mut q = format!(
+        "watch=1&resourceVersion={}&timeoutSeconds={timeout_seconds}",
+        encode_query(resource_version)
+    );
+    if bookmarks {
+        q.push_str("&allowWatchBookmarks=true");
+    }
+    if let Some(sel) = selector.filter(|s| !s.is_empty()) {
+        q.push_str("&labelSelector=");
+        q.push_str(&encode_query(sel));
+    }
+    q
+}
+
+fn transport(e: kube::Error) -> ApiError {
+    ApiError::Transport(describe_chain(&e))
+}
+
+async fn send(
+    access: &ClusterAccess,
+    path_and_query: &str,
+    watch: bool,
+) -> Result<http::Response<kube::client::Body>, ApiError> {
+    let mut req =
+        http::Request::get(path_and_query).header(http::header::ACCEPT, "application/json");
+    if watch {
+        req = req.header(http::header::ACCEPT_ENCODING, "identity");
+    }
+    let req = req
+        .body(kube::client::Body::from(Vec::new()))
+        .map_err(|e| ApiError::Transport(e.to_string()))?;
+    let fut = access.client.send(req);
+    let res = match access.request_timeout.filter(|_| !watch) {
+        Some(t) => tokio::time::timeout(t, fut)
+            .await
+            .map_err(|_| ApiError::Timeout(t))?
+            .map_err(transport)?,
+        None => fut.await.map_err(transport)?,
+    };
+    let code = res.status().as_u16();
+    if (200..300).contains(&code) {
+        return Ok(res);
+    }
+    let retry = res
+        .headers()
+        .get(http::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let body = read_all(res.into_body(), access.request_timeout).await?;
+    Err(parse_status(&body, code, retry))
+}
+
+async fn read_all(body: kube::client::Body, timeout: Option<Duration>) -> Result<Bytes, ApiError> {
+    let fut = body.collect();
+    let collected = match timeout {
+        Some(t) => tokio::time::timeout(t, fut)
+            .await
+            .map_err(|_| ApiError::Timeout(t))?,
+        None => fut.await,
+    };
+    collected
+        .map(|c| c.to_bytes())
+        .map_err(|e| ApiError::Transport(describe_chain(&e)))
+}
+
+/// Fetches one page of `resource` (in `namespace` when given).
+pub async fn list_page(
+    access: &ClusterAccess,
+    resource: &ResourceType,
+    namespace: Option<&str>,
+    selector: Option<&str>,
+    limit: u32,
+    continue_token: Option<&str>,
+) -> Result<ListPage, ApiError> {
+    let path = format!(
+        "{}?{}",
+        resource.collection_path(namespace),
+        list_query(selector, limit, continue_token)
+    );
+    let res = send(access, &path, false).await?;
+    let body = read_all(res.into_body(), access.request_timeout).await?;
+    let list: ListBody =
+        serde_json::from_slice(&body).map_err(|e| ApiError::Decode(e.to_string()))?;
+    Ok(ListPage {
+        resource_version: list.metadata.resource_version.unwrap_or_default(),
+        continue_token: list.metadata.continue_token.filter(|c| !c.is_empty()),
+        items: list.items.unwrap_or_default(),
+    })
+}
+
+/// Opens a watch of `resource` from exactly `resource_version`.
+pub async fn open_watch(
+    access: &ClusterAccess,
+    resource: &ResourceType,
+    namespace: Option<&str>,
+    selector: Option<&str>,
+    resource_version: &str,
+    bookmarks: bool,
+    timeout_seconds: u32,
+) -> Result<WatchBody, ApiError> {
+    let path = format!(
+        "{}?{}",
+        resource.collection_path(namespace),
+        watch_query(selector, resource_version, bookmarks, timeout_seconds)
+    );
+    let res = send(access, &path, true).await?;
+    Ok(WatchBody {
+        body: res.into_body(),
+        buf: BytesMut::new(),
+        done: false,
+    })
+}
+
+/// A watch response read as lines (one JSON document each).
+pub struct WatchBody {
+    body: kube::client::Body,
+    buf: BytesMut,
+    done: bool,
+}
+
+impl WatchBody {
+    /// The next non-empty line; `Ok(None)` when the server ended the stream.
+    /// A connection that breaks mid-stream is an error, so the caller resumes.
+    pub async fn next_line(&mut self) -> Result<Option<Bytes>, ApiError> {
+        loop {
+            if let Some(pos) = self.buf.iter().position(|b| *b == b'\n') {
+                let line = self.buf.split_to(pos + 1).freeze();
+                let trimmed = trim(&line);
+                if trimmed.is_empty() {
+                    continue;
+                }
+                return Ok(Some(line.slice_ref(trimmed)));
+            }
+            if self.done {
+                if self.buf.has_remaining() {
+                    let rest = self.buf.split().freeze();
+                    if !trim(&rest).is_empty() {
+                        return Err(ApiError::Decode(
+                            "the watch stream ended in the middle of an event".into(),
+                        ));
+                    }
+                }
+                return Ok(None);
+            }
+            if self.buf.len() > MAX_LINE {
+                return Err(ApiError::Decode(format!(
+                    "a watch event is larger than {MAX_LINE} bytes"
+                )));
+            }
+            match self.body.frame().await {
+                None => self.done = true,
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        self.buf.extend_from_slice(&data);
+                    }
+                }
+                Some(Err(e)) => return Err(ApiError::Transport(describe_chain(&e))),
+            }
+        }
+    }
+}
+
+fn trim(line: &[u8]) -> &[u8] {
+    let start = line
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(line.len());
+    let end = line
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    &line[start..end.max(start)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_are_encoded() {
+        assert_eq!(
+            list_query(Some("app in (a,b),!tier"), 500, Some("tok/en=")),
+            "limit=500&labelSelector=app%20in%20%28a%2Cb%29%2C%21tier&continue=tok%2Fen%3D"
+        );
+        assert_eq!(
+            watch_query(None, "123", true, 290),
+            "watch=1&resourceVersion=123&timeoutSeconds=290&allowWatchBookmarks=true"
+        );
+    }
+
+    #[test]
+    fn statuses_are_classified() {
+        let e = parse_status(
+            br#"{"kind":"Status","code":410,"reason":"Expired","message":"too old resource version: 5 (100)","metadata":{"continue":"fresh"}}"#,
+            410,
+            None,
+        );
+        assert!(e.is_expired());
+        assert!(matches!(&e, ApiError::Status { continue_token: Some(c), .. } if c == "fresh"));
+        let e = parse_status(
+            b"<html>bad gateway</html>",
+            502,
+            Some(Duration::from_secs(3)),
+        );
+        assert!(matches!(
+            e,
+            ApiError::Status {
+                code: 502,
+                retry_after: Some(_),
+                ..
+            }
+        ));
+        let e = parse_status(
+            br#"{"code":429,"reason":"TooManyRequests","details":{"retryAfterSeconds":7}}"#,
+            429,
+            None,
+        );
+        assert!(
+            matches!(e, ApiError::Status { retry_after: Some(d), .. } if d == Duration::from_secs(7))
+        );
+    }
+}
