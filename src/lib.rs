@@ -3,9 +3,14 @@
 //! The binary (`src/main.rs`) is a thin shell over this library so that
 //! integration tests and benchmarks can reach the same code paths.
 
+pub mod cli;
 pub mod cluster;
 pub mod diff;
+pub mod error;
 pub mod journal;
 pub mod model;
+pub mod recorder;
+pub mod render;
+pub mod selector;
 pub mod sim;
 pub mod time;

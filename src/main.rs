@@ -1,1 +1,5 @@
-fn main() {}
+//! `kubectl-krply`: see the library for everything.
+
+fn main() -> std::process::ExitCode {
+    krply::cli::main()
+}

@@ -95,6 +95,10 @@ pub struct Journal {
 /// Identifies a stream row in one journal.
 pub type StreamId = i64;
 
+/// When (ms since the epoch) and at which resourceVersion a stream was last known
+/// complete.
+pub type DurablePoint = (i64, String);
+
 impl Journal {
     /// Opens an existing journal for reading; never creates one.
     pub fn open(path: &Path) -> Result<Journal, JournalError> {
@@ -162,7 +166,7 @@ impl Journal {
             FileState::Foreign { .. } => Err(foreign(path)),
             FileState::Empty => {
                 let by = format!("kubectl-krply {}", env!("CARGO_PKG_VERSION"));
-                schema::initialise(&mut journal.conn, &by, crate::time::Millis::now().0)
+                schema::initialise(&mut journal.conn, &by, crate::time::Millis::now().as_ms())
                     .map_err(|e| JournalError::sqlite(path, e))?;
                 journal.configure(true)?;
                 Ok(journal)
@@ -265,7 +269,7 @@ impl Journal {
             .execute(
                 "INSERT INTO clusters(id, server, context, first_seen) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT(id) DO UPDATE SET context = coalesce(excluded.context, context)",
-                params![id, server, context, crate::time::Millis::now().0],
+                params![id, server, context, crate::time::Millis::now().as_ms()],
             )
             .map(|_| ())
             .map_err(|e| self.err(e))
@@ -302,7 +306,7 @@ impl Journal {
                     r.namespaced,
                     namespace,
                     selector,
-                    crate::time::Millis::now().0
+                    crate::time::Millis::now().as_ms()
                 ],
             )?;
             self.conn.query_row(
@@ -317,7 +321,7 @@ impl Journal {
 
     /// The last durable point of a stream: when and at which resourceVersion it
     /// was last known complete (checkpoint or baseline). `None` for a new stream.
-    pub fn last_durable(&self, stream: StreamId) -> Result<Option<(i64, String)>, JournalError> {
+    pub fn last_durable(&self, stream: StreamId) -> Result<Option<DurablePoint>, JournalError> {
         self.conn
             .query_row(
                 "SELECT observed_at, resource_version FROM records

@@ -1,0 +1,178 @@
+//! The flags every subcommand takes: kubectl's connection set and krply's own.
+
+use crate::cluster::ConnectOptions;
+use crate::error::{CliError, CliResult};
+use crate::render::{ColorChoice, Format, Paint};
+use clap::{ArgAction, Args};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Path to the kubeconfig file to use (only this file; default: $KUBECONFIG, else ~/.kube/config)
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        help_heading = "Cluster connection"
+    )]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        help_heading = "Cluster connection"
+    )]
+    pub context: Option<String>,
+    /// The kubeconfig cluster to use
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        help_heading = "Cluster connection"
+    )]
+    pub cluster: Option<String>,
+    /// The kubeconfig user to use
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        help_heading = "Cluster connection"
+    )]
+    pub user: Option<String>,
+    /// The address and port of the Kubernetes API server
+    #[arg(
+        short = 's',
+        long,
+        global = true,
+        value_name = "URL",
+        help_heading = "Cluster connection"
+    )]
+    pub server: Option<String>,
+    /// Bearer token for authentication to the API server
+    #[arg(
+        long,
+        global = true,
+        value_name = "TOKEN",
+        help_heading = "Cluster connection"
+    )]
+    pub token: Option<String>,
+    /// Path to a cert file for the certificate authority
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        help_heading = "Cluster connection"
+    )]
+    pub certificate_authority: Option<PathBuf>,
+    /// Do not verify the server's certificate (insecure)
+    #[arg(long, global = true, help_heading = "Cluster connection")]
+    pub insecure_skip_tls_verify: bool,
+    /// Username to impersonate for the operation
+    #[arg(
+        long = "as",
+        global = true,
+        value_name = "USER",
+        help_heading = "Cluster connection"
+    )]
+    pub as_user: Option<String>,
+    /// Group to impersonate for the operation (repeatable)
+    #[arg(
+        long = "as-group",
+        global = true,
+        value_name = "GROUP",
+        help_heading = "Cluster connection"
+    )]
+    pub as_group: Vec<String>,
+    /// How long to wait for a single request (e.g. 30s, 1m); 0 waits forever
+    #[arg(
+        long,
+        global = true,
+        value_name = "DURATION",
+        default_value = "0",
+        help_heading = "Cluster connection"
+    )]
+    pub request_timeout: String,
+    /// The namespace (default: the context's namespace, else "default")
+    #[arg(short = 'n', long, global = true, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Every namespace
+    #[arg(short = 'A', long, global = true)]
+    pub all_namespaces: bool,
+    /// The journal file (default: $XDG_DATA_HOME/krply/journal.db)
+    #[arg(long, global = true, env = "KRPLY_STORE", value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// Which recorded cluster to read (IDs are shown by `status`)
+    #[arg(long, global = true, value_name = "ID")]
+    pub cluster_id: Option<String>,
+    /// Output format: table, text, json, yaml (and unified where supported)
+    #[arg(short = 'o', long, global = true, value_name = "FORMAT")]
+    pub output: Option<String>,
+    /// When to use colour
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+    /// More detail on stderr (repeatable)
+    #[arg(short = 'v', long, global = true, action = ArgAction::Count)]
+    pub verbose: u8,
+    /// Only warnings and errors on stderr
+    #[arg(short = 'q', long, global = true)]
+    pub quiet: bool,
+}
+
+impl GlobalArgs {
+    pub fn connect_options(&self) -> CliResult<ConnectOptions> {
+        Ok(ConnectOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            cluster: self.cluster.clone(),
+            user: self.user.clone(),
+            server: self.server.clone(),
+            token: self.token.clone(),
+            certificate_authority: self.certificate_authority.clone(),
+            insecure_skip_tls_verify: self.insecure_skip_tls_verify,
+            impersonate: self.as_user.clone(),
+            impersonate_groups: self.as_group.clone(),
+            request_timeout: parse_request_timeout(&self.request_timeout)?,
+        })
+    }
+
+    /// The journal path: `--store`, `KRPLY_STORE`, else the XDG data dir.
+    pub fn store_path(&self) -> CliResult<PathBuf> {
+        match &self.store {
+            Some(p) if p.as_os_str().is_empty() => {
+                Err(CliError::usage("--store must not be empty"))
+            }
+            Some(p) => Ok(p.clone()),
+            None => crate::journal::default_path().ok_or_else(|| {
+                CliError::runtime("cannot find a home directory for the journal")
+                    .hint("pass --store PATH or set KRPLY_STORE")
+            }),
+        }
+    }
+
+    pub fn format(&self, default: Format, allowed: &[Format]) -> CliResult<Format> {
+        Format::choose(self.output.as_deref(), default, allowed).map_err(CliError::usage)
+    }
+
+    pub fn paint(&self) -> Paint {
+        Paint {
+            enabled: crate::render::use_color(self.color),
+        }
+    }
+}
+
+/// kubectl's `--request-timeout`: `0` (none), a duration (`30s`, `1m`) or a bare
+/// number of seconds.
+pub fn parse_request_timeout(s: &str) -> CliResult<Option<Duration>> {
+    let s = s.trim();
+    if s == "0" || s.is_empty() {
+        return Ok(None);
+    }
+    if let Ok(n) = s.parse::<u64>() {
+        return Ok(Some(Duration::from_secs(n)));
+    }
+    crate::time::parse_duration(s)
+        .map(Some)
+        .map_err(|e| CliError::usage(format!("invalid --request-timeout: {e}")))
+}

@@ -1,0 +1,190 @@
+//! `coverage`: one row per stream, saying what the journal covers and what is
+//! missing.
+
+use super::args::GlobalArgs;
+use super::target::select_cluster;
+use crate::error::CliResult;
+use crate::journal::read::{Coverage, GapWindow};
+use crate::journal::{Journal, WriterLock};
+use crate::render::{self, Format};
+use crate::time::Millis;
+use clap::Args;
+use serde::Serialize;
+
+/// Show, per recorded stream, the time it covers, its gaps and whether it is complete
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  kubectl krply coverage\n  kubectl krply coverage -n shop\n  kubectl krply coverage -o json"
+)]
+pub struct CoverageArgs {}
+
+#[derive(Serialize)]
+struct WindowOut {
+    from: String,
+    to: Option<String>,
+    from_resource_version: Option<String>,
+    to_resource_version: Option<String>,
+    reason: String,
+}
+
+#[derive(Serialize)]
+struct StreamOut {
+    id: String,
+    cluster: String,
+    group: String,
+    version: String,
+    resource: String,
+    kind: String,
+    namespace: Option<String>,
+    selector: Option<String>,
+    state: String,
+    last_resource_version: Option<String>,
+    events: u64,
+    gaps: u64,
+    complete: bool,
+    from: Option<String>,
+    to: Option<String>,
+    gap_windows: Vec<WindowOut>,
+}
+
+#[derive(Serialize)]
+struct CoverageOut {
+    streams: Vec<StreamOut>,
+}
+
+fn time(t: i64) -> String {
+    Millis::from_ms(t).to_string()
+}
+
+pub fn run(global: &GlobalArgs, _args: CoverageArgs) -> CliResult {
+    let format = global.format(Format::Table, &[Format::Table, Format::Json, Format::Yaml])?;
+    let path = global.store_path()?;
+    let journal = Journal::open(&path)?;
+    let cluster = select_cluster(&journal, global)?;
+    let running = WriterLock::is_held(&path);
+    let now = Millis::now().as_ms();
+    let mut rows = Vec::new();
+    for stream in journal.streams(Some(&cluster.id))? {
+        // -n narrows to the streams that cover that namespace.
+        if let Some(ns) = &global.namespace
+            && !global.all_namespaces
+            && stream.resource.namespaced
+            && stream.namespace.as_ref().is_some_and(|s| s != ns)
+        {
+            continue;
+        }
+        rows.push(journal.coverage(&stream, now, running)?);
+    }
+    let out = CoverageOut {
+        streams: rows.iter().map(stream_out).collect(),
+    };
+    super::out(&match format {
+        Format::Json => render::json(&out),
+        Format::Yaml => render::yaml(&out),
+        _ if rows.is_empty() => "No streams recorded.\n".to_string(),
+        _ => table(&rows, global.paint()),
+    })
+}
+
+fn stream_out(c: &Coverage) -> StreamOut {
+    let r = &c.stream.resource;
+    StreamOut {
+        id: c.stream.name(),
+        cluster: c.stream.cluster.clone(),
+        group: r.group.clone(),
+        version: r.version.clone(),
+        resource: r.resource.clone(),
+        kind: r.kind.clone(),
+        namespace: c.stream.namespace.clone(),
+        selector: c.stream.selector.clone(),
+        state: c.state.as_str().to_string(),
+        last_resource_version: c.last_rv.clone(),
+        events: c.events,
+        gaps: c.gaps,
+        complete: c.complete(),
+        from: c.from.map(time),
+        to: c.to.map(time),
+        gap_windows: c
+            .windows
+            .iter()
+            .map(|w| WindowOut {
+                from: time(w.from),
+                to: w.to.map(time),
+                from_resource_version: w.from_rv.clone(),
+                to_resource_version: w.to_rv.clone(),
+                reason: w.reason.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// What the COVERAGE column says: `OK`, or what is missing.
+pub fn describe(c: &Coverage) -> String {
+    if c.from.is_none() {
+        return match c.state {
+            crate::journal::read::StreamState::Unavailable => c
+                .windows
+                .last()
+                .map(|w| w.reason.clone())
+                .unwrap_or_else(|| "unavailable, never listed".into()),
+            _ => "no baseline yet".into(),
+        };
+    }
+    if c.complete() {
+        return "OK".into();
+    }
+    let one = |w: &GapWindow| match w.to {
+        Some(to) => format!("gap {} .. {} ({})", time(w.from), time(to), w.reason),
+        None => format!("gap since {} ({})", time(w.from), w.reason),
+    };
+    match c.windows.as_slice() {
+        [] => format!("unavailable since {}", c.to.map(time).unwrap_or_default()),
+        [w] => one(w),
+        [.., last] => format!("{} gaps, last: {}", c.windows.len(), one(last)),
+    }
+}
+
+fn table(rows: &[Coverage], paint: render::Paint) -> String {
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|c| {
+            let cov = describe(c);
+            let cov = if cov == "OK" {
+                paint.green(&cov)
+            } else {
+                paint.yellow(&cov)
+            };
+            vec![
+                c.stream.name(),
+                c.stream.resource.group_resource(),
+                match (&c.stream.namespace, c.stream.resource.namespaced) {
+                    (Some(ns), _) => ns.clone(),
+                    (None, true) => "(all)".into(),
+                    (None, false) => "-".into(),
+                },
+                c.state.as_str().to_string(),
+                c.last_rv.clone().unwrap_or_else(|| "-".into()),
+                c.events.to_string(),
+                c.gaps.to_string(),
+                c.from.map(time).unwrap_or_else(|| "-".into()),
+                c.to.map(time).unwrap_or_else(|| "-".into()),
+                cov,
+            ]
+        })
+        .collect();
+    render::table(
+        &[
+            "STREAM",
+            "RESOURCE",
+            "NAMESPACE",
+            "STATE",
+            "LAST-RV",
+            "EVENTS",
+            "GAPS",
+            "FROM",
+            "TO",
+            "COVERAGE",
+        ],
+        &body,
+    )
+}

@@ -1,0 +1,241 @@
+//! `record`: wires flags, cluster access, discovery, the journal and the recorder.
+
+use super::args::GlobalArgs;
+use crate::cluster::{self, discovery::Catalog};
+use crate::error::{CliError, CliResult};
+use crate::journal::{Journal, WriterLock};
+use crate::recorder::display::Mode;
+use crate::recorder::stream::StreamOptions;
+use crate::recorder::{self, PlanArgs, PlanError, RecordOptions};
+use clap::Args;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+/// List and watch resources, journaling every change until stopped
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  # Record the default resources of the current namespace until Ctrl-C
+  kubectl krply record
+
+  # Record deployments and configmaps of the shop namespace for an hour
+  kubectl krply record deploy cm -n shop --for 1h
+
+  # Record every namespace, only objects labelled app=web
+  kubectl krply record -A -l app=web
+
+Default resources: deployments, statefulsets, daemonsets, services, configmaps
+(plus namespaces with -A). Secrets are refused unless --include-secrets, and then
+their values are stored only as digests.")]
+pub struct RecordArgs {
+    /// Resources to record (plural, singular, short name, or RESOURCE.GROUP)
+    #[arg(value_name = "RESOURCE")]
+    pub resources: Vec<String>,
+    /// Only objects matching this label selector (e.g. app=web,tier!=cache)
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Stop by itself after this long (e.g. 30m, 2h)
+    #[arg(long = "for", value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Do not ask the server for watch bookmarks
+    #[arg(long)]
+    pub no_bookmarks: bool,
+    /// Record Secrets too (values are stored only as SHA-256 digests)
+    #[arg(long)]
+    pub include_secrets: bool,
+}
+
+pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
+    if global.output.is_some() {
+        return Err(CliError::usage("record does not take -o/--output"));
+    }
+    let duration = match &args.duration {
+        Some(d) => Some(
+            crate::time::parse_positive_duration(d)
+                .map_err(|e| CliError::usage(format!("invalid --for: {e}")))?,
+        ),
+        None => None,
+    };
+    let selector = match &args.selector {
+        Some(s) => Some(
+            crate::selector::Selector::parse(s)
+                .map_err(|e| CliError::usage(format!("invalid label selector {s:?}: {e}")))?
+                .to_string(),
+        ),
+        None => None,
+    };
+    let opts = global.connect_options()?;
+    let path = global.store_path()?;
+
+    // The journal first: a second recorder fails before touching the cluster.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        ensure_dir(dir)?;
+    }
+    let holder = format!(
+        "pid {} on {} since {}",
+        std::process::id(),
+        hostname(),
+        crate::time::Millis::now()
+    );
+    let _lock = WriterLock::acquire(&path, &holder)?;
+    let journal = Journal::open_or_create(&path)?;
+    journal.check_integrity()?;
+
+    let target = cluster::resolve_target(&opts)?;
+    let access = cluster::connect(&target, &opts).await?;
+    let catalog = Catalog::discover(&access).await?;
+    for w in &catalog.warnings {
+        eprintln!("warning: {w}");
+    }
+    let namespace = global
+        .namespace
+        .clone()
+        .unwrap_or_else(|| target.namespace.clone());
+    let plan = recorder::plan_streams(
+        &catalog,
+        &PlanArgs {
+            resources: args.resources.clone(),
+            namespace,
+            all_namespaces: global.all_namespaces,
+            selector,
+            include_secrets: args.include_secrets,
+        },
+    )
+    .map_err(|e| match e {
+        PlanError::SecretsRefused => CliError::runtime(e.to_string())
+            .hint("with --include-secrets, every value is stored only as a SHA-256 digest"),
+        PlanError::Resolve(_) => CliError::runtime(e.to_string())
+            .hint("`kubectl api-resources` lists what the server serves"),
+        PlanError::NotWatchable(_) => CliError::runtime(e.to_string()),
+    })?;
+    for w in &plan.warnings {
+        eprintln!("warning: {w}");
+    }
+    if plan.streams.is_empty() {
+        return Err(CliError::runtime(
+            "nothing to record: the server serves none of the default resources",
+        )
+        .hint("name the resources to record, e.g. `kubectl krply record pods`"));
+    }
+
+    let mode = if global.quiet {
+        Mode::Quiet
+    } else if std::io::stderr().is_terminal() {
+        Mode::Live
+    } else {
+        Mode::Plain
+    };
+    if mode != Mode::Quiet {
+        eprintln!(
+            "recording {} stream(s) of {} ({}) into {}{}",
+            plan.streams.len(),
+            target.cluster_id,
+            target.server,
+            path.display(),
+            duration
+                .map(|d| format!(" for {}", humantime(d)))
+                .unwrap_or_else(|| "; Ctrl-C stops".into())
+        );
+    }
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        wait_for_stop(duration).await;
+        let _ = stop_tx.send(true);
+    });
+    let options = RecordOptions {
+        stream: StreamOptions {
+            bookmarks: !args.no_bookmarks,
+            ..StreamOptions::default()
+        },
+        mode,
+    };
+    let summary = recorder::record(&access, journal, plan.streams, options, stop_rx).await?;
+    let mut text = format!(
+        "recorded {} event(s) in {} stream(s) over {}; {} gap(s); journal {}\n",
+        summary.events(),
+        summary.streams.len(),
+        humantime(summary.elapsed),
+        summary.gaps(),
+        path.display()
+    );
+    for s in &summary.streams {
+        text.push_str(&format!(
+            "  {:<40} events {:>6}  gaps {}  last rv {}\n",
+            s.name,
+            s.events,
+            s.gaps,
+            if s.last_rv.is_empty() {
+                "-"
+            } else {
+                &s.last_rv
+            }
+        ));
+    }
+    super::out(&text)
+}
+
+/// Ctrl-C, SIGTERM or the end of `--for`.
+async fn wait_for_stop(duration: Option<Duration>) {
+    let timer = async {
+        match duration {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = timer => {}
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
+
+fn ensure_dir(dir: &std::path::Path) -> CliResult {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        b.mode(0o700);
+    }
+    b.create(dir).map_err(|e| {
+        CliError::runtime(format!(
+            "cannot create the journal directory {}: {e}",
+            dir.display()
+        ))
+        .hint("pass --store with a writable path")
+    })
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "this host".into())
+}
+
+fn humantime(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0 => format!("{}ms", d.as_millis()),
+        1..=119 => format!("{s}s"),
+        120..=7199 => format!("{}m{}s", s / 60, s % 60),
+        _ => format!("{}h{}m", s / 3600, (s % 3600) / 60),
+    }
+}

@@ -1,0 +1,153 @@
+//! `status`: the journal at a glance.
+
+use super::args::GlobalArgs;
+use crate::error::CliResult;
+use crate::journal::{Journal, JournalError, WriterLock};
+use crate::render::{self, Format};
+use crate::time::Millis;
+use clap::Args;
+use serde::Serialize;
+
+/// Show the journal: path, size, clusters, streams, events, gaps and time span
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  kubectl krply status\n  kubectl krply status -o json\n  kubectl krply status --store /tmp/incident.db"
+)]
+pub struct StatusArgs {}
+
+#[derive(Serialize)]
+struct ClusterOut {
+    id: String,
+    server: String,
+    context: Option<String>,
+}
+
+#[derive(Serialize)]
+struct RecorderOut {
+    running: bool,
+    holder: Option<String>,
+}
+
+#[derive(Serialize)]
+struct StatusOut {
+    store: String,
+    exists: bool,
+    size_bytes: u64,
+    schema_version: i64,
+    clusters: Vec<ClusterOut>,
+    streams: u64,
+    events: u64,
+    gaps: u64,
+    first_observed: Option<String>,
+    last_observed: Option<String>,
+    recorder: RecorderOut,
+}
+
+pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
+    let format = global.format(
+        Format::Text,
+        &[Format::Text, Format::Table, Format::Json, Format::Yaml],
+    )?;
+    let path = global.store_path()?;
+    let running = WriterLock::is_held(&path);
+    let holder = running
+        .then(|| std::fs::read_to_string(crate::journal::lock::lock_path(&path)).ok())
+        .flatten()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty());
+    let mut out = StatusOut {
+        store: path.display().to_string(),
+        exists: false,
+        size_bytes: 0,
+        schema_version: crate::journal::schema::SCHEMA_VERSION,
+        clusters: vec![],
+        streams: 0,
+        events: 0,
+        gaps: 0,
+        first_observed: None,
+        last_observed: None,
+        recorder: RecorderOut { running, holder },
+    };
+    match Journal::open(&path) {
+        Ok(journal) => {
+            let s = journal.status()?;
+            out.exists = true;
+            out.size_bytes = s.size_bytes;
+            out.clusters = s
+                .clusters
+                .into_iter()
+                .map(|c| ClusterOut {
+                    id: c.id,
+                    server: c.server,
+                    context: c.context,
+                })
+                .collect();
+            out.streams = s.streams;
+            out.events = s.events;
+            out.gaps = s.gaps;
+            out.first_observed = s.first_observed.map(|t| Millis::from_ms(t).to_string());
+            out.last_observed = s.last_observed.map(|t| Millis::from_ms(t).to_string());
+        }
+        Err(JournalError::Missing(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    super::out(&match format {
+        Format::Json => render::json(&out),
+        Format::Yaml => render::yaml(&out),
+        _ => text(&out, global.paint()),
+    })
+}
+
+fn text(s: &StatusOut, paint: render::Paint) -> String {
+    let mut t = String::new();
+    if !s.exists {
+        t.push_str(&format!(
+            "Journal:         {} (nothing recorded yet)\n",
+            s.store
+        ));
+    } else {
+        t.push_str(&format!(
+            "Journal:         {} ({})\n",
+            s.store,
+            render::human_bytes(s.size_bytes)
+        ));
+    }
+    let recorder = match (&s.recorder.running, &s.recorder.holder) {
+        (true, Some(h)) => paint.green(&format!("running ({h})")),
+        (true, None) => paint.green("running"),
+        (false, _) => "not running".to_string(),
+    };
+    t.push_str(&format!("Recorder:        {recorder}\n"));
+    if !s.exists {
+        return t;
+    }
+    if s.clusters.is_empty() {
+        t.push_str("Clusters:        none\n");
+    }
+    for (i, c) in s.clusters.iter().enumerate() {
+        let label = if i == 0 { "Clusters:" } else { "" };
+        let ctx = c
+            .context
+            .as_deref()
+            .map(|c| format!(" (context {c})"))
+            .unwrap_or_default();
+        t.push_str(&format!("{label:<17}{}  {}{ctx}\n", c.id, c.server));
+    }
+    t.push_str(&format!("Streams:         {}\n", s.streams));
+    t.push_str(&format!("Events:          {}\n", s.events));
+    let gaps = if s.gaps > 0 {
+        paint.yellow(&s.gaps.to_string())
+    } else {
+        s.gaps.to_string()
+    };
+    t.push_str(&format!("Gaps:            {gaps}\n"));
+    t.push_str(&format!(
+        "First observed:  {}\n",
+        s.first_observed.as_deref().unwrap_or("-")
+    ));
+    t.push_str(&format!(
+        "Last observed:   {}\n",
+        s.last_observed.as_deref().unwrap_or("-")
+    ));
+    t
+}

@@ -1,0 +1,371 @@
+//! `record`: list and watch the selected resources and journal everything.
+//!
+//! [`plan_streams`] turns resource arguments into streams (pure, over a discovery
+//! catalog); [`record`] runs one [`stream::Stream`] task per stream, all feeding
+//! the single journal writer, until asked to stop.
+
+pub mod backoff;
+pub mod display;
+pub mod secrets;
+pub mod stream;
+pub mod wire;
+
+use crate::cluster::ClusterAccess;
+use crate::cluster::discovery::{Catalog, ResolveError};
+use crate::journal::writer::Writer;
+use crate::journal::{DurablePoint, Journal, JournalError, StreamId};
+use crate::model::StreamSpec;
+use display::{Display, Mode};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use stream::{Phase, Stream, StreamEnd, StreamOptions, StreamStatus};
+use tokio::sync::watch;
+
+/// Resources recorded when none are named (plus namespaces with `-A`).
+pub const DEFAULT_RESOURCES: &[&str] = &[
+    "deployments.apps",
+    "statefulsets.apps",
+    "daemonsets.apps",
+    "services",
+    "configmaps",
+];
+
+/// What the user asked to record.
+#[derive(Debug, Clone, Default)]
+pub struct PlanArgs {
+    pub resources: Vec<String>,
+    /// The namespace to record in (explicit `-n`, else the context's).
+    pub namespace: String,
+    pub all_namespaces: bool,
+    pub selector: Option<String>,
+    pub include_secrets: bool,
+}
+
+/// Why the requested streams cannot be recorded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    #[error("the server does not allow watching \"{0}\" (it needs the list and watch verbs)")]
+    NotWatchable(String),
+    #[error("refusing to record secrets without --include-secrets")]
+    SecretsRefused,
+}
+
+/// Streams to record, with warnings about defaults the server lacks.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub streams: Vec<StreamSpec>,
+    pub warnings: Vec<String>,
+}
+
+/// Resolves resource arguments into streams, one per resource.
+pub fn plan_streams(catalog: &Catalog, args: &PlanArgs) -> Result<Plan, PlanError> {
+    let mut resources = Vec::new();
+    let mut warnings = Vec::new();
+    if args.resources.is_empty() {
+        let mut defaults: Vec<&str> = DEFAULT_RESOURCES.to_vec();
+        if args.all_namespaces {
+            defaults.push("namespaces");
+        }
+        for name in defaults {
+            match catalog.resolve(name) {
+                Ok(d) if d.can_watch() => resources.push(d.resource.clone()),
+                _ => warnings.push(format!(
+                    "the server does not serve {name}; not recording it"
+                )),
+            }
+        }
+    } else {
+        for arg in &args.resources {
+            for name in arg.split(',').filter(|s| !s.is_empty()) {
+                let d = catalog.resolve(name)?;
+                if !d.can_watch() {
+                    return Err(PlanError::NotWatchable(name.to_string()));
+                }
+                if d.resource.is_secret() && !args.include_secrets {
+                    return Err(PlanError::SecretsRefused);
+                }
+                resources.push(d.resource.clone());
+            }
+        }
+    }
+    let mut streams: Vec<StreamSpec> = Vec::new();
+    for resource in resources {
+        let namespace = if resource.namespaced && !args.all_namespaces {
+            Some(args.namespace.clone())
+        } else {
+            None
+        };
+        let spec = StreamSpec {
+            resource,
+            namespace,
+            selector: args.selector.clone().filter(|s| !s.is_empty()),
+        };
+        if !streams.contains(&spec) {
+            streams.push(spec);
+        }
+    }
+    Ok(Plan { streams, warnings })
+}
+
+/// How `record` runs.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    pub stream: StreamOptions,
+    pub mode: Mode,
+}
+
+/// What one stream recorded in this run.
+#[derive(Debug, Clone)]
+pub struct StreamSummary {
+    pub name: String,
+    /// Events made durable in this run (redeliveries excluded).
+    pub events: u64,
+    pub duplicates: u64,
+    pub gaps: u64,
+    pub baselines: u64,
+    pub last_rv: String,
+    pub final_phase: Phase,
+}
+
+#[derive(Debug, Clone)]
+pub struct RecordSummary {
+    pub cluster_id: String,
+    pub elapsed: Duration,
+    pub streams: Vec<StreamSummary>,
+}
+
+impl RecordSummary {
+    pub fn events(&self) -> u64 {
+        self.streams.iter().map(|s| s.events).sum()
+    }
+    pub fn gaps(&self) -> u64 {
+        self.streams.iter().map(|s| s.gaps).sum()
+    }
+}
+
+/// Records `streams` into `journal` until `stop` turns true. The caller holds the
+/// journal's writer lock for the whole call.
+pub async fn record(
+    access: &ClusterAccess,
+    journal: Journal,
+    streams: Vec<StreamSpec>,
+    options: RecordOptions,
+    mut stop: watch::Receiver<bool>,
+) -> Result<RecordSummary, JournalError> {
+    let started = Instant::now();
+    let target = &access.target;
+    journal.register_cluster(
+        &target.cluster_id,
+        &target.server,
+        target.context.as_deref(),
+    )?;
+    let mut registered: Vec<(StreamId, StreamSpec, Option<DurablePoint>)> = Vec::new();
+    for spec in streams {
+        let id = journal.register_stream(&target.cluster_id, &spec)?;
+        let prior = journal.last_durable(id)?;
+        registered.push((id, spec, prior));
+    }
+    let writer = Writer::start(journal)?;
+    let stats = writer.stats();
+    let names: Vec<String> = registered.iter().map(|(_, s, _)| s.name()).collect();
+    let display = Display::new(options.mode, &names);
+    let (notice_tx, mut notice_rx) = tokio::sync::mpsc::channel(256);
+    let mut statuses = Vec::new();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (id, spec, prior) in registered {
+        let status = Arc::new(Mutex::new(StreamStatus {
+            name: spec.name(),
+            phase: Phase::Starting,
+            events: 0,
+            listed: 0,
+            last_rv: String::new(),
+            gaps: 0,
+            reconnects: 0,
+        }));
+        statuses.push((id, status.clone()));
+        let stream = Stream {
+            id,
+            spec,
+            access: access.clone(),
+            writer: writer.sender(),
+            opts: options.stream.clone(),
+            status,
+            notices: notice_tx.clone(),
+            prior,
+            stop: stop.clone(),
+        };
+        tasks.spawn(stream.run());
+    }
+    drop(notice_tx);
+
+    let snapshot = |statuses: &[(StreamId, Arc<Mutex<StreamStatus>>)]| -> Vec<StreamStatus> {
+        statuses
+            .iter()
+            .filter_map(|(_, s)| s.lock().ok().map(|s| s.clone()))
+            .collect()
+    };
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    let mut failure: Option<JournalError> = None;
+    let mut stopping = false;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => display.refresh(&snapshot(&statuses)),
+            Some(n) = notice_rx.recv() => display.notice(&n),
+            changed = stop.changed(), if !stopping => {
+                stopping = changed.is_err() || *stop.borrow();
+            }
+            joined = tasks.join_next() => match joined {
+                None => break,
+                Some(Ok(StreamEnd::Stopped)) => {}
+                Some(Ok(StreamEnd::WriterFailed(e))) => {
+                    failure.get_or_insert(e);
+                    tasks.abort_all();
+                }
+                Some(Err(e)) if e.is_panic() => {
+                    failure.get_or_insert(JournalError::WriterStopped(format!("a stream task panicked: {e}")));
+                    tasks.abort_all();
+                }
+                Some(Err(_)) => {}
+            },
+        }
+    }
+    while let Ok(n) = notice_rx.try_recv() {
+        display.notice(&n);
+    }
+    let finished = snapshot(&statuses);
+    display.finish(&finished);
+    let written = writer.finish();
+    if let Some(e) = failure {
+        return Err(match written {
+            Err(w) => w,
+            Ok(()) => e,
+        });
+    }
+    written?;
+    let totals = stats.streams.lock().map(|t| t.clone()).unwrap_or_default();
+    let streams = statuses
+        .iter()
+        .zip(finished)
+        .map(|((id, _), s)| {
+            let t = totals.get(id).cloned().unwrap_or_default();
+            StreamSummary {
+                name: s.name,
+                events: t.events,
+                duplicates: t.duplicates,
+                gaps: t.gaps,
+                baselines: t.baselines,
+                last_rv: if t.last_rv.is_empty() {
+                    s.last_rv
+                } else {
+                    t.last_rv
+                },
+                final_phase: s.phase,
+            }
+        })
+        .collect();
+    Ok(RecordSummary {
+        cluster_id: target.cluster_id.clone(),
+        elapsed: started.elapsed(),
+        streams,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::discovery::Discovered;
+    use crate::model::ResourceType;
+
+    fn d(group: &str, resource: &str, kind: &str, namespaced: bool, verbs: &[&str]) -> Discovered {
+        Discovered {
+            resource: ResourceType {
+                group: group.into(),
+                version: "v1".into(),
+                resource: resource.into(),
+                kind: kind.into(),
+                singular: kind.to_ascii_lowercase(),
+                short_names: vec![],
+                namespaced,
+            },
+            verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        }
+    }
+
+    fn catalog() -> Catalog {
+        let all = &["get", "list", "watch"];
+        Catalog {
+            resources: vec![
+                Discovered {
+                    resource: ResourceType {
+                        short_names: vec!["cm".into()],
+                        ..d("", "configmaps", "ConfigMap", true, all).resource
+                    },
+                    verbs: d("", "configmaps", "ConfigMap", true, all).verbs,
+                },
+                d("", "secrets", "Secret", true, all),
+                Discovered {
+                    resource: ResourceType {
+                        short_names: vec!["ns".into()],
+                        ..d("", "namespaces", "Namespace", false, all).resource
+                    },
+                    verbs: d("", "namespaces", "Namespace", false, all).verbs,
+                },
+                d("apps", "deployments", "Deployment", true, all),
+                d("", "bindings", "Binding", true, &["create"]),
+            ],
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn defaults_skip_what_the_server_lacks() {
+        let plan = plan_streams(
+            &catalog(),
+            &PlanArgs {
+                namespace: "shop".into(),
+                all_namespaces: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let names: Vec<String> = plan.streams.iter().map(|s| s.name()).collect();
+        assert_eq!(
+            names,
+            vec!["deployments.v1.apps@*", "configmaps.v1@*", "namespaces.v1"]
+        );
+        assert_eq!(plan.warnings.len(), 3, "{:?}", plan.warnings);
+    }
+
+    #[test]
+    fn named_resources_secrets_and_errors() {
+        let args = |r: &[&str], secrets: bool| PlanArgs {
+            resources: r.iter().map(|s| s.to_string()).collect(),
+            namespace: "shop".into(),
+            include_secrets: secrets,
+            ..Default::default()
+        };
+        let plan =
+            plan_streams(&catalog(), &args(&["cm,deployments", "configmap"], false)).unwrap();
+        assert_eq!(plan.streams.len(), 2);
+        assert_eq!(plan.streams[0].namespace.as_deref(), Some("shop"));
+        assert_eq!(
+            plan_streams(&catalog(), &args(&["secrets"], false)).unwrap_err(),
+            PlanError::SecretsRefused
+        );
+        assert!(plan_streams(&catalog(), &args(&["secret"], true)).is_ok());
+        assert_eq!(
+            plan_streams(&catalog(), &args(&["nope"], false))
+                .unwrap_err()
+                .to_string(),
+            "the server doesn't have a resource type \"nope\""
+        );
+        assert!(matches!(
+            plan_streams(&catalog(), &args(&["bindings"], false)),
+            Err(PlanError::NotWatchable(_))
+        ));
+        let ns = plan_streams(&catalog(), &args(&["ns"], false)).unwrap();
+        assert_eq!(ns.streams[0].namespace, None);
+    }
+}

@@ -1,0 +1,714 @@
+//! One recorder stream: list, baseline, watch from exactly the list's
+//! resourceVersion, and everything that can go wrong in between (DESIGN §2).
+//!
+//! ```text
+//!          ┌──────────── 410 (at start or in the stream): GAP ─────────────┐
+//!          v                                                                │
+//!   LIST pages ──> BASELINE ──> WATCH(rv) ──events/bookmarks──> checkpoint ─┤
+//!      │                          │  ^                                      │
+//!      │ 403/404: unavailable     │  └── closed / dropped / 5xx / bad line: │
+//!      v         (retry slowly)   │      reconnect from the same rv         │
+//!   UNAVAILABLE ──────────────────┘      with jittered capped backoff ──────┘
+//! ```
+
+use super::backoff::Backoff;
+use super::secrets::redact_secret;
+use super::wire::{self, WireEvent};
+use crate::cluster::ClusterAccess;
+use crate::cluster::api::{self, ApiError};
+use crate::journal::StreamId;
+use crate::journal::records::{CheckpointReason, CoverageInfo, GapInfo};
+use crate::journal::writer::{Op, WriterSender};
+use crate::model::StreamSpec;
+use crate::time::Millis;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Tunables of a stream; the defaults suit a real cluster.
+#[derive(Debug, Clone)]
+pub struct StreamOptions {
+    pub bookmarks: bool,
+    pub page_size: u32,
+    /// Asked of the server as `timeoutSeconds`; the watch is resumed after it.
+    pub watch_timeout_secs: u32,
+    pub backoff_initial: Duration,
+    pub backoff_max: Duration,
+    /// How often a forbidden or missing resource is tried again.
+    pub unavailable_retry: Duration,
+    /// A quiet open watch writes a checkpoint this often.
+    pub heartbeat: Duration,
+    /// How many times one list restarts after an expired continue token.
+    pub list_restarts: u32,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        StreamOptions {
+            bookmarks: true,
+            page_size: 500,
+            watch_timeout_secs: 290,
+            backoff_initial: Duration::from_millis(200),
+            backoff_max: Duration::from_secs(30),
+            unavailable_retry: Duration::from_secs(30),
+            heartbeat: Duration::from_millis(crate::journal::records::HEARTBEAT_MS as u64),
+            list_restarts: 5,
+        }
+    }
+}
+
+/// What a stream is doing now, for the live display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    Starting,
+    Listing,
+    Watching,
+    /// Waiting before a reconnect, with the reason.
+    Retrying(String),
+    Unavailable(String),
+    Stopped,
+}
+
+impl Phase {
+    pub fn label(&self) -> String {
+        match self {
+            Phase::Starting => "starting".into(),
+            Phase::Listing => "listing".into(),
+            Phase::Watching => "watching".into(),
+            Phase::Retrying(why) => format!("retrying ({why})"),
+            Phase::Unavailable(why) => format!("unavailable ({why})"),
+            Phase::Stopped => "stopped".into(),
+        }
+    }
+}
+
+/// Live counters of one stream.
+#[derive(Debug, Clone)]
+pub struct StreamStatus {
+    pub name: String,
+    pub phase: Phase,
+    /// Live events handed to the journal (redeliveries included; the journal
+    /// drops those).
+    pub events: u64,
+    pub listed: u64,
+    pub last_rv: String,
+    pub gaps: u64,
+    pub reconnects: u64,
+}
+
+/// A line for the user about one stream.
+#[derive(Debug, Clone)]
+pub struct Notice {
+    pub stream: String,
+    pub text: String,
+    pub warning: bool,
+}
+
+/// Everything one stream task needs.
+pub struct Stream {
+    pub id: StreamId,
+    pub spec: StreamSpec,
+    pub access: ClusterAccess,
+    pub writer: WriterSender,
+    pub opts: StreamOptions,
+    pub status: Arc<Mutex<StreamStatus>>,
+    pub notices: tokio::sync::mpsc::Sender<Notice>,
+    /// The stream's last durable point from an earlier recorder run: the
+    /// downtime since then is a gap.
+    pub prior: Option<(i64, String)>,
+    pub stop: watch::Receiver<bool>,
+}
+
+/// How a stream task ended.
+#[derive(Debug)]
+pub enum StreamEnd {
+    Stopped,
+    /// The journal writer is gone; nothing more can be recorded.
+    WriterFailed(crate::journal::JournalError),
+}
+
+/// Why the watch loop handed control back.
+enum WatchEnd {
+    Stop,
+    /// History is lost: record a gap and relist.
+    Expired(String),
+    Unavailable(ApiError),
+    /// Reconnect from the same resourceVersion after a delay.
+    Retry {
+        why: String,
+        retry_after: Option<Duration>,
+        healthy: bool,
+    },
+}
+
+enum ListEnd {
+    Done { rv: String, items: u64 },
+    Stop,
+    Failed(ApiError),
+}
+
+type Result<T> = std::result::Result<T, crate::journal::JournalError>;
+
+impl Stream {
+    fn name(&self) -> String {
+        self.spec.name()
+    }
+
+    fn set_phase(&self, phase: Phase) {
+        if let Ok(mut s) = self.status.lock() {
+            s.phase = phase;
+        }
+    }
+
+    fn update(&self, f: impl FnOnce(&mut StreamStatus)) {
+        if let Ok(mut s) = self.status.lock() {
+            f(&mut s);
+        }
+    }
+
+    fn notice(&self, text: String, warning: bool) {
+        let _ = self.notices.try_send(Notice {
+            stream: self.name(),
+            text,
+            warning,
+        });
+    }
+
+    fn stopped(&self) -> bool {
+        *self.stop.borrow()
+    }
+
+    /// Sleeps unless asked to stop first; true when stopping.
+    async fn pause(&mut self, d: Duration) -> bool {
+        if self.stopped() {
+            return true;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(d) => self.stopped(),
+            _ = self.stop.changed() => true,
+        }
+    }
+
+    async fn send(&self, op: Op) -> Result<()> {
+        self.writer.send(op).await
+    }
+
+    /// Runs until stopped or the writer fails.
+    pub async fn run(mut self) -> StreamEnd {
+        match self.run_inner().await {
+            Ok(()) => {
+                self.set_phase(Phase::Stopped);
+                StreamEnd::Stopped
+            }
+            Err(e) => {
+                self.set_phase(Phase::Stopped);
+                StreamEnd::WriterFailed(e)
+            }
+        }
+    }
+
+    async fn run_inner(&mut self) -> Result<()> {
+        let seed =
+            Millis::now().as_ms() as u64 ^ (self.id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut backoff = Backoff::new(self.opts.backoff_initial, self.opts.backoff_max, seed);
+        // Where history was last known complete; a gap starts here.
+        let mut durable: Option<(i64, String)> = self.prior.clone();
+        // Gaps are written when they are detected; the next baseline closes them.
+        let mut gap_open = false;
+        if let Some((at, rv)) = self.prior.clone() {
+            self.gap(at, Some(rv), "recorder not running".into())
+                .await?;
+            gap_open = true;
+        }
+        let mut unavailable: Option<String> = None;
+        let mut resume: Option<String> = None;
+        let mut expired_in_a_row = 0u32;
+
+        loop {
+            if self.stopped() {
+                return Ok(());
+            }
+            let rv = match resume.clone() {
+                Some(rv) => rv,
+                None => {
+                    self.set_phase(Phase::Listing);
+                    match self.list().await? {
+                        ListEnd::Stop => return Ok(()),
+                        ListEnd::Done { rv, items } => {
+                            gap_open = false;
+                            if let Some(reason) = unavailable.take() {
+                                self.send(Op::Coverage {
+                                    stream: self.id,
+                                    at: Millis::now().as_ms(),
+                                    info: CoverageInfo {
+                                        available: true,
+                                        reason: format!("available again after {reason}"),
+                                    },
+                                })
+                                .await?;
+                                self.notice(format!("available again (was: {reason})"), false);
+                            }
+                            self.notice(
+                                format!("listed {items} objects at resourceVersion {rv}"),
+                                false,
+                            );
+                            durable = Some((Millis::now().as_ms(), rv.clone()));
+                            resume = Some(rv.clone());
+                            rv
+                        }
+                        ListEnd::Failed(e) if is_unavailable(&e) => {
+                            self.mark_unavailable(&e, &mut unavailable, &mut gap_open, &durable)
+                                .await?;
+                            if self.pause(self.opts.unavailable_retry).await {
+                                return Ok(());
+                            }
+                            continue;
+                        }
+                        ListEnd::Failed(e) => {
+                            let d = backoff.delay(retry_after(&e));
+                            self.set_phase(Phase::Retrying(short(&e)));
+                            self.notice(format!("list failed: {e}; retrying in {}", secs(d)), true);
+                            if self.pause(d).await {
+                                return Ok(());
+                            }
+                            continue;
+                        }
+                    }
+                }
+            };
+
+            match self.watch(&rv, &mut durable, &mut backoff).await? {
+                WatchEnd::Stop => {
+                    if let Some((_, rv)) = &durable {
+                        self.send(Op::Checkpoint {
+                            stream: self.id,
+                            at: Millis::now().as_ms(),
+                            rv: rv.clone(),
+                            reason: CheckpointReason::Stop,
+                        })
+                        .await?;
+                    }
+                    return Ok(());
+                }
+                WatchEnd::Expired(reason) => {
+                    expired_in_a_row += 1;
+                    let (from, from_rv) = durable
+                        .clone()
+                        .map_or((Millis::now().as_ms(), None), |(at, rv)| (at, Some(rv)));
+                    self.gap(from, from_rv, reason.clone()).await?;
+                    gap_open = true;
+                    self.notice(
+                        format!("history lost ({reason}): gap recorded, relisting"),
+                        true,
+                    );
+                    resume = None;
+                    // A server that answers 410 to a fresh list's resourceVersion again
+                    // and again must not be hammered.
+                    if expired_in_a_row > 1 {
+                        let d = backoff.delay(None);
+                        self.set_phase(Phase::Retrying("410 after relist".into()));
+                        if self.pause(d).await {
+                            return Ok(());
+                        }
+                    }
+                }
+                WatchEnd::Unavailable(e) => {
+                    resume = None;
+                    self.mark_unavailable(&e, &mut unavailable, &mut gap_open, &durable)
+                        .await?;
+                    if self.pause(self.opts.unavailable_retry).await {
+                        return Ok(());
+                    }
+                }
+                WatchEnd::Retry {
+                    why,
+                    retry_after,
+                    healthy,
+                } => {
+                    if healthy {
+                        backoff.reset();
+                        expired_in_a_row = 0;
+                    }
+                    self.update(|s| s.reconnects += 1);
+                    let d = backoff.delay(retry_after);
+                    self.set_phase(Phase::Retrying(why.clone()));
+                    if !healthy {
+                        let from = durable.as_ref().map_or("?", |(_, rv)| rv.as_str());
+                        self.notice(
+                            format!(
+                                "watch interrupted ({why}); resuming from {from} in {}",
+                                secs(d)
+                            ),
+                            true,
+                        );
+                    }
+                    // Stopping while waiting: the stream was complete up to its last
+                    // durable point only, so no stop checkpoint claims more.
+                    if self.pause(d).await {
+                        return Ok(());
+                    }
+                    if let Some((_, rv)) = &durable {
+                        resume = Some(rv.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    async fn gap(&self, from: i64, from_rv: Option<String>, reason: String) -> Result<()> {
+        self.send(Op::Gap {
+            stream: self.id,
+            at: Millis::now().as_ms(),
+            info: GapInfo {
+                from,
+                from_rv: from_rv.filter(|r| !r.is_empty()),
+                reason,
+            },
+        })
+        .await?;
+        self.update(|s| s.gaps += 1);
+        Ok(())
+    }
+
+    /// Writes the coverage change (once). A stream that was covered loses its
+    /// history from the last durable point: that is a gap too.
+    async fn mark_unavailable(
+        &self,
+        e: &ApiError,
+        unavailable: &mut Option<String>,
+        gap_open: &mut bool,
+        durable: &Option<(i64, String)>,
+    ) -> Result<()> {
+        let reason = short(e);
+        self.set_phase(Phase::Unavailable(reason.clone()));
+        if unavailable.is_some() {
+            return Ok(());
+        }
+        if !*gap_open && let Some((at, rv)) = durable.clone() {
+            self.gap(at, Some(rv), reason.clone()).await?;
+            *gap_open = true;
+        }
+        self.send(Op::Coverage {
+            stream: self.id,
+            at: Millis::now().as_ms(),
+            info: CoverageInfo {
+                available: false,
+                reason: reason.clone(),
+            },
+        })
+        .await?;
+        self.notice(
+            format!(
+                "unavailable: {e}; other streams keep recording, retrying every {}",
+                secs(self.opts.unavailable_retry)
+            ),
+            true,
+        );
+        *unavailable = Some(reason);
+        Ok(())
+    }
+
+    /// Lists every page and writes the baseline.
+    async fn list(&mut self) -> Result<ListEnd> {
+        let ns = self.spec.namespace.clone();
+        let sel = self.spec.selector.clone();
+        let redact = self.spec.resource.is_secret();
+        let mut restarts = 0;
+        'restart: loop {
+            let at = Millis::now().as_ms();
+            let mut continue_token: Option<String> = None;
+            let mut items = 0u64;
+            let mut list_rv: Option<String> = None;
+            loop {
+                if self.stopped() {
+                    if items > 0 {
+                        self.send(Op::BaselineAbort { stream: self.id }).await?;
+                    }
+                    return Ok(ListEnd::Stop);
+                }
+                let page = api::list_page(
+                    &self.access,
+                    &self.spec.resource,
+                    ns.as_deref(),
+                    sel.as_deref(),
+                    self.opts.page_size,
+                    continue_token.as_deref(),
+                )
+                .await;
+                let page = match page {
+                    Ok(p) => p,
+                    Err(e) => {
+                        if items > 0 {
+                            self.send(Op::BaselineAbort { stream: self.id }).await?;
+                        }
+                        // An expired continue token restarts the list from the top.
+                        if e.is_expired()
+                            && continue_token.is_some()
+                            && restarts < self.opts.list_restarts
+                        {
+                            restarts += 1;
+                            self.notice(
+                                "list continue token expired; listing again from the start".into(),
+                                true,
+                            );
+                            continue 'restart;
+                        }
+                        return Ok(ListEnd::Failed(e));
+                    }
+                };
+                let rv = list_rv
+                    .get_or_insert_with(|| page.resource_version.clone())
+                    .clone();
+                if rv.is_empty() {
+                    if items > 0 {
+                        self.send(Op::BaselineAbort { stream: self.id }).await?;
+                    }
+                    return Ok(ListEnd::Failed(ApiError::Decode(
+                        "list without resourceVersion".into(),
+                    )));
+                }
+                for item in page.items {
+                    let raw = item.get().as_bytes();
+                    let meta = match wire::object_meta(raw) {
+                        Ok(m) => m,
+                        Err(e) => {
+                            self.notice(format!("skipped an unreadable list item: {e}"), true);
+                            continue;
+                        }
+                    };
+                    let body = if redact {
+                        redact_secret(raw)
+                    } else {
+                        raw.to_vec()
+                    };
+                    self.send(Op::BaselineItem {
+                        stream: self.id,
+                        at,
+                        meta,
+                        body,
+                    })
+                    .await?;
+                    items += 1;
+                }
+                self.update(|s| s.listed = items);
+                match page.continue_token {
+                    Some(c) => continue_token = Some(c),
+                    None => {
+                        self.send(Op::BaselineEnd {
+                            stream: self.id,
+                            at,
+                            list_rv: rv.clone(),
+                            items,
+                        })
+                        .await?;
+                        self.update(|s| s.last_rv = rv.clone());
+                        return Ok(ListEnd::Done { rv, items });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Watches from exactly `rv` until something ends the watch.
+    async fn watch(
+        &mut self,
+        rv: &str,
+        durable: &mut Option<(i64, String)>,
+        backoff: &mut Backoff,
+    ) -> Result<WatchEnd> {
+        let redact = self.spec.resource.is_secret();
+        let opened = api::open_watch(
+            &self.access,
+            &self.spec.resource,
+            self.spec.namespace.as_deref(),
+            self.spec.selector.as_deref(),
+            rv,
+            self.opts.bookmarks,
+            self.opts.watch_timeout_secs,
+        );
+        let mut body = tokio::select! {
+            r = opened => match r {
+                Ok(b) => b,
+                Err(e) => return Ok(classify_watch_error(e, false)),
+            },
+            _ = self.stop.changed() => return Ok(WatchEnd::Stop),
+        };
+        self.set_phase(Phase::Watching);
+        let started = Instant::now();
+        let mut got_data = false;
+        let mut current_rv = rv.to_string();
+        let mut heartbeat = tokio::time::interval(self.opts.heartbeat);
+        heartbeat.tick().await;
+        let mut wrote_since_tick = false;
+        loop {
+            let line = tokio::select! {
+                line = body.next_line() => line,
+                _ = heartbeat.tick() => {
+                    if !wrote_since_tick {
+                        let at = Millis::now().as_ms();
+                        self.send(Op::Checkpoint {
+                            stream: self.id,
+                            at,
+                            rv: current_rv.clone(),
+                            reason: CheckpointReason::Heartbeat,
+                        })
+                        .await?;
+                        *durable = Some((at, current_rv.clone()));
+                    }
+                    wrote_since_tick = false;
+                    continue;
+                }
+                _ = self.stop.changed() => return Ok(WatchEnd::Stop),
+            };
+            let healthy = got_data || started.elapsed() >= Duration::from_secs(10);
+            let line = match line {
+                Ok(Some(line)) => line,
+                Ok(None) => {
+                    return Ok(WatchEnd::Retry {
+                        why: "watch closed".into(),
+                        retry_after: None,
+                        healthy: true,
+                    });
+                }
+                Err(e) => {
+                    return Ok(WatchEnd::Retry {
+                        why: short(&e),
+                        retry_after: None,
+                        healthy,
+                    });
+                }
+            };
+            match wire::decode_line(&line) {
+                Ok(WireEvent::Object {
+                    watch_type,
+                    meta,
+                    raw,
+                }) => {
+                    got_data = true;
+                    let at = Millis::now().as_ms();
+                    current_rv = meta.resource_version.clone();
+                    let body = if redact { redact_secret(&raw) } else { raw };
+                    self.send(Op::Event {
+                        stream: self.id,
+                        at,
+                        watch_type,
+                        meta,
+                        body,
+                    })
+                    .await?;
+                    *durable = Some((at, current_rv.clone()));
+                    wrote_since_tick = true;
+                    let rv = current_rv.clone();
+                    self.update(|s| {
+                        s.events += 1;
+                        s.last_rv = rv;
+                    });
+                    if got_data {
+                        backoff.reset();
+                    }
+                }
+                Ok(WireEvent::Bookmark { resource_version }) => {
+                    got_data = true;
+                    let at = Millis::now().as_ms();
+                    current_rv = resource_version;
+                    self.send(Op::Checkpoint {
+                        stream: self.id,
+                        at,
+                        rv: current_rv.clone(),
+                        reason: CheckpointReason::Bookmark,
+                    })
+                    .await?;
+                    *durable = Some((at, current_rv.clone()));
+                    wrote_since_tick = true;
+                    let rv = current_rv.clone();
+                    self.update(|s| s.last_rv = rv);
+                }
+                Ok(WireEvent::Error(e)) => return Ok(classify_watch_error(e, true)),
+                Err(bad) => {
+                    // Never journaled, never skipped silently: say so and resume from
+                    // the last event before it, so whatever the line held is resent.
+                    self.notice(
+                        format!("{bad}; reconnecting from resourceVersion {current_rv}"),
+                        true,
+                    );
+                    return Ok(WatchEnd::Retry {
+                        why: "malformed line".into(),
+                        retry_after: None,
+                        healthy: false,
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn classify_watch_error(e: ApiError, in_stream: bool) -> WatchEnd {
+    match e.code() {
+        Some(410) => WatchEnd::Expired(format!(
+            "410 {}{}",
+            reason_of(&e),
+            if in_stream {
+                " (in watch stream)"
+            } else {
+                " (at watch start)"
+            }
+        )),
+        Some(403) | Some(404) => WatchEnd::Unavailable(e),
+        Some(504) if message_of(&e).contains("too large resource version") => {
+            WatchEnd::Expired("504 ResourceVersionTooLarge".into())
+        }
+        _ => WatchEnd::Retry {
+            why: short(&e),
+            retry_after: retry_after(&e),
+            healthy: false,
+        },
+    }
+}
+
+fn is_unavailable(e: &ApiError) -> bool {
+    matches!(e.code(), Some(403) | Some(404))
+}
+
+fn retry_after(e: &ApiError) -> Option<Duration> {
+    match e {
+        ApiError::Status { retry_after, .. } => *retry_after,
+        _ => None,
+    }
+}
+
+fn reason_of(e: &ApiError) -> String {
+    match e {
+        ApiError::Status {
+            reason, message, ..
+        } if !message.is_empty() => {
+            format!("{reason}: {message}")
+        }
+        ApiError::Status { reason, .. } => reason.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn message_of(e: &ApiError) -> String {
+    match e {
+        ApiError::Status { message, .. } => message.to_ascii_lowercase(),
+        other => other.to_string().to_ascii_lowercase(),
+    }
+}
+
+/// A short reason for tables and gap records: `403 Forbidden`, `connection refused`.
+pub fn short(e: &ApiError) -> String {
+    match e {
+        ApiError::Status { code, reason, .. } => format!("{code} {reason}"),
+        ApiError::Transport(t) => t.rsplit(": ").next().unwrap_or(t).to_string(),
+        ApiError::Decode(_) => "unreadable response".into(),
+        ApiError::Timeout(d) => format!("timeout after {}", secs(*d)),
+    }
+}
+
+fn secs(d: Duration) -> String {
+    if d >= Duration::from_secs(1) {
+        format!("{:.0}s", d.as_secs_f64())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}

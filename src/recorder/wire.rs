@@ -1,0 +1,153 @@
+//! Decoding what the API server sends: watch event lines and list items, keeping
+//! each object's bytes exactly as received.
+
+use crate::cluster::api::{ApiError, parse_status};
+use crate::model::{ObjectMeta, WatchType};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// One decoded watch line.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WireEvent {
+    Object {
+        watch_type: WatchType,
+        meta: ObjectMeta,
+        /// The `object` member, byte for byte.
+        raw: Vec<u8>,
+    },
+    Bookmark {
+        resource_version: String,
+    },
+    /// An ERROR event: the server's Status (410 Expired, say).
+    Error(ApiError),
+}
+
+/// A line that is not a watch event. It is never journaled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed watch line: {0}")]
+pub struct Malformed(pub String);
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    #[serde(borrow)]
+    object: &'a RawValue,
+}
+
+#[derive(Deserialize, Default)]
+struct Meta {
+    #[serde(default)]
+    metadata: MetaFields,
+}
+
+#[derive(Deserialize, Default)]
+struct MetaFields {
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    uid: Option<String>,
+    #[serde(default, rename = "resourceVersion")]
+    resource_version: Option<String>,
+}
+
+/// Reads the identity fields of an object without decoding the rest.
+pub fn object_meta(raw: &[u8]) -> Result<ObjectMeta, Malformed> {
+    let m: Meta = serde_json::from_slice(raw).map_err(|e| Malformed(e.to_string()))?;
+    let f = m.metadata;
+    let name = f
+        .name
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| Malformed("object without metadata.name".into()))?;
+    Ok(ObjectMeta {
+        namespace: f.namespace.unwrap_or_default(),
+        name,
+        uid: f.uid.unwrap_or_default(),
+        resource_version: f.resource_version.unwrap_or_default(),
+    })
+}
+
+/// Decodes one watch line.
+pub fn decode_line(line: &[u8]) -> Result<WireEvent, Malformed> {
+    let env: Envelope<'_> = serde_json::from_slice(line).map_err(|e| Malformed(e.to_string()))?;
+    let raw = env.object.get().as_bytes();
+    let watch_type = match env.kind {
+        "ADDED" => WatchType::Added,
+        "MODIFIED" => WatchType::Modified,
+        "DELETED" => WatchType::Deleted,
+        "BOOKMARK" => {
+            let meta: Meta = serde_json::from_slice(raw).map_err(|e| Malformed(e.to_string()))?;
+            let resource_version = meta
+                .metadata
+                .resource_version
+                .filter(|rv| !rv.is_empty())
+                .ok_or_else(|| Malformed("bookmark without resourceVersion".into()))?;
+            return Ok(WireEvent::Bookmark { resource_version });
+        }
+        "ERROR" => return Ok(WireEvent::Error(parse_status(raw, 500, None))),
+        other => return Err(Malformed(format!("unknown event type {other:?}"))),
+    };
+    let meta = object_meta(raw)?;
+    if meta.resource_version.is_empty() {
+        return Err(Malformed(format!(
+            "{} {} without resourceVersion",
+            watch_type, meta.name
+        )));
+    }
+    Ok(WireEvent::Object {
+        watch_type,
+        meta,
+        raw: raw.to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_keep_their_exact_bytes() {
+        let object = r#"{"kind":"Widget","apiVersion":"example.com/v1","metadata":{"name":"w","namespace":"shop","uid":"u1","resourceVersion":"42"},"spec":{"unknownField":{"z":1,"a":[1.50,"x"]}}}"#;
+        let line = format!(r#"{{"type":"MODIFIED","object":{object}}}"#);
+        match decode_line(line.as_bytes()).unwrap() {
+            WireEvent::Object {
+                watch_type,
+                meta,
+                raw,
+            } => {
+                assert_eq!(watch_type, WatchType::Modified);
+                assert_eq!(meta.name, "w");
+                assert_eq!(meta.namespace, "shop");
+                assert_eq!(meta.uid, "u1");
+                assert_eq!(meta.resource_version, "42");
+                assert_eq!(raw, object.as_bytes());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bookmarks_errors_and_garbage() {
+        let b = decode_line(
+            br#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"115"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            b,
+            WireEvent::Bookmark {
+                resource_version: "115".into()
+            }
+        );
+        let e = decode_line(
+            br#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 5 (100)","reason":"Expired","code":410}}"#,
+        )
+        .unwrap();
+        assert!(matches!(e, WireEvent::Error(ref s) if s.is_expired()));
+        assert!(decode_line(br#"{"type":"MODIFIED","object":{bad"#).is_err());
+        assert!(decode_line(b"garbage").is_err());
+        assert!(decode_line(br#"{"type":"MODIFIED","object":{"metadata":{"name":"x"}}}"#).is_err());
+        assert!(decode_line(br#"{"type":"SURPRISE","object":{}}"#).is_err());
+    }
+}

@@ -1,0 +1,216 @@
+//! Output: kubectl-style tables, JSON and YAML, and colour that follows
+//! `--color`, `NO_COLOR` and whether stdout is a terminal.
+
+use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table, presets};
+use serde::Serialize;
+use std::io::IsTerminal;
+
+/// `-o` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Text,
+    Json,
+    Yaml,
+    Unified,
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Text => "text",
+            Format::Json => "json",
+            Format::Yaml => "yaml",
+            Format::Unified => "unified",
+        }
+    }
+
+    /// Parses `-o VALUE` against what a command supports; `None` picks `default`.
+    pub fn choose(
+        value: Option<&str>,
+        default: Format,
+        allowed: &[Format],
+    ) -> Result<Format, String> {
+        let Some(value) = value else {
+            return Ok(default);
+        };
+        let f = match value.to_ascii_lowercase().as_str() {
+            "table" | "wide" => Format::Table,
+            "text" => Format::Text,
+            "json" => Format::Json,
+            "yaml" => Format::Yaml,
+            "unified" => Format::Unified,
+            _ => return Err(unsupported(value, allowed)),
+        };
+        if allowed.contains(&f) {
+            Ok(f)
+        } else {
+            Err(unsupported(value, allowed))
+        }
+    }
+}
+
+fn unsupported(value: &str, allowed: &[Format]) -> String {
+    let names: Vec<&str> = allowed.iter().map(|f| f.name()).collect();
+    format!(
+        "unsupported output format \"{value}\": use one of {}",
+        names.join(", ")
+    )
+}
+
+/// A kubectl-style table: upper-case headers, left-aligned columns three spaces
+/// apart, no borders, no trailing spaces.
+pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut t = Table::new();
+    t.load_style(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .force_no_tty()
+        .set_header(headers.to_vec());
+    for row in rows {
+        t.add_row(row.clone());
+    }
+    let last = headers.len().saturating_sub(1);
+    for (i, column) in t.column_iter_mut().enumerate() {
+        column.set_padding((0, if i == last { 0 } else { 3 }));
+        column.set_cell_alignment(CellAlignment::Left);
+        column.set_constraint(ColumnConstraint::ContentWidth);
+    }
+    let mut out = String::new();
+    for line in t.lines() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+pub fn json<T: Serialize>(value: &T) -> String {
+    let mut s =
+        serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    s.push('\n');
+    s
+}
+
+pub fn yaml<T: Serialize>(value: &T) -> String {
+    match serde_saphyr::to_string(value) {
+        Ok(s) if s.ends_with('\n') => s,
+        Ok(s) => s + "\n",
+        Err(e) => format!("# cannot render YAML: {e}\n"),
+    }
+}
+
+/// `--color` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ColorChoice {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// Whether to colour stdout: `always`/`never` win, `auto` colours a terminal
+/// unless `NO_COLOR` is set to anything non-empty.
+pub fn use_color(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stdout().is_terminal()
+        }
+    }
+}
+
+/// Minimal ANSI styling.
+#[derive(Debug, Clone, Copy)]
+pub struct Paint {
+    pub enabled: bool,
+}
+
+impl Paint {
+    fn wrap(self, code: &str, text: &str) -> String {
+        if self.enabled {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+    pub fn bold(self, t: &str) -> String {
+        self.wrap("1", t)
+    }
+    pub fn red(self, t: &str) -> String {
+        self.wrap("31", t)
+    }
+    pub fn green(self, t: &str) -> String {
+        self.wrap("32", t)
+    }
+    pub fn yellow(self, t: &str) -> String {
+        self.wrap("33", t)
+    }
+    pub fn dim(self, t: &str) -> String {
+        self.wrap("2", t)
+    }
+}
+
+/// `1.2 MiB`.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_look_like_kubectl() {
+        let out = table(
+            &["NAME", "STATE", "EVENTS"],
+            &[
+                vec!["configmaps.v1@shop".into(), "watching".into(), "12".into()],
+                vec!["x".into(), "".into(), "3".into()],
+            ],
+        );
+        assert_eq!(
+            out,
+            "NAME                 STATE      EVENTS\nconfigmaps.v1@shop   watching   12\nx                               3\n"
+        );
+    }
+
+    #[test]
+    fn formats_are_checked() {
+        assert_eq!(
+            Format::choose(None, Format::Table, &[Format::Table]),
+            Ok(Format::Table)
+        );
+        assert_eq!(
+            Format::choose(Some("JSON"), Format::Table, &[Format::Table, Format::Json]),
+            Ok(Format::Json)
+        );
+        assert_eq!(
+            Format::choose(
+                Some("unified"),
+                Format::Table,
+                &[Format::Table, Format::Json]
+            )
+            .unwrap_err(),
+            "unsupported output format \"unified\": use one of table, json"
+        );
+    }
+
+    #[test]
+    fn bytes() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+    }
+}
