@@ -95,6 +95,46 @@ pub struct WriterStats {
     pub commits: Mutex<u64>,
 }
 
+/// A recorded change, sampled for a live feed: the object's previous and new
+/// bodies, so the receiver can say which fields changed.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub stream: StreamId,
+    pub watch_type: WatchType,
+    pub namespace: String,
+    pub name: String,
+    pub before: Option<Vec<u8>>,
+    pub after: Vec<u8>,
+}
+
+/// Where sampled changes go, and how many per second at most: a feed is for
+/// people, who read a few lines a second, so the writer does not pay for more.
+pub struct Feed {
+    pub tx: tokio::sync::mpsc::Sender<Change>,
+    pub per_second: u32,
+}
+
+struct FeedState {
+    feed: Feed,
+    window: std::time::Instant,
+    sent: u32,
+}
+
+impl FeedState {
+    fn admit(&mut self) -> bool {
+        if self.window.elapsed() >= std::time::Duration::from_secs(1) {
+            self.window = std::time::Instant::now();
+            self.sent = 0;
+        }
+        if self.sent < self.feed.per_second && self.feed.tx.capacity() > 0 {
+            self.sent += 1;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 /// The sending side of the writer, cheap to clone into stream tasks.
 #[derive(Clone)]
 pub struct WriterSender {
@@ -136,9 +176,19 @@ pub struct Writer {
 impl Writer {
     /// Moves the journal's connection into a new writer thread.
     pub fn start(journal: Journal) -> Result<Writer, JournalError> {
+        Writer::start_with_feed(journal, None)
+    }
+
+    /// Like [`Writer::start`], also sampling committed changes into `feed`.
+    pub fn start_with_feed(journal: Journal, feed: Option<Feed>) -> Result<Writer, JournalError> {
         let (tx, rx) = tokio::sync::mpsc::channel(QUEUE);
         let stats = Arc::new(WriterStats::default());
         let mut state = WriterState::new(journal, stats.clone())?;
+        state.feed = feed.map(|feed| FeedState {
+            feed,
+            window: std::time::Instant::now(),
+            sent: 0,
+        });
         let thread = std::thread::Builder::new()
             .name("krply-journal".into())
             .spawn(move || state.run(rx))
@@ -203,6 +253,7 @@ struct WriterState {
     objects: HashMap<(StreamId, String, String), i64>,
     obj_state: HashMap<i64, ObjState>,
     stats: Arc<WriterStats>,
+    feed: Option<FeedState>,
 }
 
 impl WriterState {
@@ -223,6 +274,7 @@ impl WriterState {
             objects: HashMap::new(),
             obj_state: HashMap::new(),
             stats,
+            feed: None,
         })
     }
 
@@ -250,6 +302,7 @@ impl WriterState {
         let err = |e| JournalError::sqlite(&path, e);
         let tx = self.conn.transaction().map_err(err)?;
         let mut pending = Pending::default();
+        let mut changes = Vec::new();
         for op in batch.drain(..) {
             if let Op::Flush(ack) = op {
                 acks.push(ack);
@@ -267,6 +320,8 @@ impl WriterState {
                     objects: &mut self.objects,
                     obj_state: &mut self.obj_state,
                     pending: &mut pending,
+                    feed: self.feed.as_mut(),
+                    changes: &mut changes,
                 },
             )?;
         }
@@ -301,6 +356,11 @@ impl WriterState {
             self.obj_state.remove(&obj);
             self.objects.remove(&key);
         }
+        if let Some(f) = &self.feed {
+            for change in changes {
+                let _ = f.feed.tx.try_send(change);
+            }
+        }
         for ack in acks {
             let _ = ack.send(());
         }
@@ -325,6 +385,9 @@ struct Ctx<'a> {
     objects: &'a mut HashMap<(StreamId, String, String), i64>,
     obj_state: &'a mut HashMap<i64, ObjState>,
     pending: &'a mut Pending,
+    feed: Option<&'a mut FeedState>,
+    /// Sampled changes of this transaction, sent once it commits.
+    changes: &'a mut Vec<Change>,
 }
 
 fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalError> {
@@ -360,7 +423,21 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
                 s.totals.duplicates += 1;
                 return Ok(());
             }
-            let body_id = store_body(tx, cx, object, &body)?;
+            let (body_id, previous) = store_body(tx, cx, object, &body)?;
+            if cx.feed.as_mut().is_some_and(|f| f.admit()) {
+                let before = match (watch_type, previous) {
+                    (WatchType::Modified, Some(prev)) => Some(decode_body(tx, cx, prev)?),
+                    _ => None,
+                };
+                cx.changes.push(Change {
+                    stream,
+                    watch_type,
+                    namespace: meta.namespace.clone(),
+                    name: meta.name.clone(),
+                    before,
+                    after: body.clone(),
+                });
+            }
             let seq = take_seq(cx.next_seq);
             tx.prepare_cached(
                 "INSERT INTO records(seq, stream_id, kind, observed_at, watch_type, object_id,
@@ -406,7 +483,7 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
         } => {
             stream_state(tx, cx.streams, stream).map_err(err)?;
             let object = object_id(tx, cx.objects, stream, &meta).map_err(err)?;
-            let body_id = store_body(tx, cx, object, &body)?;
+            let (body_id, _) = store_body(tx, cx, object, &body)?;
             let seq = take_seq(cx.next_seq);
             let s = cx
                 .streams
@@ -632,15 +709,16 @@ pub fn event_key(stream_key: &str, meta: &ObjectMeta, watch_type: WatchType) -> 
     i64::from_be_bytes(b)
 }
 
-/// Stores `raw` as the next body of `object`, returning its body id. An unchanged
-/// body is not stored again; a changed one becomes a delta against the object's
-/// keyframe while that stays small, else a new keyframe.
+/// Stores `raw` as the next body of `object`, returning its body id and the id
+/// of the object's previous body. An unchanged body is not stored again; a
+/// changed one becomes a delta against the object's keyframe while that stays
+/// small, else a new keyframe.
 fn store_body(
     tx: &Transaction<'_>,
     cx: &mut Ctx<'_>,
     object: i64,
     raw: &[u8],
-) -> Result<i64, JournalError> {
+) -> Result<(i64, Option<i64>), JournalError> {
     let path = cx.path.clone();
     let err = |e| JournalError::sqlite(&path, e);
     let codec_err = |source| JournalError::Codec {
@@ -652,10 +730,11 @@ fn store_body(
         Some(s) => Some(*s),
         None => load_obj_state(tx, object).map_err(err)?,
     };
+    let previous = state.map(|s| s.body);
     if let Some(s) = state {
         if s.digest == digest {
             cx.obj_state.insert(object, s);
-            return Ok(s.body);
+            return Ok((s.body, previous));
         }
         let base = keyframe_bytes(tx, cx, s.keyframe)?;
         let delta = cx.codec.delta(raw, &base).map_err(codec_err)?;
@@ -669,7 +748,7 @@ fn store_body(
                     ..s
                 },
             );
-            return Ok(id);
+            return Ok((id, previous));
         }
     }
     let frame = cx.codec.keyframe(raw).map_err(codec_err)?;
@@ -684,7 +763,29 @@ fn store_body(
             keyframe_len: frame.len(),
         },
     );
-    Ok(id)
+    Ok((id, previous))
+}
+
+/// The exact bytes of a stored body, through the keyframe cache.
+fn decode_body(tx: &Transaction<'_>, cx: &mut Ctx<'_>, id: i64) -> Result<Vec<u8>, JournalError> {
+    let path = cx.path.clone();
+    let (base, raw_len, data): (Option<i64>, i64, Vec<u8>) = tx
+        .prepare_cached("SELECT base_id, raw_len, data FROM bodies WHERE id = ?1")
+        .and_then(|mut s| s.query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))))
+        .map_err(|e| JournalError::sqlite(&path, e))?;
+    let codec_err = |source| JournalError::Codec {
+        path: path.clone(),
+        source,
+    };
+    match base {
+        None => Ok(keyframe_bytes(tx, cx, id)?.to_vec()),
+        Some(base) => {
+            let base_raw = keyframe_bytes(tx, cx, base)?;
+            cx.codec
+                .decode(&data, raw_len as usize, Some(&base_raw))
+                .map_err(codec_err)
+        }
+    }
 }
 
 fn insert_body(
