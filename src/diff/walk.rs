@@ -79,22 +79,17 @@ impl<'a, S: Sink> Walker<'a, '_, S> {
                 }
             }
             Pairing::ByIdentity(matching) => {
-                for (index, a) in after.iter().enumerate() {
+                // `old_of_new` has one entry per new element, `old_kept` one per old one.
+                for (index, (a, old)) in after.iter().zip(&matching.old_of_new).enumerate() {
                     self.path.push(SegRef::Index(index));
-                    match matching
-                        .old_of_new
-                        .get(index)
-                        .copied()
-                        .flatten()
-                        .and_then(|old| before.get(old))
-                    {
+                    match old.and_then(|old| before.get(old)) {
                         Some(b) => self.value(b, a),
                         None => self.emit(None, Some(a)),
                     }
                     self.path.pop();
                 }
-                for (index, b) in before.iter().enumerate() {
-                    if matching.old_kept.get(index) != Some(&true) {
+                for (index, (b, kept)) in before.iter().zip(&matching.old_kept).enumerate() {
+                    if !kept {
                         self.path.push(SegRef::Index(index));
                         self.emit(Some(b), None);
                         self.path.pop();
