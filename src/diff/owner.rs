@@ -1,0 +1,382 @@
+//! Which field manager owns a field, read from the object's `metadata.managedFields`.
+//!
+//! Each managedFields entry (`manager`, `operation`, `time`, `fieldsType: FieldsV1`,
+//! `fieldsV1`) holds a tree of the fields that manager owns. FieldsV1 keys are `f:<key>`
+//! for a map key, `k:{"name":"x"}` for the list item whose merge keys have those values,
+//! `v:<json>` for the set item equal to that JSON value, `i:<n>` for the item at index
+//! `n`, and `.` for the item or map itself; an empty object is an owned leaf.
+//!
+//! A [`FieldPath`] is mapped onto that tree step by step; a list index is turned into the
+//! `k:`/`v:`/`i:` key of the element at that index, which is why the object is needed.
+//! A manager claims the path when its tree reaches it (it owns the field itself or fields
+//! below it), or, failing that, when it owns the closest ancestor (an owned leaf such as
+//! an atomic list, or an item/map marked `.`). The most specific claim wins, that is the
+//! deepest; ties go to the most recent `time`, then to the later entry.
+//!
+//! Watch events do not say who changed a field: this is the manager that owns the field
+//! in the given version of the object and when it last wrote there. Show it as
+//! "manager", never as "user".
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::path::{FieldPath, PathSegment};
+use crate::time::Millis;
+
+/// The managedFields entry that owns a field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldOwner {
+    /// The field manager (`kubectl-client-side-apply`, `kube-controller-manager`, ...).
+    pub manager: String,
+    /// `Apply` or `Update`, when recorded.
+    pub operation: Option<String>,
+    /// When that manager last wrote the object, as recorded (RFC 3339).
+    pub time: Option<String>,
+    /// The subresource it wrote through (`status`, `scale`), when recorded.
+    pub subresource: Option<String>,
+}
+
+/// How strongly an entry claims a path: the depth of its claim, then its write time.
+type Rank = (usize, Option<Millis>);
+
+/// The field manager owning `path` in `object` (see the module documentation).
+///
+/// Pass the version of the object that `path` refers to: the one after a change for
+/// added and modified fields, the one before it for removed ones.
+pub fn field_manager(object: &Value, path: &FieldPath) -> Option<String> {
+    field_owner(object, path).map(|owner| owner.manager)
+}
+
+/// Like [`field_manager`], with the operation, time and subresource of the owning entry.
+pub fn field_owner(object: &Value, path: &FieldPath) -> Option<FieldOwner> {
+    let entries = object.get("metadata")?.get("managedFields")?.as_array()?;
+    let mut best: Option<(Rank, &Map<String, Value>)> = None;
+    for entry in entries {
+        let Some(entry) = entry.as_object() else {
+            continue;
+        };
+        if entry.get("manager").and_then(Value::as_str).is_none() {
+            continue;
+        }
+        if entry
+            .get("fieldsType")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t != "FieldsV1")
+        {
+            continue;
+        }
+        let Some(fields) = entry.get("fieldsV1") else {
+            continue;
+        };
+        let Some(depth) = claim(object, fields, path) else {
+            continue;
+        };
+        let time = entry
+            .get("time")
+            .and_then(Value::as_str)
+            .and_then(|t| t.parse().ok());
+        let rank = (depth, time);
+        if best
+            .as_ref()
+            .is_none_or(|(best_rank, _)| rank >= *best_rank)
+        {
+            best = Some((rank, entry));
+        }
+    }
+    let (_, entry) = best?;
+    let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_owned);
+    Some(FieldOwner {
+        manager: text("manager")?,
+        operation: text("operation"),
+        time: text("time"),
+        subresource: text("subresource"),
+    })
+}
+
+/// How deep a manager's field set claims `path`: `path.len()` when the set reaches the
+/// path, the depth of the closest owned ancestor otherwise, `None` without any claim.
+fn claim(object: &Value, fields: &Value, path: &FieldPath) -> Option<usize> {
+    let mut node = fields;
+    let mut value = Some(object);
+    let mut owned_ancestor = None;
+    for (depth, segment) in path.segments().iter().enumerate() {
+        if depth > 0 && owns_itself(node) {
+            owned_ancestor = Some(depth);
+        }
+        let children = node.as_object();
+        let child = match segment {
+            PathSegment::Key(key) => children.and_then(|c| c.get(&format!("f:{key}"))),
+            PathSegment::Index(index) => children.and_then(|c| {
+                let element = value.and_then(|v| v.as_array()).and_then(|l| l.get(*index));
+                list_item(c, element, *index)
+            }),
+        };
+        let Some(child) = child else {
+            return owned_ancestor;
+        };
+        node = child;
+        value = value.and_then(|v| match segment {
+            PathSegment::Key(key) => v.get(key.as_str()),
+            PathSegment::Index(index) => v.get(*index),
+        });
+    }
+    Some(path.len())
+}
+
+/// Whether a FieldsV1 node owns its field as a whole: a leaf, or marked with `.`.
+fn owns_itself(node: &Value) -> bool {
+    node.as_object()
+        .is_none_or(|m| m.is_empty() || m.contains_key("."))
+}
+
+/// The FieldsV1 child for the list element `element` at `index`.
+fn list_item<'f>(
+    children: &'f Map<String, Value>,
+    element: Option<&Value>,
+    index: usize,
+) -> Option<&'f Value> {
+    children.iter().find_map(|(key, child)| {
+        let found = if let Some(merge_keys) = key.strip_prefix("k:") {
+            element.is_some_and(|e| merge_keys_match(merge_keys, e))
+        } else if let Some(set_value) = key.strip_prefix("v:") {
+            element.is_some_and(|e| serde_json::from_str::<Value>(set_value).is_ok_and(|v| &v == e))
+        } else if let Some(position) = key.strip_prefix("i:") {
+            position.parse::<usize>() == Ok(index)
+        } else {
+            false
+        };
+        found.then_some(child)
+    })
+}
+
+/// Whether `element` has every field of the JSON object `merge_keys` with equal values.
+fn merge_keys_match(merge_keys: &str, element: &Value) -> bool {
+    match serde_json::from_str::<Map<String, Value>>(merge_keys) {
+        Ok(keys) => {
+            !keys.is_empty()
+                && keys
+                    .iter()
+                    .all(|(field, want)| element.get(field) == Some(want))
+        }
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::diff::parse_path;
+
+    fn deployment() -> Value {
+        json!({
+            "metadata": {
+                "name": "web",
+                "labels": {"app": "web", "team": "shop"},
+                "annotations": {"deployment.kubernetes.io/revision": "2"},
+                "finalizers": ["example.com/keep"],
+                "managedFields": [
+                    {
+                        "manager": "kubectl-client-side-apply",
+                        "operation": "Update",
+                        "apiVersion": "apps/v1",
+                        "time": "2026-11-29T09:00:00Z",
+                        "fieldsType": "FieldsV1",
+                        "fieldsV1": {
+                            "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+                            "f:spec": {
+                                "f:replicas": {},
+                                "f:template": {"f:spec": {"f:containers": {
+                                    "k:{\"name\":\"web\"}": {
+                                        ".": {},
+                                        "f:name": {},
+                                        "f:image": {},
+                                        "f:args": {},
+                                        "f:ports": {
+                                            ".": {},
+                                            "k:{\"containerPort\":8080,\"protocol\":\"TCP\"}": {
+                                                ".": {}, "f:containerPort": {}
+                                            }
+                                        }
+                                    }
+                                }}}
+                            }
+                        }
+                    },
+                    {
+                        "manager": "kube-controller-manager",
+                        "operation": "Update",
+                        "apiVersion": "apps/v1",
+                        "time": "2026-11-29T09:05:00Z",
+                        "fieldsType": "FieldsV1",
+                        "fieldsV1": {
+                            "f:metadata": {
+                                "f:annotations": {".": {}, "f:deployment.kubernetes.io/revision": {}},
+                                "f:finalizers": {"v:\"example.com/keep\"": {}}
+                            },
+                            "f:status": {"f:replicas": {}}
+                        },
+                        "subresource": "status"
+                    },
+                    {
+                        "manager": "kubectl-edit",
+                        "operation": "Update",
+                        "time": "2026-11-29T09:10:00Z",
+                        "fieldsType": "FieldsV1",
+                        "fieldsV1": {
+                            "f:metadata": {"f:labels": {"f:team": {}}},
+                            "f:spec": {"f:template": {"f:spec": {"f:containers": {
+                                "k:{\"name\":\"sidecar\"}": {".": {}, "f:image": {}, "f:name": {}}
+                            }}}}
+                        }
+                    },
+                    {
+                        "manager": "ignored-wrong-type",
+                        "fieldsType": "FieldsV2",
+                        "fieldsV1": {"f:spec": {"f:replicas": {}}}
+                    }
+                ]
+            },
+            "spec": {
+                "replicas": 3,
+                "template": {"spec": {"containers": [
+                    {"name": "sidecar", "image": "envoy:1"},
+                    {"name": "web", "image": "web:2", "args": ["--a", "--b"],
+                     "ports": [{"containerPort": 8080, "protocol": "TCP"}]}
+                ]}}
+            },
+            "status": {"replicas": 3}
+        })
+    }
+
+    fn manager(path: &str) -> Option<String> {
+        field_manager(&deployment(), &parse_path(path).unwrap())
+    }
+
+    #[test]
+    fn exact_fields() {
+        assert_eq!(
+            manager("spec.replicas").as_deref(),
+            Some("kubectl-client-side-apply")
+        );
+        assert_eq!(
+            manager("metadata.labels.app").as_deref(),
+            Some("kubectl-client-side-apply")
+        );
+        assert_eq!(
+            manager("metadata.labels.team").as_deref(),
+            Some("kubectl-edit")
+        );
+        assert_eq!(
+            manager("status.replicas").as_deref(),
+            Some("kube-controller-manager")
+        );
+        assert_eq!(
+            manager(r#"metadata.annotations["deployment.kubernetes.io/revision"]"#).as_deref(),
+            Some("kube-controller-manager")
+        );
+    }
+
+    #[test]
+    fn list_items_are_mapped_through_their_merge_keys() {
+        // containers[1] is "web" although it is the first k: entry of its manager.
+        assert_eq!(
+            manager("spec.template.spec.containers[1].image").as_deref(),
+            Some("kubectl-client-side-apply")
+        );
+        assert_eq!(
+            manager("spec.template.spec.containers[0].image").as_deref(),
+            Some("kubectl-edit")
+        );
+        assert_eq!(
+            manager("spec.template.spec.containers[1].ports[0].containerPort").as_deref(),
+            Some("kubectl-client-side-apply")
+        );
+        assert_eq!(
+            manager("metadata.finalizers[0]").as_deref(),
+            Some("kube-controller-manager")
+        );
+        assert_eq!(manager("spec.template.spec.containers[7]"), None);
+    }
+
+    #[test]
+    fn closest_owned_ancestor_or_descendants() {
+        // An atomic list is an owned leaf: its elements belong to the list's owner.
+        assert_eq!(
+            manager("spec.template.spec.containers[1].args[1]").as_deref(),
+            Some("kubectl-client-side-apply")
+        );
+        // A field nobody owns inside an item marked "." belongs to the item's owner.
+        assert_eq!(
+            manager("spec.template.spec.containers[1].resources.limits").as_deref(),
+            Some("kubectl-client-side-apply")
+        );
+        // The whole labels map: both managers own parts; the more recent wins the tie.
+        assert_eq!(manager("metadata.labels").as_deref(), Some("kubectl-edit"));
+        // The labels map is marked "." by kubectl: a new label goes to it.
+        assert_eq!(
+            manager("metadata.labels.new").as_deref(),
+            Some("kubectl-client-side-apply")
+        );
+        // Nobody owns spec.paused or any ancestor that is owned as a whole.
+        assert_eq!(manager("spec.paused"), None);
+    }
+
+    #[test]
+    fn owner_details() {
+        let owner = field_owner(&deployment(), &parse_path("status.replicas").unwrap()).unwrap();
+        assert_eq!(
+            owner,
+            FieldOwner {
+                manager: "kube-controller-manager".into(),
+                operation: Some("Update".into()),
+                time: Some("2026-11-29T09:05:00Z".into()),
+                subresource: Some("status".into()),
+            }
+        );
+    }
+
+    #[test]
+    fn malformed_managed_fields_are_ignored() {
+        for managed in [
+            json!(null),
+            json!("x"),
+            json!([1, null, {"manager": 5}, {"manager": "m"}, {"manager": "m", "fieldsV1": "x"}]),
+            json!([{"manager": "m", "fieldsV1": {"f:spec": {"f:list": {"k:{bad": {}, "k:{}": {}, "v:[": {}, "i:x": {}}}}}]),
+        ] {
+            let object =
+                json!({"metadata": {"managedFields": managed}, "spec": {"list": [{"a": 1}]}});
+            assert_eq!(
+                field_manager(&object, &parse_path("spec.list[0].a").unwrap()),
+                None
+            );
+            assert_eq!(
+                field_manager(&json!(null), &parse_path("spec").unwrap()),
+                None
+            );
+        }
+    }
+
+    #[test]
+    fn index_items_and_missing_times() {
+        let object = json!({
+            "metadata": {"managedFields": [
+                {"manager": "a", "fieldsV1": {"f:spec": {"f:list": {"i:1": {"f:x": {}}}}}},
+                {"manager": "b", "time": "bad", "fieldsV1": {"f:spec": {"f:list": {"i:1": {"f:x": {}}}}}},
+                {"manager": "c", "time": "2026-01-01T00:00:00Z", "fieldsV1": {"f:spec": {}}}
+            ]},
+            "spec": {"list": [{"x": 0}, {"x": 1}]}
+        });
+        // a and b tie on depth and have no usable time: the later entry wins.
+        assert_eq!(
+            field_manager(&object, &parse_path("spec.list[1].x").unwrap()).as_deref(),
+            Some("b")
+        );
+        // Only c claims list[0]: "f:spec": {} is an owned leaf, an ancestor of the path.
+        assert_eq!(
+            field_manager(&object, &parse_path("spec.list[0].x").unwrap()).as_deref(),
+            Some("c")
+        );
+    }
+}

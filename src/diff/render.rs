@@ -1,0 +1,244 @@
+//! Short one-line renderings of values for text output (`nginx:1.25 -> nginx:1.27`).
+//!
+//! - a missing value is `<none>` (as kubectl prints absent fields);
+//! - a string is written as is, unless that would be ambiguous or not fit on one line:
+//!   empty, `null`/`true`/`false`/`<none>`, anything that reads as a number (`8080`,
+//!   `1e5`, `NaN`), leading or trailing whitespace, control characters (newlines, tabs),
+//!   a leading `"`, `{` or `[`, a ` -> ` inside or a trailing `…`. Those are written as
+//!   JSON strings (`""`, `"8080"`, `"a\nb"`);
+//! - numbers exactly as JSON writes them (`1000000`, never `1e+06`; `2.5`), `true`,
+//!   `false`, `null`;
+//! - objects and lists as compact JSON.
+//!
+//! The result is cut to `max_chars` characters (Unicode scalar values, so UTF-8 is never
+//! split) with a `…` where text was left out; `max_chars == 0` means no limit. A string
+//! shown as is keeps its beginning and its end, where versions and tags are
+//! (`us-central1-docker.pkg.dev/o…/frontend:v0.10.7`); anything else keeps its beginning.
+//! Large values are only serialized as far as needed.
+
+use std::io;
+
+use serde_json::Value;
+
+/// Renders `value` on one line in at most `max_chars` characters (0: no limit).
+pub fn render_value(value: Option<&Value>, max_chars: usize) -> String {
+    let limit = if max_chars == 0 {
+        usize::MAX
+    } else {
+        max_chars
+    };
+    match value {
+        None => truncate_end("<none>", limit),
+        Some(Value::String(s)) if is_unambiguous(s) => truncate_middle(s, limit),
+        Some(v) => truncate_end(&json_prefix(v, limit), limit),
+    }
+}
+
+/// Whether a string can be shown without quotes.
+fn is_unambiguous(s: &str) -> bool {
+    !s.is_empty()
+        && s.trim() == s
+        && !s.chars().any(char::is_control)
+        && !matches!(s, "null" | "true" | "false" | "<none>")
+        && !s.starts_with(['"', '{', '['])
+        && !s.contains(" -> ")
+        && !s.ends_with('…')
+        && !looks_numeric(s)
+}
+
+fn looks_numeric(s: &str) -> bool {
+    s.parse::<f64>().is_ok() || serde_json::from_str::<serde_json::Number>(s).is_ok()
+}
+
+/// Compact JSON of `value`, serialized only until it surely exceeds `max_chars` characters.
+fn json_prefix(value: &Value, max_chars: usize) -> String {
+    // A character is at most 4 bytes, so this many bytes hold more than max_chars of them.
+    let cap = max_chars.saturating_add(1).saturating_mul(4);
+    let mut out = Capped {
+        buf: Vec::new(),
+        cap,
+    };
+    // Stopping early is the point: the error only says the cap was reached.
+    let _ = serde_json::to_writer(&mut out, value);
+    match String::from_utf8(out.buf) {
+        Ok(s) => s,
+        Err(e) => {
+            // The cap fell inside a multi-byte character: drop its first bytes.
+            let valid = e.utf8_error().valid_up_to();
+            let mut bytes = e.into_bytes();
+            bytes.truncate(valid);
+            String::from_utf8(bytes).unwrap_or_default()
+        }
+    }
+}
+
+/// A writer that takes at most `cap` bytes and then refuses more.
+struct Capped {
+    buf: Vec<u8>,
+    cap: usize,
+}
+
+impl io::Write for Capped {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let room = self.cap.saturating_sub(self.buf.len());
+        if room == 0 && !data.is_empty() {
+            return Err(io::Error::other("rendering limit reached"));
+        }
+        let n = data.len().min(room);
+        self.buf.extend_from_slice(&data[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `text` cut to `max_chars` characters, keeping its beginning and end around a `…`.
+fn truncate_middle(text: &str, max_chars: usize) -> String {
+    let total = text.chars().count();
+    if total <= max_chars {
+        return text.to_owned();
+    }
+    let keep = max_chars.saturating_sub(1);
+    let tail = keep / 2;
+    let head_end = text
+        .char_indices()
+        .nth(keep - tail)
+        .map_or(text.len(), |(i, _)| i);
+    let tail_start = text
+        .char_indices()
+        .nth(total - tail)
+        .map_or(text.len(), |(i, _)| i);
+    let mut out = String::with_capacity(head_end + '…'.len_utf8() + text.len() - tail_start);
+    out.push_str(&text[..head_end]);
+    out.push('…');
+    out.push_str(&text[tail_start..]);
+    out
+}
+
+/// `text` cut to `max_chars` characters, the last one replaced by `…` when cut.
+fn truncate_end(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        None => text.to_owned(),
+        Some(_) => {
+            let keep = max_chars.saturating_sub(1);
+            let end = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
+            let mut out = String::with_capacity(end + '…'.len_utf8());
+            out.push_str(&text[..end]);
+            out.push('…');
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn r(v: Value) -> String {
+        render_value(Some(&v), 0)
+    }
+
+    #[test]
+    fn strings_as_is_unless_ambiguous() {
+        assert_eq!(r(json!("nginx:1.27")), "nginx:1.27");
+        assert_eq!(r(json!("hello world")), "hello world");
+        assert_eq!(r(json!("08")), "\"08\"");
+        for (s, shown) in [
+            ("", r#""""#),
+            ("null", r#""null""#),
+            ("true", r#""true""#),
+            ("false", r#""false""#),
+            ("<none>", r#""<none>""#),
+            ("8080", r#""8080""#),
+            ("-1.5", r#""-1.5""#),
+            ("1e5", r#""1e5""#),
+            ("NaN", r#""NaN""#),
+            (" padded", r#"" padded""#),
+            ("trailing ", r#""trailing ""#),
+            ("two\nlines", r#""two\nlines""#),
+            ("tab\there", r#""tab\there""#),
+            ("\"quoted\"", r#""\"quoted\"""#),
+            ("{not json", r#""{not json""#),
+            ("[x]", r#""[x]""#),
+            ("a -> b", r#""a -> b""#),
+            ("cut…", r#""cut…""#),
+        ] {
+            assert_eq!(r(json!(s)), shown, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn numbers_as_json_writes_them() {
+        assert_eq!(r(json!(1_000_000)), "1000000");
+        assert_eq!(r(json!(1_234_567)), "1234567");
+        assert_eq!(r(json!(u64::MAX)), "18446744073709551615");
+        assert_eq!(r(json!(i64::MIN)), "-9223372036854775808");
+        assert_eq!(r(json!(2.5)), "2.5");
+        assert_eq!(r(json!(1.0)), "1.0");
+        assert_eq!(r(json!(0.00001)), "0.00001");
+        // Floats as serde_json writes them; integers never get an exponent.
+        assert_eq!(r(json!(1e21)), "1e+21");
+        assert_eq!(r(json!(5)), "5");
+    }
+
+    #[test]
+    fn scalars_missing_and_containers() {
+        assert_eq!(render_value(None, 0), "<none>");
+        assert_eq!(r(json!(null)), "null");
+        assert_eq!(r(json!(true)), "true");
+        assert_eq!(r(json!(false)), "false");
+        assert_eq!(
+            r(json!({"b": [1, "x"], "a": {}})),
+            r#"{"a":{},"b":[1,"x"]}"#
+        );
+        assert_eq!(r(json!([])), "[]");
+    }
+
+    #[test]
+    fn truncates_by_characters_with_an_ellipsis() {
+        let s = |v: &str, max| render_value(Some(&json!(v)), max);
+        assert_eq!(s("abcdef", 6), "abcdef");
+        assert_eq!(s("abcdefg", 6), "abc…fg");
+        assert_eq!(s("abcdefg", 2), "a…");
+        assert_eq!(s("abc", 1), "…");
+        assert_eq!(s("a", 1), "a");
+        assert_eq!(render_value(None, 3), "<n…");
+        // Quoted strings and JSON keep their beginning.
+        assert_eq!(s("line\nbreak", 8), r#""line\n…"#);
+        assert_eq!(render_value(Some(&json!({"a": "bcdefgh"})), 6), r#"{"a":…"#);
+        // Multi-byte characters are never split.
+        assert_eq!(s("日本語のテキスト", 4), "日本…ト");
+        assert_eq!(s("😀😀😀😀", 3), "😀…😀");
+        assert_eq!(s("x\n日本語のテキスト", 6), r#""x\n日…"#);
+        assert_eq!(s("e\u{301}e\u{301}e", 3), "e…e");
+    }
+
+    #[test]
+    fn long_images_keep_their_tags() {
+        let image =
+            "us-central1-docker.pkg.dev/online-boutique-ci/microservices-demo/frontend:v0.10.7";
+        assert_eq!(
+            render_value(Some(&json!(image)), 40),
+            "us-central1-docker.p…mo/frontend:v0.10.7"
+        );
+    }
+
+    #[test]
+    fn large_values_are_cut_without_serializing_everything() {
+        let big: Vec<Value> = (0..100_000)
+            .map(|i| json!({"k": i, "v": "ü".repeat(3)}))
+            .collect();
+        let shown = render_value(Some(&Value::Array(big)), 20);
+        assert_eq!(shown, r#"[{"k":0,"v":"üüü"},…"#);
+        assert_eq!(shown.chars().count(), 20);
+        let multi = json!(["ü".repeat(50)]);
+        for max in 1..60 {
+            let shown = render_value(Some(&multi), max);
+            assert!(shown.chars().count() <= max, "{max}: {shown}");
+        }
+    }
+}
