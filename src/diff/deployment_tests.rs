@@ -159,9 +159,9 @@ fn deployment_changed_paths_for_the_live_feed() {
         paths,
         vec![
             r#"metadata.labels["app.kubernetes.io/name"]"#,
-            "spec.replicas",
             "spec.template.spec.containers[0].env[0]",
             "spec.template.spec.containers[0].image",
+            "spec.replicas",
         ]
     );
 }

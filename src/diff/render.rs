@@ -193,7 +193,7 @@ mod tests {
         assert_eq!(r(json!(false)), "false");
         assert_eq!(
             r(json!({"b": [1, "x"], "a": {}})),
-            r#"{"a":{},"b":[1,"x"]}"#
+            r#"{"b":[1,"x"],"a":{}}"#
         );
         assert_eq!(r(json!([])), "[]");
     }

@@ -132,7 +132,7 @@ fn order_follows_the_new_object_then_removed_keys() {
             .into_iter()
             .map(|c| c.0)
             .collect::<Vec<_>>(),
-        vec!["a", "b", "c", "d"]
+        vec!["b", "c", "a", "d"]
     );
 }
 
@@ -147,14 +147,14 @@ fn dotted_keys_are_quoted() {
         changes(&before, &after),
         vec![
             change(
-                r#"data["config.yaml"]"#,
-                Some(json!("a: 1")),
-                Some(json!("a: 2"))
-            ),
-            change(
                 r#"metadata.labels["app.kubernetes.io/name"]"#,
                 None,
                 Some(json!("web"))
+            ),
+            change(
+                r#"data["config.yaml"]"#,
+                Some(json!("a: 1")),
+                Some(json!("a: 2"))
             ),
         ]
     );
@@ -422,8 +422,8 @@ fn noise_names_elsewhere_are_not_noise() {
             .map(|c| c.0)
             .collect::<Vec<_>>(),
         vec![
-            "items[0].status",
-            "spec.template.metadata.creationTimestamp"
+            "spec.template.metadata.creationTimestamp",
+            "items[0].status"
         ]
     );
 }
