@@ -1,0 +1,166 @@
+//! State shared by the server tasks and every `Simulator` handle: the store,
+//! fault injection settings, the request log and the registry of open watches.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::RequestRecord;
+use super::store::Store;
+
+/// The user every authenticated request runs as.
+pub(crate) const USER: &str = "krply-sim-user";
+
+/// Locks a mutex; a poisoned lock (a panic elsewhere) still yields the data.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A command to one open watch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WatchCtl {
+    /// Send `ERROR 410 Expired` and close.
+    Expire,
+    /// Write one line that is not JSON; keep streaming.
+    Malformed,
+    /// Stop at once (the body is aborted).
+    Abort,
+}
+
+#[derive(Debug)]
+struct WatchEntry {
+    ctl: mpsc::UnboundedSender<WatchCtl>,
+    abort: Option<oneshot::Sender<()>>,
+}
+
+/// Injected failures and RBAC denials.
+#[derive(Debug, Default)]
+pub(crate) struct Faults {
+    pub fail_remaining: usize,
+    pub fail_status: u16,
+    pub fail_retry_after: Option<u32>,
+    /// `(plural, namespace)`; `None` = every namespace and the cluster scope.
+    pub forbidden: Vec<(String, Option<String>)>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub store: Mutex<Store>,
+    pub token: Option<String>,
+    pub bookmark_interval: Option<Duration>,
+    pub max_page_size: usize,
+    pub expired_as_http_status: AtomicBool,
+    delay_nanos: AtomicU64,
+    pub faults: Mutex<Faults>,
+    pub requests: Mutex<Vec<RequestRecord>>,
+    watches: Mutex<(u64, HashMap<u64, WatchEntry>)>,
+    /// Flips to true when the simulator shuts down.
+    pub shutdown: watch::Receiver<bool>,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        store: Store,
+        token: Option<String>,
+        bookmark_interval: Option<Duration>,
+        max_page_size: usize,
+        expired_as_http_status: bool,
+        shutdown: watch::Receiver<bool>,
+    ) -> Shared {
+        Shared {
+            store: Mutex::new(store),
+            token,
+            bookmark_interval,
+            max_page_size: max_page_size.max(1),
+            expired_as_http_status: AtomicBool::new(expired_as_http_status),
+            delay_nanos: AtomicU64::new(0),
+            faults: Mutex::new(Faults::default()),
+            requests: Mutex::new(Vec::new()),
+            watches: Mutex::new((0, HashMap::new())),
+            shutdown,
+        }
+    }
+
+    pub(crate) fn delay(&self) -> Duration {
+        Duration::from_nanos(self.delay_nanos.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn set_delay(&self, d: Duration) {
+        let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        self.delay_nanos.store(nanos, Ordering::Relaxed);
+    }
+
+    pub(crate) fn expired_as_http(&self) -> bool {
+        self.expired_as_http_status.load(Ordering::Relaxed)
+    }
+
+    /// Takes one injected failure, if any are pending.
+    pub(crate) fn take_failure(&self) -> Option<(u16, Option<u32>)> {
+        let mut f = lock(&self.faults);
+        if f.fail_remaining == 0 {
+            return None;
+        }
+        f.fail_remaining -= 1;
+        Some((f.fail_status, f.fail_retry_after))
+    }
+
+    /// Whether reading `plural` in `namespace` (`None`: cluster scope) is denied.
+    pub(crate) fn is_forbidden(&self, plural: &str, namespace: Option<&str>) -> bool {
+        lock(&self.faults).forbidden.iter().any(|(r, ns)| {
+            r == plural
+                && match (ns, namespace) {
+                    (None, _) => true,
+                    (Some(_), None) => true,
+                    (Some(a), Some(b)) => a == b,
+                }
+        })
+    }
+
+    /// Registers an open watch; returns its id, its command channel and the
+    /// abort handle of its body.
+    pub(crate) fn register_watch(
+        &self,
+    ) -> (
+        u64,
+        mpsc::UnboundedReceiver<WatchCtl>,
+        oneshot::Receiver<()>,
+    ) {
+        let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
+        let (abort_tx, abort_rx) = oneshot::channel();
+        let mut w = lock(&self.watches);
+        w.0 += 1;
+        let id = w.0;
+        w.1.insert(
+            id,
+            WatchEntry {
+                ctl: ctl_tx,
+                abort: Some(abort_tx),
+            },
+        );
+        (id, ctl_rx, abort_rx)
+    }
+
+    pub(crate) fn unregister_watch(&self, id: u64) {
+        lock(&self.watches).1.remove(&id);
+    }
+
+    pub(crate) fn open_watches(&self) -> usize {
+        lock(&self.watches).1.len()
+    }
+
+    /// Sends a command to every open watch.
+    pub(crate) fn broadcast(&self, cmd: WatchCtl) {
+        let mut w = lock(&self.watches);
+        for entry in w.1.values_mut() {
+            if cmd == WatchCtl::Abort
+                && let Some(a) = entry.abort.take()
+            {
+                let _ = a.send(());
+            }
+            let _ = entry.ctl.send(cmd);
+        }
+    }
+}

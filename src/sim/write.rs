@@ -1,0 +1,749 @@
+//! The write pipeline shared by HTTP and the in-process API: create, update
+//! (PUT, patches, the status and scale subresources) and delete, with the
+//! server's preconditions, server-owned fields, generation, managedFields,
+//! defaulting, simulated controllers and dry runs.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{Map, Value, json};
+
+use super::catalog::{self, ResourceDef};
+use super::defaults::{self, Allocator};
+use super::error::{self, ApiStatus};
+use super::ids;
+use super::managed::{self, FieldSet, ManagedFields};
+use super::store::{EventType, Store};
+use super::validate;
+
+/// Who writes, and how.
+#[derive(Debug, Clone)]
+pub(crate) struct WriteCtx {
+    /// The field manager recorded in managedFields.
+    pub manager: String,
+    /// `dryRun=All`: validate and answer, store nothing, emit nothing.
+    pub dry_run: bool,
+    /// The time of the write (RFC 3339).
+    pub now: String,
+    /// The caller wants the resulting object as a `Value` (the in-process API).
+    pub want_value: bool,
+}
+
+impl WriteCtx {
+    pub(crate) fn new(manager: &str) -> WriteCtx {
+        WriteCtx {
+            manager: manager.to_string(),
+            dry_run: false,
+            now: ids::now_rfc3339(),
+            want_value: false,
+        }
+    }
+}
+
+/// Which part of an object a write goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sub {
+    Main,
+    Status,
+    Scale,
+}
+
+impl Sub {
+    fn name(self) -> Option<&'static str> {
+        match self {
+            Sub::Main => None,
+            Sub::Status => Some("status"),
+            Sub::Scale => Some("scale"),
+        }
+    }
+}
+
+/// The result of a write: the object as served, and (if asked for) parsed.
+#[derive(Debug, Clone)]
+pub(crate) struct Written {
+    pub bytes: Bytes,
+    pub value: Value,
+}
+
+/// DeleteOptions preconditions.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Preconditions {
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+/// The outcome of a delete.
+#[derive(Debug)]
+pub(crate) enum Deleted {
+    /// The object is gone; this is its final state.
+    Gone(Written),
+    /// Finalizers are pending: the object is only marked for deletion.
+    Pending(Written),
+}
+
+fn text<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    v.pointer(ptr).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn is_crd(def: &ResourceDef) -> bool {
+    def.builtin && def.group == "apiextensions.k8s.io" && def.plural == "customresourcedefinitions"
+}
+
+fn is_namespace(def: &ResourceDef) -> bool {
+    def.builtin && def.group.is_empty() && def.plural == "namespaces"
+}
+
+/// Checks (and fills in) apiVersion and kind of a request body.
+fn check_type(def: &ResourceDef, version: &str, obj: &mut Value) -> Result<(), ApiStatus> {
+    let Some(m) = obj.as_object_mut() else {
+        return Err(error::bad_request(
+            "the body of the request was not a JSON object",
+        ));
+    };
+    let expected = def.api_version(version);
+    match m.get("apiVersion").and_then(Value::as_str) {
+        Some(av) if !av.is_empty() && def.version_of(av).is_none() => {
+            return Err(error::bad_request(format!(
+                "the API version in the data ({av}) does not match the expected API version ({expected})"
+            )));
+        }
+        Some(av) if !av.is_empty() => {}
+        _ => {
+            m.insert("apiVersion".into(), json!(expected));
+        }
+    }
+    match m.get("kind").and_then(Value::as_str) {
+        Some(k) if !k.is_empty() && k != def.kind => {
+            return Err(error::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                def.kind
+            )));
+        }
+        Some(k) if !k.is_empty() => {}
+        _ => {
+            m.insert("kind".into(), json!(def.kind));
+        }
+    }
+    match m.get("metadata") {
+        None | Some(Value::Null) => {
+            m.insert("metadata".into(), json!({}));
+        }
+        Some(Value::Object(_)) => {}
+        Some(_) => {
+            return Err(error::bad_request("metadata: expected an object"));
+        }
+    }
+    Ok(())
+}
+
+fn meta_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
+    obj.get_mut("metadata").and_then(Value::as_object_mut)
+}
+
+/// Whether anything outside metadata and status differs (bumps `generation`).
+fn spec_changed(old: &Value, new: &Value) -> bool {
+    let (Some(o), Some(n)) = (old.as_object(), new.as_object()) else {
+        return true;
+    };
+    let skip = |k: &str| matches!(k, "apiVersion" | "kind" | "metadata" | "status");
+    o.iter().any(|(k, v)| !skip(k) && n.get(k) != Some(v))
+        || n.keys().any(|k| !skip(k) && !o.contains_key(k))
+}
+
+fn status_diff(pre: Option<&Value>, post: Option<&Value>, keyed: bool) -> (FieldSet, FieldSet) {
+    let wrap = |v: Option<&Value>| {
+        let mut m = Map::new();
+        if let Some(v) = v {
+            m.insert("status".into(), v.clone());
+        }
+        Value::Object(m)
+    };
+    managed::diff_object(&wrap(pre), &wrap(post), keyed)
+}
+
+fn set_managed(obj: &mut Value, mf: &ManagedFields) {
+    if let Some(meta) = meta_mut(obj) {
+        if mf.entries.is_empty() {
+            meta.remove("managedFields");
+        } else {
+            meta.insert("managedFields".into(), mf.to_json());
+        }
+    }
+}
+
+fn invalid(def: &ResourceDef, name: &str, causes: Vec<(String, String)>) -> Result<(), ApiStatus> {
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(error::invalid(&def.kind, &def.group, name, &causes))
+    }
+}
+
+/// managedFields the client sent, as the server reads them: absent or `[]`
+/// keeps the stored ones (`None`), `[{}]` strips them, anything else
+/// replaces them (invalid content resets them).
+fn client_managed(sent: Option<&Value>, stored: Option<&Value>) -> Option<ManagedFields> {
+    let sent = sent?;
+    match sent {
+        Value::Array(a) if a.is_empty() => None,
+        _ if Some(sent) == stored => None,
+        Value::Array(a) if a.len() == 1 && a[0].as_object().is_some_and(Map::is_empty) => {
+            Some(ManagedFields::default())
+        }
+        _ => Some(ManagedFields::from_json(sent).unwrap_or_default()),
+    }
+}
+
+impl Store {
+    /// Creates an object. `version` is the API version of the request;
+    /// `path_ns` the namespace of the request path, if any.
+    pub(crate) fn create(
+        &mut self,
+        def: &Arc<ResourceDef>,
+        version: &str,
+        path_ns: Option<&str>,
+        mut obj: Value,
+        ctx: &WriteCtx,
+    ) -> Result<Written, ApiStatus> {
+        check_type(def, version, &mut obj)?;
+        let mut name = text(&obj, "/metadata/name").to_string();
+        let ns = if def.namespaced {
+            let body_ns = text(&obj, "/metadata/namespace");
+            let ns = match (path_ns, body_ns) {
+                (Some(p), b) if !b.is_empty() && p != b => {
+                    return Err(error::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+                (Some(p), _) => p.to_string(),
+                (None, b) if !b.is_empty() => b.to_string(),
+                (None, _) => "default".to_string(),
+            };
+            if !self.namespace_exists(&ns) {
+                return Err(error::not_found("namespaces", "", &ns));
+            }
+            ns
+        } else {
+            String::new()
+        };
+        if name.is_empty() {
+            let prefix = text(&obj, "/metadata/generateName").to_string();
+            if !prefix.is_empty() {
+                // A handful of tries; a collision of five random characters is rare.
+                for _ in 0..16 {
+                    let candidate = format!("{prefix}{}", ids::generate_name_suffix());
+                    if self.get(def, &ns, &candidate).is_none() {
+                        name = candidate;
+                        break;
+                    }
+                }
+            }
+        }
+        if name.is_empty() {
+            return Err(error::invalid(
+                &def.kind,
+                &def.group,
+                "",
+                &[(
+                    "metadata.name".into(),
+                    "Required value: name or generateName is required".into(),
+                )],
+            ));
+        }
+        if self.get(def, &ns, &name).is_some() {
+            return Err(error::already_exists(&def.plural, &def.group, &name));
+        }
+        if !text(&obj, "/metadata/resourceVersion").is_empty() {
+            return Err(error::internal(
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
+        let mut causes = validate::name(def, &name);
+        causes.extend(validate::labels(&obj));
+        invalid(def, &name, causes)?;
+        if let Some(meta) = meta_mut(&mut obj) {
+            for k in [
+                "uid",
+                "selfLink",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "managedFields",
+                "generation",
+                "creationTimestamp",
+                "resourceVersion",
+            ] {
+                meta.remove(k);
+            }
+            meta.insert("name".into(), json!(name));
+            if def.namespaced {
+                meta.insert("namespace".into(), json!(ns));
+            } else {
+                meta.remove("namespace");
+            }
+            meta.insert("uid".into(), json!(ids::new_uid()));
+            meta.insert("creationTimestamp".into(), json!(ctx.now));
+            meta.insert("generation".into(), json!(1));
+        }
+        if def.status
+            && let Some(m) = obj.as_object_mut()
+        {
+            m.remove("status");
+        }
+        let crd_def = if is_crd(def) {
+            let d = catalog::def_from_crd(&obj)?;
+            if self
+                .catalog
+                .by_resource(&d.group, &d.plural)
+                .is_some_and(|x| x.builtin)
+            {
+                return Err(error::invalid(
+                    &def.kind,
+                    &def.group,
+                    &name,
+                    &[(
+                        "spec.group".into(),
+                        format!(
+                            "Invalid value: \"{}\": is reserved for built-in types",
+                            d.group
+                        ),
+                    )],
+                ));
+            }
+            Some(d)
+        } else {
+            None
+        };
+        let mut scratch: Allocator;
+        let alloc = if ctx.dry_run {
+            scratch = self.alloc.clone();
+            &mut scratch
+        } else {
+            &mut self.alloc
+        };
+        defaults::apply(def, &mut obj, None, alloc)
+            .map_err(|c| error::invalid(&def.kind, &def.group, &name, &c))?;
+        let api_version = text(&obj, "/apiVersion").to_string();
+        let mut mf = ManagedFields::default();
+        mf.record_update(
+            &ctx.manager,
+            None,
+            &api_version,
+            &ctx.now,
+            &managed::fields_of_object(&obj, def.builtin),
+            &FieldSet::default(),
+        );
+        let pre = obj.get("status").cloned();
+        if let Some(ctrl) = defaults::simulate_controllers(def, &mut obj, &ctx.now, alloc) {
+            let (c, r) = status_diff(pre.as_ref(), obj.get("status"), def.builtin);
+            mf.record_update(ctrl, Some("status"), &api_version, &ctx.now, &c, &r);
+        }
+        set_managed(&mut obj, &mf);
+        if ctx.dry_run {
+            let bytes = Bytes::from(serde_json::to_vec(&obj).unwrap_or_default());
+            return Ok(Written { bytes, value: obj });
+        }
+        let version = self.commit(def, EventType::Added, obj, mf);
+        let value = if ctx.want_value {
+            self.get(def, &ns, &name)
+                .map(|c| c.value.clone())
+                .unwrap_or(Value::Null)
+        } else {
+            Value::Null
+        };
+        if is_namespace(def) {
+            self.populate_namespace(&name, &ctx.now);
+        }
+        if let Some(d) = crd_def {
+            self.serve_crd(d);
+        }
+        Ok(Written {
+            bytes: version.bytes.clone(),
+            value,
+        })
+    }
+
+    /// Replaces an object with what `make` builds from the stored one (PUT,
+    /// patches, status and scale writes).
+    pub(crate) fn replace(
+        &mut self,
+        def: &Arc<ResourceDef>,
+        ns: &str,
+        name: &str,
+        sub: Sub,
+        ctx: &WriteCtx,
+        make: &mut dyn FnMut(&Value) -> Result<Value, ApiStatus>,
+    ) -> Result<Written, ApiStatus> {
+        let Some(cur) = self
+            .resources
+            .get(&def.instance)
+            .and_then(|rs| rs.objects.get(ns))
+            .and_then(|m| m.get(name))
+        else {
+            return Err(error::not_found(&def.plural, &def.group, name));
+        };
+        let old = &cur.value;
+        let old_rv = cur.version.rv.to_string();
+        let old_uid = cur.version.uid.clone();
+        let mut new = make(old)?;
+        let version = def
+            .version_of(text(old, "/apiVersion"))
+            .unwrap_or(def.preferred_version())
+            .to_string();
+        check_type(def, &version, &mut new)?;
+        let Some(meta) = meta_mut(&mut new) else {
+            return Err(error::bad_request("metadata: expected an object"));
+        };
+        match meta.get("name").and_then(Value::as_str) {
+            Some(n) if !n.is_empty() && n != name => {
+                return Err(error::bad_request(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                )));
+            }
+            _ => {
+                meta.insert("name".into(), json!(name));
+            }
+        }
+        if def.namespaced {
+            match meta.get("namespace").and_then(Value::as_str) {
+                Some(n) if !n.is_empty() && n != ns => {
+                    return Err(error::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+                _ => {
+                    meta.insert("namespace".into(), json!(ns));
+                }
+            }
+        } else {
+            meta.remove("namespace");
+        }
+        match meta.get("resourceVersion").and_then(Value::as_str) {
+            Some(rv) if !rv.is_empty() && rv != old_rv => {
+                return Err(error::conflict(
+                    &def.plural,
+                    &def.group,
+                    name,
+                    error::MODIFIED_CONFLICT,
+                ));
+            }
+            _ => {}
+        }
+        match meta.get("uid").and_then(Value::as_str) {
+            Some(uid) if !uid.is_empty() && uid != &*old_uid => {
+                return Err(error::conflict(
+                    &def.plural,
+                    &def.group,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {old_uid}"
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        let old_meta = old.get("metadata").and_then(Value::as_object);
+        for k in [
+            "uid",
+            "creationTimestamp",
+            "generation",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ] {
+            match old_meta.and_then(|m| m.get(k)) {
+                Some(v) => {
+                    meta.insert(k.into(), v.clone());
+                }
+                None => {
+                    meta.remove(k);
+                }
+            }
+        }
+        meta.remove("selfLink");
+        meta.insert("resourceVersion".into(), json!(old_rv));
+        match sub {
+            Sub::Main | Sub::Scale => {
+                if def.status
+                    && let Some(m) = new.as_object_mut()
+                {
+                    match old.get("status") {
+                        Some(s) => m.insert("status".into(), s.clone()),
+                        None => m.remove("status"),
+                    };
+                }
+            }
+            Sub::Status => {
+                let status = new.get("status").cloned();
+                let sent_managed = new.pointer("/metadata/managedFields").cloned();
+                new = old.clone();
+                if let Some(m) = new.as_object_mut() {
+                    match status {
+                        Some(s) => m.insert("status".into(), s),
+                        None => m.remove("status"),
+                    };
+                }
+                if let (Some(mf), Some(meta)) = (sent_managed, meta_mut(&mut new)) {
+                    meta.insert("managedFields".into(), mf);
+                }
+            }
+        }
+        invalid(def, name, validate::labels(&new))?;
+        let crd_def = if is_crd(def) {
+            Some(catalog::def_from_crd(&new)?)
+        } else {
+            None
+        };
+        let mut scratch: Allocator;
+        let alloc = if ctx.dry_run {
+            scratch = self.alloc.clone();
+            &mut scratch
+        } else {
+            &mut self.alloc
+        };
+        defaults::apply(def, &mut new, Some(old), alloc)
+            .map_err(|c| error::invalid(&def.kind, &def.group, name, &c))?;
+        if spec_changed(old, &new) {
+            let generation = old
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                + 1;
+            if let Some(meta) = meta_mut(&mut new) {
+                meta.insert("generation".into(), json!(generation));
+            }
+        }
+        let (changed, removed) = managed::diff_object(old, &new, def.builtin);
+        let mut controller = None;
+        if sub != Sub::Status {
+            let pre = new.get("status").cloned();
+            if let Some(ctrl) = defaults::simulate_controllers(def, &mut new, &ctx.now, alloc) {
+                let (c, r) = status_diff(pre.as_ref(), new.get("status"), def.builtin);
+                controller = Some((ctrl, c, r));
+            }
+        }
+        let stored_managed = old.pointer("/metadata/managedFields");
+        let base = client_managed(new.pointer("/metadata/managedFields"), stored_managed);
+        if base.is_none()
+            && let Some(meta) = meta_mut(&mut new)
+        {
+            match stored_managed {
+                Some(v) => meta.insert("managedFields".into(), v.clone()),
+                None => meta.remove("managedFields"),
+            };
+        }
+        if new == *old {
+            // A no-op write: nothing is stored, the resourceVersion stays.
+            return Ok(Written {
+                bytes: cur.version.bytes.clone(),
+                value: if ctx.want_value {
+                    old.clone()
+                } else {
+                    Value::Null
+                },
+            });
+        }
+        let finalize = new.pointer("/metadata/deletionTimestamp").is_some()
+            && new
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty);
+        let old_service = (def.builtin && def.kind == "Service").then(|| old.clone());
+        let api_version = text(&new, "/apiVersion").to_string();
+        let mut mf = match base {
+            Some(b) => b,
+            None if ctx.dry_run => cur.managed.clone(),
+            None => self
+                .resources
+                .get_mut(&def.instance)
+                .and_then(|rs| rs.objects.get_mut(ns))
+                .and_then(|m| m.get_mut(name))
+                .map(|c| std::mem::take(&mut c.managed))
+                .unwrap_or_default(),
+        };
+        mf.record_update(
+            &ctx.manager,
+            sub.name(),
+            &api_version,
+            &ctx.now,
+            &changed,
+            &removed,
+        );
+        if let Some((ctrl, c, r)) = controller {
+            mf.record_update(ctrl, Some("status"), &api_version, &ctx.now, &c, &r);
+        }
+        set_managed(&mut new, &mf);
+        if ctx.dry_run {
+            let bytes = Bytes::from(serde_json::to_vec(&new).unwrap_or_default());
+            return Ok(Written { bytes, value: new });
+        }
+        if finalize {
+            return Ok(self.finish_delete(def, ns, name, Some(new)));
+        }
+        let version = self.commit(def, EventType::Modified, new, mf);
+        let stored = self
+            .resources
+            .get(&def.instance)
+            .and_then(|rs| rs.objects.get(ns))
+            .and_then(|m| m.get(name));
+        if let (Some(o), Some(c)) = (&old_service, stored) {
+            self.alloc.release_unused(def, o, &c.value);
+        }
+        let value = match stored {
+            Some(c) if ctx.want_value => c.value.clone(),
+            _ => Value::Null,
+        };
+        if let Some(d) = crd_def {
+            self.serve_crd(d);
+        }
+        Ok(Written {
+            bytes: version.bytes.clone(),
+            value,
+        })
+    }
+
+    /// Deletes an object (or marks it, when finalizers are pending).
+    pub(crate) fn delete(
+        &mut self,
+        def: &Arc<ResourceDef>,
+        ns: &str,
+        name: &str,
+        pre: &Preconditions,
+        ctx: &WriteCtx,
+    ) -> Result<Deleted, ApiStatus> {
+        let Some(cur) = self.get(def, ns, name) else {
+            return Err(error::not_found(&def.plural, &def.group, name));
+        };
+        if let Some(uid) = pre.uid.as_deref()
+            && uid != &*cur.version.uid
+        {
+            return Err(error::conflict(
+                &def.plural,
+                &def.group,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    cur.version.uid
+                ),
+            ));
+        }
+        if let Some(rv) = pre.resource_version.as_deref()
+            && rv != cur.version.rv.to_string()
+        {
+            return Err(error::conflict(
+                &def.plural,
+                &def.group,
+                name,
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    cur.version.rv
+                ),
+            ));
+        }
+        let has_finalizers = cur
+            .value
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty());
+        let current = Written {
+            bytes: cur.version.bytes.clone(),
+            value: cur.value.clone(),
+        };
+        if has_finalizers {
+            if cur.value.pointer("/metadata/deletionTimestamp").is_some() || ctx.dry_run {
+                return Ok(Deleted::Pending(current));
+            }
+            let mut marked = cur.value.clone();
+            if let Some(meta) = meta_mut(&mut marked) {
+                meta.insert("deletionTimestamp".into(), json!(ctx.now));
+                meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+            }
+            let mf = cur.managed.clone();
+            let version = self.commit(def, EventType::Modified, marked, mf);
+            let value = self
+                .get(def, ns, name)
+                .map(|c| c.value.clone())
+                .unwrap_or(Value::Null);
+            return Ok(Deleted::Pending(Written {
+                bytes: version.bytes.clone(),
+                value,
+            }));
+        }
+        if ctx.dry_run {
+            return Ok(Deleted::Gone(current));
+        }
+        if is_namespace(def) {
+            self.terminate_namespace(name, &ctx.now);
+        }
+        if is_crd(def) {
+            self.retire_crd(&current.value);
+        }
+        Ok(Deleted::Gone(self.finish_delete(def, ns, name, None)))
+    }
+
+    /// Removes an object for good: a DELETED event with the final object
+    /// (`last`, else the stored one) at a new resourceVersion.
+    pub(crate) fn finish_delete(
+        &mut self,
+        def: &Arc<ResourceDef>,
+        ns: &str,
+        name: &str,
+        last: Option<Value>,
+    ) -> Written {
+        let value = match last {
+            Some(v) => v,
+            None => self
+                .resources
+                .get_mut(&def.instance)
+                .and_then(|rs| rs.objects.get_mut(ns))
+                .and_then(|m| m.get_mut(name))
+                .map(|c| std::mem::take(&mut c.value))
+                .unwrap_or(Value::Null),
+        };
+        self.alloc.release(def, &value);
+        let keep = value.clone();
+        let version = self.commit(def, EventType::Deleted, value, ManagedFields::default());
+        let mut value = keep;
+        if let Some(meta) = meta_mut(&mut value) {
+            meta.insert("resourceVersion".into(), json!(version.rv.to_string()));
+        }
+        Written {
+            bytes: version.bytes.clone(),
+            value,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generation_tracks_spec_only() {
+        let a = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"x": 1}, "status": {"y": 1}});
+        let mut b = a.clone();
+        b["metadata"]["labels"]["a"] = json!("2");
+        b["status"]["y"] = json!(2);
+        assert!(!spec_changed(&a, &b));
+        b["spec"]["x"] = json!(2);
+        assert!(spec_changed(&a, &b));
+        let mut c = a.clone();
+        c["data"] = json!({"k": "v"});
+        assert!(spec_changed(&a, &c));
+    }
+
+    #[test]
+    fn client_managed_fields_rules() {
+        let stored = json!([{"manager": "a", "operation": "Update", "fieldsV1": {"f:data": {}}}]);
+        assert!(client_managed(None, Some(&stored)).is_none());
+        assert!(client_managed(Some(&json!([])), Some(&stored)).is_none());
+        assert!(client_managed(Some(&stored), Some(&stored)).is_none());
+        assert_eq!(
+            client_managed(Some(&json!([{}])), Some(&stored)),
+            Some(ManagedFields::default())
+        );
+        let other = json!([{"manager": "b", "operation": "Update", "fieldsV1": {"f:data": {}}}]);
+        assert_eq!(
+            client_managed(Some(&other), Some(&stored)).unwrap().entries[0].manager,
+            "b"
+        );
+    }
+}
