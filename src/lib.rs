@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod cluster;
+pub mod demo;
 pub mod diff;
 pub mod error;
 pub mod journal;

@@ -45,6 +45,8 @@ struct StreamOut {
     from: Option<String>,
     to: Option<String>,
     gap_windows: Vec<WindowOut>,
+    /// Why the stream is unavailable now, when it is.
+    unavailable: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -61,15 +63,30 @@ pub fn run(global: &GlobalArgs, _args: CoverageArgs) -> CliResult {
     let path = global.store_path()?;
     let journal = Journal::open(&path)?;
     let cluster = select_cluster(&journal, global)?;
-    let running = WriterLock::is_held(&path);
+    let namespace = global
+        .namespace
+        .as_deref()
+        .filter(|_| !global.all_namespaces);
+    let text = report(&journal, &cluster.id, namespace, format, global.paint())?;
+    super::out(&text)
+}
+
+/// The coverage of every stream of `cluster` (that covers `namespace`, when
+/// given), rendered in `format`.
+pub fn report(
+    journal: &Journal,
+    cluster: &str,
+    namespace: Option<&str>,
+    format: Format,
+    paint: render::Paint,
+) -> CliResult<String> {
+    let running = WriterLock::is_held(journal.path());
     let now = Millis::now().as_ms();
     let mut rows = Vec::new();
-    for stream in journal.streams(Some(&cluster.id))? {
-        // -n narrows to the streams that cover that namespace.
-        if let Some(ns) = &global.namespace
-            && !global.all_namespaces
+    for stream in journal.streams(Some(cluster))? {
+        if let Some(ns) = namespace
             && stream.resource.namespaced
-            && stream.namespace.as_ref().is_some_and(|s| s != ns)
+            && stream.namespace.as_deref().is_some_and(|s| s != ns)
         {
             continue;
         }
@@ -78,11 +95,11 @@ pub fn run(global: &GlobalArgs, _args: CoverageArgs) -> CliResult {
     let out = CoverageOut {
         streams: rows.iter().map(stream_out).collect(),
     };
-    super::out(&match format {
+    Ok(match format {
         Format::Json => render::json(&out),
         Format::Yaml => render::yaml(&out),
         _ if rows.is_empty() => "No streams recorded.\n".to_string(),
-        _ => table(&rows, global.paint()),
+        _ => table(&rows, paint),
     })
 }
 
@@ -115,32 +132,46 @@ fn stream_out(c: &Coverage) -> StreamOut {
                 reason: w.reason.clone(),
             })
             .collect(),
+        unavailable: c.unavailable.as_ref().map(|(_, r)| r.clone()),
     }
 }
 
 /// What the COVERAGE column says: `OK`, or what is missing.
 pub fn describe(c: &Coverage) -> String {
+    if let Some((since, reason)) = &c.unavailable {
+        return format!("unavailable since {} ({reason})", short_time(c, *since));
+    }
     if c.from.is_none() {
-        return match c.state {
-            crate::journal::read::StreamState::Unavailable => c
-                .windows
-                .last()
-                .map(|w| w.reason.clone())
-                .unwrap_or_else(|| "unavailable, never listed".into()),
-            _ => "no baseline yet".into(),
-        };
+        return "no baseline yet".into();
     }
     if c.complete() {
         return "OK".into();
     }
-    let one = |w: &GapWindow| match w.to {
-        Some(to) => format!("gap {} .. {} ({})", time(w.from), time(to), w.reason),
-        None => format!("gap since {} ({})", time(w.from), w.reason),
+    let one = |w: &GapWindow| {
+        let reason = w.reason.split(": ").next().unwrap_or(&w.reason);
+        match w.to {
+            Some(to) => format!(
+                "gap {}..{} ({reason})",
+                short_time(c, w.from),
+                short_time(c, to)
+            ),
+            None => format!("gap since {} ({reason})", short_time(c, w.from)),
+        }
     };
     match c.windows.as_slice() {
-        [] => format!("unavailable since {}", c.to.map(time).unwrap_or_default()),
+        [] => "incomplete".into(),
         [w] => one(w),
-        [.., last] => format!("{} gaps, last: {}", c.windows.len(), one(last)),
+        [.., last] => format!("{} gaps, last {}", c.windows.len(), one(last)),
+    }
+}
+
+/// A time inside a table row: only the time of day when the row's FROM column
+/// already shows the date.
+fn short_time(c: &Coverage, t: i64) -> String {
+    let full = time(t);
+    match c.from.map(time) {
+        Some(from) if from.get(..11) == full.get(..11) => full[11..].to_string(),
+        _ => full,
     }
 }
 

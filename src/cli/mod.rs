@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod coverage;
+pub mod demo;
 pub mod record;
 pub mod status;
 pub mod target;
@@ -44,6 +45,7 @@ pub enum Command {
     Record(record::RecordArgs),
     Status(status::StatusArgs),
     Coverage(coverage::CoverageArgs),
+    Demo(demo::DemoArgs),
     Version(version::VersionArgs),
 }
 
@@ -116,6 +118,7 @@ fn run(cli: Cli) -> CliResult {
             Command::Record(a) => record::run(&global, a).await,
             Command::Status(a) => status::run(&global, a),
             Command::Coverage(a) => coverage::run(&global, a),
+            Command::Demo(a) => demo::run(&global, a).await,
             Command::Version(a) => version::run(&global, a),
         }
     })

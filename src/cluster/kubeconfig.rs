@@ -74,12 +74,14 @@ fn read(path: &Path) -> Result<Kubeconfig, ClusterError> {
     })
 }
 
-/// kube's error text repeats the path; keep the part that says what is wrong.
+/// What is wrong, on one line: parser errors come with a multi-line snippet of
+/// the file, which the error line does not need.
 fn describe(e: &kube::config::KubeconfigError) -> String {
-    let mut text = e.to_string();
+    let first_line = |s: String| s.lines().next().unwrap_or_default().trim().to_string();
+    let mut text = first_line(e.to_string());
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
-        let more = s.to_string();
+        let more = first_line(s.to_string());
         if !text.contains(&more) {
             text = format!("{text}: {more}");
         }

@@ -19,9 +19,10 @@
 //!
 //! # Order
 //! Changes come in a stable depth-first order that follows the new object: within an
-//! object, its keys in the order of the new object's map (document order: the crate builds
-//! serde_json with `preserve_order`), then the removed keys in the old object's order; within a list, the new list's
-//! elements in order, then the removed elements in the old list's order.
+//! object, its keys in the order of the new object's map (document order: the crate
+//! builds serde_json with `preserve_order`), then the removed keys in the old object's
+//! order; within a list, the new list's elements in order, then the removed elements in
+//! the old list's order.
 //!
 //! # Lists
 //! Elements are matched by the first identity that all elements of both lists have,

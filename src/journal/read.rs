@@ -86,6 +86,8 @@ pub struct Coverage {
     pub to: Option<i64>,
     /// Gaps and unavailable stretches, oldest first.
     pub windows: Vec<GapWindow>,
+    /// Why the stream is unavailable right now, and since when.
+    pub unavailable: Option<(i64, String)>,
 }
 
 impl Coverage {
@@ -197,7 +199,7 @@ impl Journal {
         let mut gaps = 0u64;
         let mut windows: Vec<GapWindow> = Vec::new();
         let mut open: Option<GapWindow> = None;
-        let mut unavailable = false;
+        let mut unavailable: Option<(i64, String)> = None;
         let mut last_baseline: Option<(i64, Option<String>)> = None;
         for (k, at, rv, info) in rows {
             let info = info.unwrap_or_default();
@@ -209,7 +211,7 @@ impl Journal {
                         w.to_rv = rv.clone();
                         windows.push(w);
                     }
-                    unavailable = false;
+                    unavailable = None;
                     last_baseline = Some((at, rv));
                 }
                 kind::GAP => {
@@ -227,7 +229,7 @@ impl Journal {
                         reason: "unavailable".into(),
                     });
                     if !c.available {
-                        unavailable = true;
+                        unavailable.get_or_insert((at, c.reason.clone()));
                         // A stream that never had a baseline has no history to lose:
                         // it is simply not covered yet.
                         if from.is_some() {
@@ -270,7 +272,7 @@ impl Journal {
         if let Some(w) = open {
             windows.push(w);
         }
-        let state = if unavailable {
+        let state = if unavailable.is_some() {
             StreamState::Unavailable
         } else if has_open {
             StreamState::Relisting
@@ -288,6 +290,7 @@ impl Journal {
             from,
             to,
             windows,
+            unavailable,
         })
     }
 

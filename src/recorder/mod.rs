@@ -12,10 +12,11 @@ pub mod wire;
 
 use crate::cluster::ClusterAccess;
 use crate::cluster::discovery::{Catalog, ResolveError};
-use crate::journal::writer::Writer;
+use crate::journal::writer::{Change, Feed, Writer};
 use crate::journal::{DurablePoint, Journal, JournalError, StreamId};
 use crate::model::StreamSpec;
-use display::{Display, Mode};
+use crate::model::WatchType;
+use display::{Display, FeedItem, Mode};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use stream::{Phase, Stream, StreamEnd, StreamOptions, StreamStatus};
@@ -109,6 +110,37 @@ pub fn plan_streams(catalog: &Catalog, args: &PlanArgs) -> Result<Plan, PlanErro
     Ok(Plan { streams, warnings })
 }
 
+/// At most this many changes a second reach the live feed.
+const FEED_PER_SECOND: u32 = 20;
+
+/// Says which fields a recorded change touched; a status-only update is no
+/// line in the feed.
+fn feed_item(
+    change: &Change,
+    kinds: &std::collections::HashMap<StreamId, String>,
+) -> Option<FeedItem> {
+    let paths = match (&change.before, change.watch_type) {
+        (Some(before), WatchType::Modified) => {
+            let before: serde_json::Value = serde_json::from_slice(before).ok()?;
+            let after: serde_json::Value = serde_json::from_slice(&change.after).ok()?;
+            let paths =
+                crate::diff::changed_paths(&before, &after, &crate::diff::DiffOptions::default());
+            if paths.is_empty() {
+                return None;
+            }
+            paths
+        }
+        _ => Vec::new(),
+    };
+    Some(FeedItem {
+        event: change.watch_type.to_string(),
+        kind: kinds.get(&change.stream).cloned().unwrap_or_default(),
+        namespace: change.namespace.clone(),
+        name: change.name.clone(),
+        paths,
+    })
+}
+
 /// How `record` runs.
 #[derive(Debug, Clone)]
 pub struct RecordOptions {
@@ -167,7 +199,16 @@ pub async fn record(
         let prior = journal.last_durable(id)?;
         registered.push((id, spec, prior));
     }
-    let writer = Writer::start(journal)?;
+    let kinds: std::collections::HashMap<StreamId, String> = registered
+        .iter()
+        .map(|(id, spec, _)| (*id, spec.resource.kind.clone()))
+        .collect();
+    let (feed_tx, mut feed_rx) = tokio::sync::mpsc::channel(64);
+    let feed = (options.mode != Mode::Quiet).then_some(Feed {
+        tx: feed_tx,
+        per_second: FEED_PER_SECOND,
+    });
+    let writer = Writer::start_with_feed(journal, feed)?;
     let stats = writer.stats();
     let names: Vec<String> = registered.iter().map(|(_, s, _)| s.name()).collect();
     let display = Display::new(options.mode, &names);
@@ -213,6 +254,11 @@ pub async fn record(
         tokio::select! {
             _ = tick.tick() => display.refresh(&snapshot(&statuses)),
             Some(n) = notice_rx.recv() => display.notice(&n),
+            Some(change) = feed_rx.recv() => {
+                if let Some(item) = feed_item(&change, &kinds) {
+                    display.feed(&item);
+                }
+            }
             changed = stop.changed(), if !stopping => {
                 stopping = changed.is_err() || *stop.borrow();
             }

@@ -1,0 +1,300 @@
+//! Recorder benchmark (prints figures; asserts nothing).
+//!
+//! 1. Throughput under sustained churn: the simulator runs in this process and a
+//!    thread patches Deployments as fast as it can. First a bare client reads and
+//!    decodes the watch stream (the floor any recorder pays); then the real
+//!    `kubectl-krply record` process records the same churn into a journal.
+//!    Rate = events / (churn start .. last event received, or durable).
+//! 2. Journal size: journal bytes over the raw JSON bytes of what was recorded.
+//! 3. Peak RSS (VmHWM) of the recorder while watching 20k objects.
+//!
+//! `cargo bench --bench recorder` (or `-- --quick` for a smaller run).
+
+use krply::cluster::{self, ConnectOptions, api};
+use krply::journal::Journal;
+use krply::recorder::wire::{WireEvent, decode_line};
+use krply::sim::{KubeconfigOptions, Seed, SimConfig, Simulator};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_kubectl-krply");
+const NS: &str = "bench";
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let (objects, events, big) = if quick {
+        (200, 5_000, 2_000)
+    } else {
+        (500, 50_000, 20_000)
+    };
+    println!(
+        "kubectl-krply recorder benchmark ({})",
+        if quick { "quick" } else { "full" }
+    );
+    println!(
+        "machine: {} cores",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    throughput(objects, events);
+    memory(big);
+}
+
+/// Deployments cloned from Online Boutique, renamed so there are `n` of them.
+fn deployments(n: usize) -> Vec<Value> {
+    let shop: Value =
+        serde_json::from_str(include_str!("../fixtures/shop/online-boutique.json")).unwrap();
+    let templates: Vec<Value> = shop["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["kind"] == "Deployment")
+        .cloned()
+        .collect();
+    let mut out = vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})];
+    for i in 0..n {
+        let mut d = templates[i % templates.len()].clone();
+        let name = format!("{}-{i}", d["metadata"]["name"].as_str().unwrap());
+        d["metadata"]["name"] = json!(name);
+        d["metadata"]["namespace"] = json!(NS);
+        out.push(d);
+    }
+    out
+}
+
+fn start_sim(objects: usize) -> (Simulator, tempfile::TempDir, PathBuf) {
+    let sim = Simulator::start_background(SimConfig {
+        seed: Seed::Objects(deployments(objects)),
+        history_window: 2_000_000,
+        bookmark_interval: Some(Duration::from_secs(1)),
+        ..SimConfig::default()
+    })
+    .expect("simulator");
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(
+        &kubeconfig,
+        &KubeconfigOptions {
+            namespace: Some(NS.into()),
+            ..KubeconfigOptions::default()
+        },
+    )
+    .unwrap();
+    (sim, dir, kubeconfig)
+}
+
+/// Patches deployments round-robin `n` times, as fast as the simulator takes them.
+fn churn(sim: &Simulator, objects: usize, n: usize) -> std::thread::JoinHandle<Duration> {
+    let sim = sim.clone();
+    std::thread::spawn(move || {
+        let names: Vec<String> = sim
+            .list("apps/v1", "Deployment", Some(NS))
+            .iter()
+            .map(|d| d["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        let start = Instant::now();
+        for i in 0..n {
+            let name = &names[i % objects.min(names.len())];
+            let patch = json!({
+                "metadata": {"annotations": {"bench/step": i.to_string()}},
+                "spec": {"replicas": (i % 5) + 1}
+            });
+            sim.patch_merge("apps/v1", "Deployment", Some(NS), name, &patch)
+                .expect("patch");
+        }
+        start.elapsed()
+    })
+}
+
+fn throughput(objects: usize, n: usize) {
+    let (sim, dir, kubeconfig) = start_sim(objects);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+
+    // A bare client: the same watch request, each line decoded, nothing stored.
+    let bare = rt.block_on(async {
+        let opts = ConnectOptions {
+            kubeconfig: Some(kubeconfig.clone()),
+            ..ConnectOptions::default()
+        };
+        let target = cluster::resolve_target(&opts).unwrap();
+        let access = cluster::connect(&target, &opts).await.unwrap();
+        let catalog = cluster::discovery::Catalog::discover(&access)
+            .await
+            .unwrap();
+        let resource = catalog.resolve("deployments").unwrap().resource.clone();
+        let rv = sim.current_rv();
+        let mut body = api::open_watch(&access, &resource, Some(NS), None, &rv, true, 3600)
+            .await
+            .unwrap();
+        let producer = churn(&sim, objects, n);
+        let start = Instant::now();
+        let mut seen = 0;
+        let mut bytes = 0usize;
+        while seen < n {
+            let line = body.next_line().await.unwrap().expect("stream open");
+            bytes += line.len();
+            if let Ok(WireEvent::Object { .. }) = decode_line(&line) {
+                seen += 1;
+            }
+        }
+        let elapsed = start.elapsed();
+        let produced = producer.join().unwrap();
+        (elapsed, produced, bytes)
+    });
+    let bare_rate = n as f64 / bare.0.as_secs_f64();
+    println!(
+        "bare client:  {n} events in {:.2}s = {:>8.0} events/s (producer alone took {:.2}s; {:.1} MB of watch lines)",
+        bare.0.as_secs_f64(),
+        bare_rate,
+        bare.1.as_secs_f64(),
+        bare.2 as f64 / 1e6
+    );
+
+    // The recorder, as a user runs it.
+    let store = dir.path().join("journal.db");
+    let mut rec = spawn_recorder(&kubeconfig, &store, &["deployments"]);
+    wait_listed(&store);
+    let base_rv: u64 = sim.current_rv().parse().unwrap();
+    let producer = churn(&sim, objects, n);
+    let start = Instant::now();
+    wait_events(&store, n as u64);
+    let elapsed = start.elapsed();
+    let produced = producer.join().unwrap();
+    let rss = peak_rss_kib(rec.id());
+    stop(&mut rec);
+    let rec_rate = n as f64 / elapsed.as_secs_f64();
+    println!(
+        "recorder:     {n} events in {:.2}s = {:>8.0} events/s durable (producer took {:.2}s; peak RSS {} MiB)",
+        elapsed.as_secs_f64(),
+        rec_rate,
+        produced.as_secs_f64(),
+        rss / 1024
+    );
+    println!(
+        "ratio recorder/bare: {:.2} (goal >= 0.9)",
+        rec_rate / bare_rate
+    );
+
+    // Size: everything recorded (baseline + events) against its raw JSON.
+    let log = sim.event_log();
+    let event_bytes: usize = log
+        .iter()
+        .filter(|e| e.resource == "deployments" && e.rv.parse::<u64>().unwrap() > base_rv)
+        .map(|e| e.object.len())
+        .sum();
+    let listed_bytes: usize = sim
+        .list("apps/v1", "Deployment", Some(NS))
+        .iter()
+        .map(|d| serde_json::to_vec(d).unwrap().len())
+        .sum();
+    let journal = file_size(&store);
+    let raw = event_bytes + listed_bytes;
+    println!(
+        "journal size: {:.2} MB for {:.2} MB of raw JSON ({:.1} MB events + {:.1} MB baseline) = 1/{:.1} (goal <= 1/10); {:.0} bytes per event",
+        journal as f64 / 1e6,
+        raw as f64 / 1e6,
+        event_bytes as f64 / 1e6,
+        listed_bytes as f64 / 1e6,
+        raw as f64 / journal as f64,
+        journal as f64 / n as f64
+    );
+    let _ = Journal::open(&store).map(|j| {
+        j.status()
+            .map(|s| println!("journal holds {} events", s.events))
+    });
+}
+
+fn memory(objects: usize) {
+    let (sim, dir, kubeconfig) = start_sim(objects);
+    let store = dir.path().join("journal.db");
+    let started = Instant::now();
+    let mut rec = spawn_recorder(&kubeconfig, &store, &["deployments"]);
+    wait_listed(&store);
+    let listed = started.elapsed();
+    let producer = churn(&sim, objects, objects);
+    wait_events(&store, objects as u64);
+    producer.join().unwrap();
+    let rss = peak_rss_kib(rec.id());
+    stop(&mut rec);
+    println!(
+        "memory:       watching {objects} deployments: listed in {:.2}s, then {objects} events; recorder peak RSS {:.1} MiB (goal <= 64 MB)",
+        listed.as_secs_f64(),
+        rss as f64 / 1024.0
+    );
+}
+
+fn spawn_recorder(kubeconfig: &Path, store: &Path, what: &[&str]) -> Child {
+    Command::new(BIN)
+        .arg("record")
+        .args(what)
+        .args(["-n", NS, "-q"])
+        .env("KUBECONFIG", kubeconfig)
+        .env("KRPLY_STORE", store)
+        .env("NO_PROXY", "127.0.0.1")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("recorder starts")
+}
+
+fn stop(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+}
+
+fn wait_listed(store: &Path) {
+    poll("the baseline", Duration::from_secs(300), || {
+        Journal::open(store)
+            .ok()
+            .and_then(|j| {
+                let s = j.streams(None).ok()?;
+                Some(
+                    !s.is_empty()
+                        && s.iter()
+                            .all(|s| j.coverage(s, 0, true).is_ok_and(|c| c.from.is_some())),
+                )
+            })
+            .unwrap_or(false)
+    });
+}
+
+fn wait_events(store: &Path, n: u64) {
+    poll("the events", Duration::from_secs(600), || {
+        Journal::open(store)
+            .and_then(|j| j.status())
+            .map(|s| s.events >= n)
+            .unwrap_or(false)
+    });
+}
+
+fn poll(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn file_size(store: &Path) -> u64 {
+    ["", "-wal"]
+        .iter()
+        .map(|s| std::fs::metadata(format!("{}{s}", store.display())).map_or(0, |m| m.len()))
+        .sum()
+}

@@ -1,0 +1,259 @@
+//! The built-in demo: a simulated cluster running Online Boutique, a recorder
+//! watching it, and a scripted incident (scale, image change, ConfigMap edit, a
+//! deletion, lost watch history), all in one process.
+
+use crate::cluster::{self, ConnectOptions, discovery::Catalog};
+use crate::journal::{Journal, JournalError, WriterLock};
+use crate::recorder::display::Mode;
+use crate::recorder::stream::StreamOptions;
+use crate::recorder::{self, PlanArgs, RecordOptions, RecordSummary};
+use crate::sim::{KubeconfigOptions, Seed, SimConfig, Simulator};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The namespace the demo records.
+pub const NAMESPACE: &str = "shop";
+
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    #[error("the simulator failed: {0}")]
+    Sim(String),
+    #[error(transparent)]
+    Cluster(#[from] cluster::ClusterError),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error("{0}")]
+    Plan(String),
+    #[error("the demo timed out waiting for {0}")]
+    Timeout(String),
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// What the demo left behind for the user to explore.
+pub struct DemoOutcome {
+    pub store: PathBuf,
+    pub kubeconfig: PathBuf,
+    pub cluster_id: String,
+    pub summary: RecordSummary,
+    /// The scripted steps, with when they happened.
+    pub steps: Vec<(crate::time::Millis, String)>,
+    /// A time before the incident began.
+    pub before_incident: crate::time::Millis,
+}
+
+/// Runs the demo, writing the journal to `store` (its directory also receives the
+/// simulator's kubeconfig). `say` receives each narration line.
+pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOutcome, DemoError> {
+    let dir = store.parent().unwrap_or(Path::new(".")).to_path_buf();
+    std::fs::create_dir_all(&dir).map_err(|source| DemoError::Io {
+        path: dir.clone(),
+        source,
+    })?;
+    let sim = Simulator::start(SimConfig {
+        seed: Seed::Shop,
+        bookmark_interval: Some(Duration::from_secs(1)),
+        ..SimConfig::default()
+    })
+    .await
+    .map_err(|e| DemoError::Sim(e.to_string()))?;
+    let kubeconfig = dir.join("kubeconfig");
+    sim.write_kubeconfig(
+        &kubeconfig,
+        &KubeconfigOptions {
+            namespace: Some(NAMESPACE.into()),
+            ..KubeconfigOptions::default()
+        },
+    )
+    .map_err(|source| DemoError::Io {
+        path: kubeconfig.clone(),
+        source,
+    })?;
+    say(&format!(
+        "started a simulated API server at {} running Online Boutique in namespace {NAMESPACE}",
+        sim.url()
+    ));
+
+    let opts = ConnectOptions {
+        kubeconfig: Some(kubeconfig.clone()),
+        ..ConnectOptions::default()
+    };
+    let target = cluster::resolve_target(&opts)?;
+    let access = cluster::connect(&target, &opts).await?;
+    let catalog = Catalog::discover(&access).await?;
+    let plan = recorder::plan_streams(
+        &catalog,
+        &PlanArgs {
+            namespace: NAMESPACE.into(),
+            ..PlanArgs::default()
+        },
+    )
+    .map_err(|e| DemoError::Plan(e.to_string()))?;
+
+    let lock = WriterLock::acquire(store, &format!("the demo (pid {})", std::process::id()))?;
+    let journal = Journal::open_or_create(store)?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let streams = plan.streams.clone();
+    let options = RecordOptions {
+        stream: StreamOptions {
+            heartbeat: Duration::from_millis(500),
+            ..StreamOptions::default()
+        },
+        mode,
+    };
+    let recording = {
+        let access = access.clone();
+        tokio::spawn(
+            async move { recorder::record(&access, journal, streams, options, stop_rx).await },
+        )
+    };
+    say(&format!(
+        "recording {} streams into {}",
+        plan.streams.len(),
+        store.display()
+    ));
+    wait_until(store, "the first baselines", |j| all_listed(j, 1)).await?;
+
+    let before_incident = crate::time::Millis::now();
+    let mut steps = Vec::new();
+    let mut step = |text: String| {
+        say(&format!("incident: {text}"));
+        steps.push((crate::time::Millis::now(), text));
+    };
+    let pace = Duration::from_millis(400);
+    tokio::time::sleep(pace).await;
+
+    step("scale deployment/frontend from 1 to 3 replicas".into());
+    edit(&sim, "apps/v1", "Deployment", "frontend", |d| {
+        d["spec"]["replicas"] = json!(3);
+    })?;
+    tokio::time::sleep(pace).await;
+
+    step("roll deployment/productcatalogservice to a new image".into());
+    edit(
+        &sim,
+        "apps/v1",
+        "Deployment",
+        "productcatalogservice",
+        |d| {
+            if let Some(c) = d.pointer_mut("/spec/template/spec/containers/0/image") {
+                *c = json!(
+                    "us-central1-docker.pkg.dev/google-samples/microservices-demo/productcatalogservice:v0.10.7"
+                );
+            }
+            if let Some(env) = d
+                .pointer_mut("/spec/template/spec/containers/0/env")
+                .and_then(Value::as_array_mut)
+            {
+                env.insert(0, json!({"name": "EXTRA_LATENCY", "value": "5.5s"}));
+            }
+        },
+    )?;
+    tokio::time::sleep(pace).await;
+
+    step("edit configmap/feature-flags: turn the new checkout on".into());
+    edit(&sim, "v1", "ConfigMap", "feature-flags", |c| {
+        c["data"]["new-checkout"] = json!("true");
+    })?;
+    tokio::time::sleep(pace).await;
+
+    step("delete deployment/loadgenerator".into());
+    sim.delete("apps/v1", "Deployment", Some(NAMESPACE), "loadgenerator")
+        .map_err(|e| DemoError::Sim(e.to_string()))?;
+    tokio::time::sleep(pace).await;
+
+    step("the API server compacts its history: every watch gets 410 Gone".into());
+    sim.compact();
+    sim.expire_watches();
+    step("while nobody watches: configmap/frontend-config changes".into());
+    edit(&sim, "v1", "ConfigMap", "frontend-config", |c| {
+        c["data"]["log_level"] = json!("debug");
+    })?;
+    wait_until(store, "the relists after the 410", |j| all_listed(j, 2)).await?;
+    tokio::time::sleep(pace).await;
+
+    step("scale deployment/frontend back to 2 replicas".into());
+    edit(&sim, "apps/v1", "Deployment", "frontend", |d| {
+        d["spec"]["replicas"] = json!(2);
+    })?;
+    let last_rv = sim.current_rv();
+    wait_until(store, "the last change to be journaled", |j| {
+        j.streams(None).ok().is_some_and(|ss| {
+            ss.iter().any(|s| {
+                s.resource.resource == "deployments"
+                    && j.coverage(s, 0, true)
+                        .is_ok_and(|c| c.last_rv.as_deref() == Some(last_rv.as_str()))
+            })
+        })
+    })
+    .await?;
+
+    let _ = stop_tx.send(true);
+    let summary = recording
+        .await
+        .map_err(|e| DemoError::Sim(format!("the recorder task failed: {e}")))??;
+    drop(lock);
+    sim.shutdown();
+    Ok(DemoOutcome {
+        store: store.to_path_buf(),
+        kubeconfig,
+        cluster_id: target.cluster_id,
+        summary,
+        steps,
+        before_incident,
+    })
+}
+
+/// Changes one object of the demo namespace through the simulator's API.
+fn edit(
+    sim: &Simulator,
+    api_version: &str,
+    kind: &str,
+    name: &str,
+    change: impl FnOnce(&mut Value),
+) -> Result<(), DemoError> {
+    let mut obj = sim
+        .get(api_version, kind, Some(NAMESPACE), name)
+        .ok_or_else(|| DemoError::Sim(format!("{kind} {name} not found")))?;
+    change(&mut obj);
+    sim.update(obj).map_err(|e| DemoError::Sim(e.to_string()))?;
+    Ok(())
+}
+
+fn all_listed(j: &Journal, baselines: usize) -> bool {
+    let Ok(streams) = j.streams(None) else {
+        return false;
+    };
+    !streams.is_empty()
+        && streams.iter().all(|s| {
+            j.coverage(s, 0, true).is_ok_and(|c| {
+                c.from.is_some()
+                    && c.windows.iter().all(|w| w.to.is_some())
+                    && c.gaps as usize + 1 >= baselines
+            })
+        })
+}
+
+/// Polls the journal (as any reader would) until `done` holds.
+async fn wait_until(
+    store: &Path,
+    what: &str,
+    done: impl Fn(&Journal) -> bool,
+) -> Result<(), DemoError> {
+    let start = Instant::now();
+    loop {
+        if let Ok(j) = Journal::open(store)
+            && done(&j)
+        {
+            return Ok(());
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            return Err(DemoError::Timeout(what.to_string()));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

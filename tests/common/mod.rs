@@ -1,0 +1,303 @@
+//! Shared harness for the integration tests: a simulator on 127.0.0.1, a private
+//! kubeconfig, HOME and journal per test, the real binary, and condition waits
+//! with deadlines (never sleeps as synchronisation).
+
+#![allow(dead_code)]
+
+use krply::journal::Journal;
+use krply::journal::read::{Coverage, RecordView, StreamInfo};
+use krply::sim::{KubeconfigOptions, SimConfig, Simulator};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_kubectl-krply");
+
+/// How long any condition may take before a test fails.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub sim: Simulator,
+    pub kubeconfig: PathBuf,
+    pub store: PathBuf,
+}
+
+impl Env {
+    pub fn new(cfg: SimConfig) -> Env {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let sim = Simulator::start_background(cfg).expect("simulator starts");
+        let kubeconfig = dir.path().join("kubeconfig");
+        sim.write_kubeconfig(
+            &kubeconfig,
+            &KubeconfigOptions {
+                namespace: Some("shop".into()),
+                ..KubeconfigOptions::default()
+            },
+        )
+        .expect("kubeconfig written");
+        let store = dir.path().join("data").join("journal.db");
+        Env {
+            dir,
+            sim,
+            kubeconfig,
+            store,
+        }
+    }
+
+    pub fn shop() -> Env {
+        Env::new(SimConfig {
+            seed: krply::sim::Seed::Shop,
+            bookmark_interval: Some(Duration::from_millis(200)),
+            ..SimConfig::default()
+        })
+    }
+
+    /// The binary with a hermetic environment.
+    pub fn command(&self) -> Command {
+        let mut c = Command::new(BIN);
+        c.env_clear()
+            .env("HOME", self.dir.path())
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("KRPLY_STORE", &self.store)
+            .env("NO_COLOR", "1")
+            .env("NO_PROXY", "127.0.0.1,localhost");
+        c
+    }
+
+    pub fn assert_cmd(&self) -> assert_cmd::Command {
+        assert_cmd::Command::from_std(self.command())
+    }
+
+    /// Runs the binary to completion.
+    pub fn run(&self, args: &[&str]) -> Output {
+        let out = self.command().args(args).output().expect("binary runs");
+        Output {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Starts `record ARGS` in the background.
+    pub fn start_recorder(&self, args: &[&str]) -> RecorderProc {
+        let log = self.dir.path().join(format!(
+            "record-{}.log",
+            Instant::now().elapsed().as_nanos()
+        ));
+        let out = self.dir.path().join("record.out");
+        let child = self
+            .command()
+            .arg("record")
+            .args(args)
+            .stdout(Stdio::from(
+                std::fs::File::create(&out).expect("stdout file"),
+            ))
+            .stderr(Stdio::from(std::fs::File::create(&log).expect("log file")))
+            .spawn()
+            .expect("recorder starts");
+        RecorderProc {
+            child: Some(child),
+            log,
+            out,
+        }
+    }
+
+    pub fn journal(&self) -> Journal {
+        Journal::open(&self.store).expect("journal opens")
+    }
+
+    /// Waits until `check` holds, polling; panics with `what` at the deadline.
+    pub fn wait_for(&self, what: &str, mut check: impl FnMut() -> bool) {
+        wait_for(what, &mut check)
+    }
+
+    /// Waits until every stream has at least `n` baselines.
+    pub fn wait_baselines(&self, n: u64) {
+        self.wait_for(&format!("{n} baseline(s) per stream"), || {
+            let Ok(j) = Journal::open(&self.store) else {
+                return false;
+            };
+            let Ok(streams) = j.streams(None) else {
+                return false;
+            };
+            !streams.is_empty() && streams.iter().all(|s| baselines(&j, s) >= n)
+        });
+    }
+
+    pub fn stream(&self, name: &str) -> StreamInfo {
+        self.journal()
+            .streams(None)
+            .unwrap()
+            .into_iter()
+            .find(|s| s.name() == name)
+            .unwrap_or_else(|| panic!("no stream {name}"))
+    }
+
+    pub fn coverage(&self, name: &str) -> Coverage {
+        let j = self.journal();
+        let s = self.stream(name);
+        j.coverage(&s, krply::time::Millis::now().as_ms(), false)
+            .unwrap()
+    }
+
+    /// Records of one stream, oldest first.
+    pub fn records(&self, name: &str) -> Vec<RecordView> {
+        let s = self.stream(name);
+        self.journal()
+            .all_records()
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.stream == s.id)
+            .collect()
+    }
+
+    /// The live events of one stream as (type, namespace/name, rv, body).
+    pub fn events(&self, name: &str) -> Vec<(String, String, String, Vec<u8>)> {
+        self.records(name)
+            .into_iter()
+            .filter(|r| r.kind == krply::journal::schema::kind::EVENT)
+            .map(|r| {
+                (
+                    r.watch_type.unwrap().to_string(),
+                    format!(
+                        "{}/{}",
+                        r.namespace.unwrap_or_default(),
+                        r.name.unwrap_or_default()
+                    ),
+                    r.resource_version.unwrap_or_default(),
+                    r.body.unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    /// The simulator's own log for one resource in one namespace, after `rv`.
+    pub fn sim_events(
+        &self,
+        resource: &str,
+        namespace: &str,
+        after_rv: u64,
+    ) -> Vec<(String, String, String, Vec<u8>)> {
+        self.sim
+            .event_log()
+            .into_iter()
+            .filter(|e| e.resource == resource && e.namespace.as_deref() == Some(namespace))
+            .filter(|e| e.rv.parse::<u64>().unwrap() > after_rv)
+            .map(|e| {
+                (
+                    e.event_type.clone(),
+                    format!("{}/{}", namespace, e.name),
+                    e.rv.clone(),
+                    e.object.to_vec(),
+                )
+            })
+            .collect()
+    }
+}
+
+pub fn baselines(j: &Journal, s: &StreamInfo) -> u64 {
+    j.all_records()
+        .map(|rs| {
+            rs.iter()
+                .filter(|r| r.stream == s.id && r.kind == krply::journal::schema::kind::BASELINE)
+                .count() as u64
+        })
+        .unwrap_or(0)
+}
+
+pub fn wait_for(what: &str, check: &mut dyn FnMut() -> bool) {
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(5);
+    loop {
+        if check() {
+            return;
+        }
+        if start.elapsed() > DEADLINE {
+            panic!("timed out after {DEADLINE:?} waiting for {what}");
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
+}
+
+#[derive(Debug)]
+pub struct Output {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// A recorder running in the background.
+pub struct RecorderProc {
+    child: Option<Child>,
+    pub log: PathBuf,
+    pub out: PathBuf,
+}
+
+impl RecorderProc {
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Sends a signal by name (INT, TERM, KILL).
+    pub fn signal(&self, sig: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -{sig} failed");
+    }
+
+    /// Stops it with SIGINT and returns its exit code, stdout and log.
+    pub fn stop(mut self) -> Output {
+        self.signal("INT");
+        self.wait()
+    }
+
+    /// Waits for it to exit by itself (e.g. `--for`).
+    pub fn wait(&mut self) -> Output {
+        let mut child = self.child.take().expect("running");
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("wait") {
+                break s;
+            }
+            if start.elapsed() > DEADLINE {
+                let _ = child.kill();
+                panic!("recorder did not exit; log:\n{}", self.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Output {
+            code: status.code(),
+            stdout: std::fs::read_to_string(&self.out).unwrap_or_default(),
+            stderr: self.log_text(),
+        }
+    }
+
+    pub fn kill9(mut self) {
+        let mut child = self.child.take().expect("running");
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for RecorderProc {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+pub fn path_str(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}

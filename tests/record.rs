@@ -1,0 +1,751 @@
+//! `record` end to end: the real binary against the simulator, with the journal
+//! checked against the simulator's own event log.
+
+mod common;
+
+use common::Env;
+use krply::journal::records::{CheckpointInfo, CheckpointReason};
+use krply::journal::schema::kind;
+use serde_json::json;
+use std::time::Duration;
+
+const CM: &str = "configmaps.v1@shop";
+const DEPLOY: &str = "deployments.v1.apps@shop";
+
+fn patch_cm(env: &Env, name: &str, key: &str, value: &str) {
+    env.sim
+        .patch_merge(
+            "v1",
+            "ConfigMap",
+            Some("shop"),
+            name,
+            &json!({"data": {key: value}}),
+        )
+        .expect("patch");
+}
+
+fn new_cm(name: &str, labels: serde_json::Value) -> serde_json::Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "shop", "labels": labels},
+        "data": {"greeting": "hello"}
+    })
+}
+
+/// The list resourceVersion of the stream's last baseline.
+fn last_baseline_rv(env: &Env, stream: &str) -> u64 {
+    env.records(stream)
+        .iter()
+        .rev()
+        .find(|r| r.kind == kind::BASELINE)
+        .and_then(|r| r.resource_version.clone())
+        .expect("a baseline")
+        .parse()
+        .unwrap()
+}
+
+fn wait_events(env: &Env, stream: &str, n: usize) {
+    env.wait_for(&format!("{n} events in {stream}"), || {
+        std::panic::catch_unwind(|| env.events(stream).len()).unwrap_or(0) >= n
+    });
+}
+
+#[test]
+fn baseline_then_live_events_match_the_simulator_exactly() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm", "deploy"]);
+    env.wait_baselines(1);
+
+    // The baseline holds exactly the objects the simulator had.
+    let listed: Vec<String> = env
+        .records(CM)
+        .iter()
+        .filter(|r| r.kind == kind::BASELINE_ITEM)
+        .map(|r| r.name.clone().unwrap())
+        .collect();
+    let mut expected: Vec<String> = env
+        .sim
+        .list("v1", "ConfigMap", Some("shop"))
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    let mut got = listed.clone();
+    got.sort();
+    expected.sort();
+    assert_eq!(got, expected);
+    for r in env
+        .records(CM)
+        .iter()
+        .filter(|r| r.kind == kind::BASELINE_ITEM)
+    {
+        let body: serde_json::Value = serde_json::from_slice(r.body.as_ref().unwrap()).unwrap();
+        assert_eq!(body["metadata"]["name"].as_str(), r.name.as_deref());
+    }
+    let base = last_baseline_rv(&env, CM);
+
+    patch_cm(&env, "frontend-config", "log_level", "debug");
+    env.sim
+        .create(new_cm("temp", json!({"team": "a"})))
+        .unwrap();
+    env.sim
+        .delete("v1", "ConfigMap", Some("shop"), "temp")
+        .unwrap();
+    env.sim
+        .patch_merge(
+            "apps/v1",
+            "Deployment",
+            Some("shop"),
+            "frontend",
+            &json!({"spec": {"replicas": 3}}),
+        )
+        .unwrap();
+
+    let expected = env.sim_events("configmaps", "shop", base);
+    assert_eq!(expected.len(), 3);
+    wait_events(&env, CM, 3);
+    wait_events(&env, DEPLOY, 1);
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains("recorded"), "{}", out.stdout);
+
+    // Same events, same order, same bytes: nothing lost, nothing added.
+    assert_eq!(env.events(CM), expected);
+    let types: Vec<String> = expected.iter().map(|e| e.0.clone()).collect();
+    assert_eq!(types, ["MODIFIED", "ADDED", "DELETED"]);
+    let deploy = env.events(DEPLOY);
+    assert_eq!(
+        deploy,
+        env.sim_events("deployments", "shop", last_baseline_rv(&env, DEPLOY))
+    );
+    assert!(env.coverage(CM).complete());
+    assert_eq!(env.coverage(CM).gaps, 0);
+}
+
+#[test]
+fn a_dropped_connection_resumes_from_the_exact_resource_version() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(1);
+    let base = last_baseline_rv(&env, CM);
+    patch_cm(&env, "frontend-config", "a", "1");
+    wait_events(&env, CM, 1);
+    let watches_before = count_watch_requests(&env);
+    env.sim.drop_watches();
+    // Changes while the recorder reconnects must all arrive, once.
+    for i in 0..5 {
+        patch_cm(&env, "feature-flags", "step", &i.to_string());
+    }
+    env.wait_for("a new watch request", || {
+        count_watch_requests(&env) > watches_before
+    });
+    wait_events(&env, CM, 6);
+    patch_cm(&env, "frontend-config", "a", "2");
+    wait_events(&env, CM, 7);
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(env.events(CM), env.sim_events("configmaps", "shop", base));
+    let cov = env.coverage(CM);
+    assert_eq!(
+        cov.gaps, 0,
+        "a reconnect from an exact resourceVersion is no gap"
+    );
+    assert!(cov.complete());
+    // The resume asked for the last recorded resourceVersion, not a relist.
+    let resumed = env
+        .sim
+        .request_log()
+        .into_iter()
+        .filter(|r| r.path_and_query.contains("watch=1"))
+        .nth(1)
+        .expect("a second watch");
+    let first_rv = env.events(CM)[0].2.clone();
+    assert!(
+        resumed
+            .path_and_query
+            .contains(&format!("resourceVersion={first_rv}")),
+        "{}",
+        resumed.path_and_query
+    );
+    assert_eq!(
+        count_list_requests(&env),
+        1,
+        "no relist after a plain disconnect"
+    );
+}
+
+fn count_watch_requests(env: &Env) -> usize {
+    env.sim
+        .request_log()
+        .iter()
+        .filter(|r| {
+            r.path_and_query.contains("/configmaps?") && r.path_and_query.contains("watch=1")
+        })
+        .count()
+}
+
+fn count_list_requests(env: &Env) -> usize {
+    env.sim
+        .request_log()
+        .iter()
+        .filter(|r| {
+            r.path_and_query.contains("/configmaps?") && !r.path_and_query.contains("watch=")
+        })
+        .count()
+}
+
+#[test]
+fn bookmarks_advance_the_checkpoint_and_change_no_object() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(1);
+    // Writes elsewhere move the global resourceVersion; bookmarks carry it.
+    env.sim
+        .patch_merge(
+            "apps/v1",
+            "Deployment",
+            Some("shop"),
+            "frontend",
+            &json!({"spec": {"replicas": 2}}),
+        )
+        .unwrap();
+    let target: u64 = env.sim.current_rv().parse().unwrap();
+    env.wait_for(
+        "a bookmark checkpoint at the current resourceVersion",
+        || {
+            env.records(CM).iter().any(|r| {
+                r.kind == kind::CHECKPOINT
+                    && r.resource_version
+                        .as_deref()
+                        .and_then(|v| v.parse::<u64>().ok())
+                        >= Some(target)
+                    && serde_json::from_str::<CheckpointInfo>(r.info.as_deref().unwrap_or(""))
+                        .is_ok_and(|i| i.reason == CheckpointReason::Bookmark)
+            })
+        },
+    );
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0));
+    assert!(
+        env.events(CM).is_empty(),
+        "a bookmark is never an object change"
+    );
+    let cov = env.coverage(CM);
+    assert!(cov.last_rv.unwrap().parse::<u64>().unwrap() >= target);
+    assert!(
+        env.sim
+            .request_log()
+            .iter()
+            .any(|r| r.path_and_query.contains("allowWatchBookmarks=true"))
+    );
+}
+
+#[test]
+fn no_bookmarks_means_none_are_asked_for() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm", "--no-bookmarks"]);
+    env.wait_baselines(1);
+    env.wait_for("a watch", || count_watch_requests(&env) > 0);
+    rec.stop();
+    assert!(
+        !env.sim
+            .request_log()
+            .iter()
+            .any(|r| r.path_and_query.contains("allowWatchBookmarks"))
+    );
+}
+
+fn expire_and_check(env: &Env, args: &[&str], expire: impl Fn(&Env)) {
+    let rec = env.start_recorder(args);
+    env.wait_baselines(1);
+    patch_cm(env, "frontend-config", "before", "gap");
+    wait_events(env, CM, 1);
+    // Hold every request the recorder makes while history is lost, so that the
+    // change below falls into the gap whatever the scheduling.
+    env.sim.set_delay(Duration::from_millis(500));
+    expire(env);
+    // A change nobody watched: the relist shows its result, not the event.
+    patch_cm(env, "frontend-config", "during", "gap");
+    env.sim.set_delay(Duration::ZERO);
+    env.wait_baselines(2);
+    let base2 = last_baseline_rv(env, CM);
+    patch_cm(env, "frontend-config", "after", "gap");
+    wait_events(env, CM, 2);
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let cov = env.coverage(CM);
+    assert_eq!(cov.gaps, 1, "exactly one gap: {:?}", cov.windows);
+    assert_eq!(cov.windows.len(), 1);
+    assert!(
+        cov.windows[0].reason.contains("410"),
+        "{}",
+        cov.windows[0].reason
+    );
+    assert_eq!(
+        cov.windows[0]
+            .to_rv
+            .as_deref()
+            .map(|v| v.parse::<u64>().unwrap()),
+        Some(base2)
+    );
+    assert_eq!(common::baselines(&env.journal(), &env.stream(CM)), 2);
+    // The relisted object carries the change made in the gap.
+    let relisted = env
+        .records(CM)
+        .into_iter()
+        .filter(|r| r.kind == kind::BASELINE_ITEM && r.name.as_deref() == Some("frontend-config"))
+        .next_back()
+        .unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&relisted.body.unwrap()).unwrap();
+    assert_eq!(body["data"]["during"], "gap");
+    // Nothing from the gap is an event, and recording continued after the new baseline.
+    let events = env.events(CM);
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(
+        events.last().unwrap(),
+        &env.sim_events("configmaps", "shop", base2)[0]
+    );
+    assert!(!cov.complete());
+}
+
+#[test]
+fn a_410_in_the_stream_is_one_gap_then_a_new_baseline() {
+    let env = Env::shop();
+    expire_and_check(&env, &["cm"], |env| {
+        env.sim.compact();
+        env.sim.expire_watches();
+    });
+}
+
+/// History the recorder has not seen is compacted away while it reconnects.
+fn lose_history_while_reconnecting(env: &Env) {
+    env.sim
+        .patch_merge(
+            "apps/v1",
+            "Deployment",
+            Some("shop"),
+            "frontend",
+            &json!({"spec": {"replicas": 2}}),
+        )
+        .unwrap();
+    env.sim.compact();
+    env.sim.drop_watches();
+}
+
+#[test]
+fn a_410_at_watch_start_as_an_error_event_is_one_gap() {
+    let env = Env::shop();
+    expire_and_check(
+        &env,
+        &["cm", "--no-bookmarks"],
+        lose_history_while_reconnecting,
+    );
+}
+
+#[test]
+fn a_410_at_watch_start_as_an_http_status_is_one_gap() {
+    let env = Env::shop();
+    env.sim.set_expired_as_http_status(true);
+    expire_and_check(
+        &env,
+        &["cm", "--no-bookmarks"],
+        lose_history_while_reconnecting,
+    );
+}
+
+#[test]
+fn a_forbidden_resource_is_unavailable_while_the_others_record() {
+    let env = Env::shop();
+    env.sim.forbid("configmaps", None);
+    let rec = env.start_recorder(&["cm", "deploy"]);
+    env.wait_for("the deployments baseline", || {
+        std::panic::catch_unwind(|| env.coverage(DEPLOY).from.is_some()).unwrap_or(false)
+    });
+    env.sim
+        .patch_merge(
+            "apps/v1",
+            "Deployment",
+            Some("shop"),
+            "frontend",
+            &json!({"spec": {"replicas": 4}}),
+        )
+        .unwrap();
+    wait_events(&env, DEPLOY, 1);
+    env.wait_for("configmaps marked unavailable", || {
+        std::panic::catch_unwind(|| {
+            env.coverage(CM).state == krply::journal::read::StreamState::Unavailable
+        })
+        .unwrap_or(false)
+    });
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stderr.contains("403"), "{}", out.stderr);
+    let cov = env.coverage(CM);
+    assert!(!cov.complete());
+    assert_eq!(cov.from, None);
+    let table = env.run(&["coverage"]);
+    assert_eq!(table.code, Some(0), "{}", table.stderr);
+    let row = table.stdout.lines().find(|l| l.starts_with(CM)).unwrap();
+    assert!(
+        row.contains("unavailable since") && row.contains("403 Forbidden"),
+        "{row}"
+    );
+}
+
+#[test]
+fn a_restart_records_the_downtime_as_a_gap_and_duplicates_nothing() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(1);
+    patch_cm(&env, "frontend-config", "run", "1");
+    wait_events(&env, CM, 1);
+    assert_eq!(rec.stop().code, Some(0));
+    let first_run = env.events(CM);
+
+    patch_cm(&env, "frontend-config", "while", "stopped");
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(2);
+    patch_cm(&env, "frontend-config", "run", "2");
+    wait_events(&env, CM, 2);
+    assert_eq!(rec.stop().code, Some(0));
+
+    let cov = env.coverage(CM);
+    assert_eq!(cov.gaps, 1);
+    assert_eq!(cov.windows[0].reason, "recorder not running");
+    assert!(cov.windows[0].to.is_some());
+    let events = env.events(CM);
+    assert_eq!(events[0], first_run[0]);
+    assert_eq!(
+        events.len(),
+        2,
+        "the change made while stopped is not an event: {events:?}"
+    );
+    let mut rvs: Vec<&String> = events.iter().map(|e| &e.2).collect();
+    rvs.dedup();
+    assert_eq!(rvs.len(), 2);
+}
+
+#[test]
+fn a_second_recorder_is_refused_and_names_the_first() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(1);
+    let second = env.run(&["record", "cm"]);
+    assert_eq!(second.code, Some(1));
+    let first_line = second.stderr.lines().next().unwrap();
+    assert!(
+        first_line.starts_with("error: journal "),
+        "{}",
+        second.stderr
+    );
+    assert!(
+        first_line.contains(&format!("pid {}", rec.pid())),
+        "{}",
+        second.stderr
+    );
+    // Readers still work while the recorder holds the lock.
+    let status = env.run(&["status", "-o", "json"]);
+    assert_eq!(status.code, Some(0), "{}", status.stderr);
+    let v: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(v["recorder"]["running"], true);
+    assert_eq!(rec.stop().code, Some(0));
+}
+
+#[test]
+fn for_stops_by_itself_with_a_summary() {
+    let env = Env::shop();
+    let mut rec = env.start_recorder(&["cm", "--for", "1s"]);
+    let out = rec.wait();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("recorded 0 event(s) in 1 stream(s)"),
+        "{}",
+        out.stdout
+    );
+    let cov = env.coverage(CM);
+    assert!(cov.complete());
+    assert!(cov.to.unwrap() - cov.from.unwrap() >= 900, "{cov:?}");
+}
+
+#[test]
+fn secrets_are_refused_or_stored_only_as_digests() {
+    let env = Env::shop();
+    let refused = env.run(&["record", "secrets", "--for", "1s"]);
+    assert_eq!(refused.code, Some(1));
+    assert!(
+        refused
+            .stderr
+            .starts_with("error: refusing to record secrets without --include-secrets")
+    );
+
+    let value = "correct-horse-battery-staple-42";
+    let b64 = "Y29ycmVjdC1ob3JzZS1iYXR0ZXJ5LXN0YXBsZS00Mg==";
+    env.sim
+        .create(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "db", "namespace": "shop", "annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration": format!("{{\"data\":{{\"password\":\"{b64}\"}}}}")
+            }},
+            "data": {"password": b64},
+            "stringData": {"plain": value},
+            "type": "Opaque"
+        }))
+        .unwrap();
+    let rec = env.start_recorder(&["secrets", "--include-secrets"]);
+    env.wait_baselines(1);
+    env.sim
+        .patch_merge(
+            "v1",
+            "Secret",
+            Some("shop"),
+            "db",
+            &json!({"data": {"other": b64}}),
+        )
+        .unwrap();
+    wait_events(&env, "secrets.v1@shop", 1);
+    assert_eq!(rec.stop().code, Some(0));
+    let mut bytes = std::fs::read(&env.store).unwrap();
+    bytes.extend(std::fs::read(format!("{}-wal", env.store.display())).unwrap_or_default());
+    for needle in [value, b64, "Y29ycmVjdC1ob3Jz"] {
+        assert!(
+            !bytes.windows(needle.len()).any(|w| w == needle.as_bytes()),
+            "{needle} found in the journal file"
+        );
+    }
+    let records = env.records("secrets.v1@shop");
+    assert!(records.iter().any(|r| r.body.is_some()));
+    for r in records.iter().filter_map(|r| r.body.as_ref()) {
+        let text = String::from_utf8_lossy(r);
+        assert!(!text.contains(value) && !text.contains(b64), "{text}");
+        let v: serde_json::Value = serde_json::from_slice(r).unwrap();
+        assert!(
+            v["data"]["password"]
+                .as_str()
+                .unwrap()
+                .starts_with("sha256:")
+        );
+    }
+}
+
+#[test]
+fn all_namespaces_records_every_namespace_and_namespaces_themselves() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["-A"]);
+    env.wait_baselines(1);
+    let names: Vec<String> = env
+        .journal()
+        .streams(None)
+        .unwrap()
+        .iter()
+        .map(|s| s.name())
+        .collect();
+    assert!(names.contains(&"configmaps.v1@*".to_string()), "{names:?}");
+    assert!(names.contains(&"namespaces.v1".to_string()), "{names:?}");
+    env.sim
+        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}}))
+        .unwrap();
+    env.wait_for("the new namespace's configmap", || {
+        std::panic::catch_unwind(|| {
+            env.events("configmaps.v1@*")
+                .iter()
+                .any(|e| e.1 == "team-b/kube-root-ca.crt")
+        })
+        .unwrap_or(false)
+    });
+    wait_events(&env, "namespaces.v1", 1);
+    assert_eq!(rec.stop().code, Some(0));
+    let listed_namespaces: std::collections::BTreeSet<String> = env
+        .records("configmaps.v1@*")
+        .iter()
+        .filter(|r| r.kind == kind::BASELINE_ITEM)
+        .filter_map(|r| r.namespace.clone())
+        .collect();
+    assert!(listed_namespaces.contains("shop") && listed_namespaces.contains("kube-system"));
+}
+
+#[test]
+fn a_label_selector_records_only_matching_objects() {
+    let env = Env::shop();
+    env.sim
+        .create(new_cm("web-a", json!({"tier": "web"})))
+        .unwrap();
+    env.sim
+        .create(new_cm("db-a", json!({"tier": "db"})))
+        .unwrap();
+    let rec = env.start_recorder(&["cm", "-l", "tier=web"]);
+    env.wait_baselines(1);
+    let stream = "configmaps.v1@shop?tier=web";
+    let listed: Vec<String> = env
+        .records(stream)
+        .iter()
+        .filter(|r| r.kind == kind::BASELINE_ITEM)
+        .map(|r| r.name.clone().unwrap())
+        .collect();
+    assert_eq!(listed, ["web-a"]);
+    patch_cm(&env, "db-a", "x", "1");
+    patch_cm(&env, "web-a", "x", "1");
+    wait_events(&env, stream, 1);
+    assert_eq!(rec.stop().code, Some(0));
+    let events = env.events(stream);
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].1, "shop/web-a");
+}
+
+#[test]
+fn a_custom_resource_is_recorded_with_its_unknown_fields() {
+    let env = Env::shop();
+    env.sim
+        .create(json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {
+                "group": "example.com",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+                "scope": "Namespaced",
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                              "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+            }
+        }))
+        .unwrap();
+    env.sim
+        .create(json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w1", "namespace": "shop"},
+            "spec": {"size": 3, "someUnknownField": {"nested": [1, 2.5, "x"]}}
+        }))
+        .unwrap();
+    let rec = env.start_recorder(&["wd"]);
+    env.wait_baselines(1);
+    env.sim
+        .patch_merge(
+            "example.com/v1",
+            "Widget",
+            Some("shop"),
+            "w1",
+            &json!({"spec": {"size": 4}}),
+        )
+        .unwrap();
+    let stream = "widgets.v1.example.com@shop";
+    wait_events(&env, stream, 1);
+    assert_eq!(rec.stop().code, Some(0));
+    let item = env
+        .records(stream)
+        .into_iter()
+        .find(|r| r.kind == kind::BASELINE_ITEM)
+        .unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&item.body.unwrap()).unwrap();
+    assert_eq!(body["spec"]["someUnknownField"]["nested"][1], 2.5);
+    assert_eq!(
+        env.events(stream),
+        env.sim_events("widgets", "shop", last_baseline_rv(&env, stream))
+    );
+}
+
+#[test]
+fn a_corrupt_journal_is_refused_and_left_alone() {
+    let env = Env::shop();
+    std::fs::create_dir_all(env.store.parent().unwrap()).unwrap();
+    let garbage = b"SQLite format 2\0 definitely not ours".repeat(64);
+    std::fs::write(&env.store, &garbage).unwrap();
+    for args in [
+        &["record", "cm", "--for", "1s"][..],
+        &["coverage"],
+        &["status"],
+    ] {
+        let out = env.run(args);
+        assert_eq!(out.code, Some(1), "{args:?}: {}", out.stderr);
+        assert!(out.stderr.starts_with("error: "), "{}", out.stderr);
+        assert!(out.stderr.contains("not a krply journal"), "{}", out.stderr);
+    }
+    assert_eq!(std::fs::read(&env.store).unwrap(), garbage);
+}
+
+#[test]
+fn kill_9_during_heavy_writes_leaves_a_sound_journal_and_the_next_run_resumes_with_a_gap() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(1);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let sim = env.sim.clone();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && i < 200_000 {
+                let _ = sim.patch_merge(
+                    "v1",
+                    "ConfigMap",
+                    Some("shop"),
+                    "feature-flags",
+                    &json!({"data": {"n": i.to_string()}}),
+                );
+                i += 1;
+            }
+        })
+    };
+    wait_events(&env, CM, 500);
+    rec.kill9();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+
+    let conn = rusqlite::Connection::open(&env.store).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    drop(conn);
+    let before = env.events(CM).len();
+    assert!(before >= 500);
+
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(2);
+    assert_eq!(rec.stop().code, Some(0));
+    let cov = env.coverage(CM);
+    assert_eq!(cov.gaps, 1);
+    assert_eq!(cov.windows[0].reason, "recorder not running");
+    let events = env.events(CM);
+    let mut rvs: Vec<&String> = events.iter().map(|e| &e.2).collect();
+    rvs.sort();
+    rvs.dedup();
+    assert_eq!(rvs.len(), events.len(), "no duplicate events");
+}
+
+#[test]
+fn a_malformed_line_is_never_journaled_and_nothing_is_lost() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(1);
+    let base = last_baseline_rv(&env, CM);
+    patch_cm(&env, "frontend-config", "k", "1");
+    wait_events(&env, CM, 1);
+    env.sim.inject_malformed_line();
+    patch_cm(&env, "frontend-config", "k", "2");
+    wait_events(&env, CM, 2);
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0));
+    assert!(
+        out.stderr.contains("malformed watch line"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.events(CM), env.sim_events("configmaps", "shop", base));
+    assert_eq!(env.coverage(CM).gaps, 0);
+}
+
+#[test]
+fn throttling_is_retried_after_the_requested_delay_without_a_gap() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(1);
+    let base = last_baseline_rv(&env, CM);
+    env.sim.fail_next_requests(2, 429, Some(1));
+    env.sim.drop_watches();
+    patch_cm(&env, "frontend-config", "k", "1");
+    wait_events(&env, CM, 1);
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stderr.contains("429"), "{}", out.stderr);
+    assert_eq!(env.events(CM), env.sim_events("configmaps", "shop", base));
+    assert_eq!(env.coverage(CM).gaps, 0);
+}
