@@ -8,7 +8,8 @@
 //! 2. Journal size: journal bytes over the raw JSON bytes of what was recorded.
 //! 3. Peak RSS (VmHWM) of the recorder while watching 20k objects.
 //!
-//! `cargo bench --bench recorder` (or `-- --quick` for a smaller run).
+//! `cargo bench --bench recorder` (`-- --quick` for a smaller run, `--memory-only` or
+//! `--throughput-only` for one part).
 
 use krply::cluster::{self, ConnectOptions, api};
 use krply::journal::Journal;
@@ -37,8 +38,13 @@ fn main() {
         "machine: {} cores",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
-    throughput(objects, events);
-    memory(big);
+    let only = |what: &str| std::env::args().any(|a| a == format!("--{what}-only"));
+    if !only("memory") {
+        throughput(objects, events);
+    }
+    if !only("throughput") {
+        memory(big);
+    }
 }
 
 /// Deployments cloned from Online Boutique, renamed so there are `n` of them.

@@ -73,6 +73,37 @@ impl ResourceType {
     pub fn is_secret(&self) -> bool {
         self.group.is_empty() && self.resource == "secrets"
     }
+
+    /// Fills in `apiVersion` and `kind` when the server left them out (items of a
+    /// list usually lack them), keeping them first like the API does. Everything
+    /// else stays exactly as recorded.
+    pub fn fill_type_meta(&self, object: serde_json::Value) -> serde_json::Value {
+        let serde_json::Value::Object(map) = object else {
+            return object;
+        };
+        if map.contains_key("apiVersion") && map.contains_key("kind") {
+            return serde_json::Value::Object(map);
+        }
+        let mut out = serde_json::Map::with_capacity(map.len() + 2);
+        out.insert(
+            "apiVersion".into(),
+            map.get("apiVersion")
+                .cloned()
+                .unwrap_or_else(|| self.api_version().into()),
+        );
+        out.insert(
+            "kind".into(),
+            map.get("kind")
+                .cloned()
+                .unwrap_or_else(|| self.kind.clone().into()),
+        );
+        for (k, v) in map {
+            if k != "apiVersion" && k != "kind" {
+                out.insert(k, v);
+            }
+        }
+        serde_json::Value::Object(out)
+    }
 }
 
 /// What one recorder stream watches: a resource, a namespace scope and a selector.
@@ -211,6 +242,18 @@ mod tests {
             selector: Some("app=web".into()),
         };
         assert_eq!(spec.name(), "deployments.v1.apps@shop?app=web");
+    }
+
+    #[test]
+    fn type_meta_is_filled_in_front_only_when_missing() {
+        let d = deploy();
+        let filled = d.fill_type_meta(serde_json::json!({"metadata": {"name": "a"}}));
+        assert_eq!(
+            serde_json::to_string(&filled).unwrap(),
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"a"}}"#
+        );
+        let kept = serde_json::json!({"kind": "Deployment", "apiVersion": "apps/v1beta9", "x": 1});
+        assert_eq!(d.fill_type_meta(kept.clone()), kept);
     }
 
     #[test]

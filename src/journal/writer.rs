@@ -21,9 +21,9 @@ use std::sync::{Arc, Mutex};
 pub const MAX_BATCH: usize = 2048;
 /// Room in the queue between the streams and the writer; a full queue makes the
 /// streams wait (back-pressure) instead of growing memory.
-pub const QUEUE: usize = 4096;
+pub const QUEUE: usize = 1024;
 /// Memory for decoded keyframes kept to compress the next versions against.
-const KEYFRAME_CACHE_BYTES: usize = 16 << 20;
+const KEYFRAME_CACHE_BYTES: usize = 4 << 20;
 
 /// One thing to journal.
 #[derive(Debug)]

@@ -15,7 +15,7 @@ use crate::cluster::discovery::{Catalog, ResolveError};
 use crate::journal::writer::{Change, Feed, Writer};
 use crate::journal::{DurablePoint, Journal, JournalError, StreamId};
 use crate::model::StreamSpec;
-use crate::model::WatchType;
+use crate::model::{ResourceType, WatchType};
 use display::{Display, FeedItem, Mode};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -117,12 +117,14 @@ const FEED_PER_SECOND: u32 = 20;
 /// line in the feed.
 fn feed_item(
     change: &Change,
-    kinds: &std::collections::HashMap<StreamId, String>,
+    kinds: &std::collections::HashMap<StreamId, ResourceType>,
 ) -> Option<FeedItem> {
+    let resource = kinds.get(&change.stream)?;
     let paths = match (&change.before, change.watch_type) {
         (Some(before), WatchType::Modified) => {
-            let before: serde_json::Value = serde_json::from_slice(before).ok()?;
-            let after: serde_json::Value = serde_json::from_slice(&change.after).ok()?;
+            // The previous version may be a list item without apiVersion/kind.
+            let before = resource.fill_type_meta(serde_json::from_slice(before).ok()?);
+            let after = resource.fill_type_meta(serde_json::from_slice(&change.after).ok()?);
             let paths =
                 crate::diff::changed_paths(&before, &after, &crate::diff::DiffOptions::default());
             if paths.is_empty() {
@@ -134,7 +136,7 @@ fn feed_item(
     };
     Some(FeedItem {
         event: change.watch_type.to_string(),
-        kind: kinds.get(&change.stream).cloned().unwrap_or_default(),
+        kind: resource.kind.clone(),
         namespace: change.namespace.clone(),
         name: change.name.clone(),
         paths,
@@ -199,9 +201,9 @@ pub async fn record(
         let prior = journal.last_durable(id)?;
         registered.push((id, spec, prior));
     }
-    let kinds: std::collections::HashMap<StreamId, String> = registered
+    let kinds: std::collections::HashMap<StreamId, ResourceType> = registered
         .iter()
-        .map(|(id, spec, _)| (*id, spec.resource.kind.clone()))
+        .map(|(id, spec, _)| (*id, spec.resource.clone()))
         .collect();
     let (feed_tx, mut feed_rx) = tokio::sync::mpsc::channel(64);
     let feed = (options.mode != Mode::Quiet).then_some(Feed {
