@@ -1,0 +1,194 @@
+//! Cluster access as kubectl does it: TLS verified unless asked, tokens, exec
+//! credential plugins, flag overrides, KUBECONFIG lists and contexts.
+
+mod common;
+
+use common::{Env, Output};
+use krply::sim::{KubeconfigOptions, Seed, SimConfig};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+const TOKEN: &str = "s3cret-token";
+
+fn secure() -> Env {
+    Env::new(SimConfig {
+        seed: Seed::Shop,
+        tls: true,
+        token: Some(TOKEN.into()),
+        ..SimConfig::default()
+    })
+}
+
+fn load(path: &Path) -> Value {
+    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Writes a kubeconfig (JSON is YAML) derived from the simulator's own.
+fn write_variant(env: &Env, name: &str, change: impl FnOnce(&mut Value)) -> PathBuf {
+    let mut kc = load(&env.kubeconfig);
+    change(&mut kc);
+    let path = env.dir.path().join(name);
+    std::fs::write(&path, serde_json::to_string_pretty(&kc).unwrap()).unwrap();
+    path
+}
+
+fn record_once(env: &Env, extra: &[&str]) -> Output {
+    let mut args = vec!["record", "cm", "--for", "300ms"];
+    args.extend_from_slice(extra);
+    env.run(&args)
+}
+
+fn assert_ok(out: &Output) {
+    assert_eq!(out.code, Some(0), "stdout: {}\nstderr: {}", out.stdout, out.stderr);
+}
+
+fn assert_error(out: &Output, contains: &str) {
+    assert_eq!(out.code, Some(1), "stdout: {}\nstderr: {}", out.stdout, out.stderr);
+    let first = out.stderr.lines().next().unwrap_or_default();
+    assert!(first.starts_with("error: ") && first.contains(contains), "{}", out.stderr);
+}
+
+#[test]
+fn tls_with_a_token_works_and_says_who_is_calling() {
+    let env = secure();
+    assert_ok(&record_once(&env, &[]));
+    let agents: Vec<String> = env
+        .sim
+        .request_log()
+        .into_iter()
+        .filter_map(|r| r.user_agent)
+        .collect();
+    assert!(!agents.is_empty());
+    assert!(agents.iter().all(|a| a.starts_with("kubectl-krply/")), "{agents:?}");
+}
+
+#[test]
+fn a_wrong_token_is_rejected_with_one_line() {
+    let env = secure();
+    let bad = env.dir.path().join("bad-token");
+    env.sim
+        .write_kubeconfig(
+            &bad,
+            &KubeconfigOptions {
+                token: Some("wrong".into()),
+                ..KubeconfigOptions::default()
+            },
+        )
+        .unwrap();
+    let out = record_once(&env, &["--kubeconfig", bad.to_str().unwrap()]);
+    assert_error(&out, "rejected the credentials");
+}
+
+#[test]
+fn an_unknown_certificate_authority_is_refused_unless_asked() {
+    let env = secure();
+    let no_ca = write_variant(&env, "no-ca", |kc| {
+        kc["clusters"][0]["cluster"]
+            .as_object_mut()
+            .unwrap()
+            .remove("certificate-authority-data");
+    });
+    let kubeconfig = no_ca.to_str().unwrap();
+    let out = record_once(&env, &["--kubeconfig", kubeconfig]);
+    assert_error(&out, "cannot reach the API server");
+    assert!(out.stderr.to_lowercase().contains("certificate"), "{}", out.stderr);
+
+    assert_ok(&record_once(&env, &["--kubeconfig", kubeconfig, "--insecure-skip-tls-verify"]));
+
+    let ca = env.dir.path().join("ca.pem");
+    std::fs::write(&ca, env.sim.ca_pem().unwrap()).unwrap();
+    assert_ok(&record_once(
+        &env,
+        &["--kubeconfig", kubeconfig, "--certificate-authority", ca.to_str().unwrap()],
+    ));
+}
+
+#[test]
+fn an_exec_credential_plugin_supplies_the_token() {
+    let env = secure();
+    let script = env.dir.path().join("credential-helper.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho '{{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\",\"status\":{{\"token\":\"{TOKEN}\"}}}}'\n"
+        ),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let exec = write_variant(&env, "exec", |kc| {
+        kc["users"][0]["user"] = json!({
+            "exec": {
+                "apiVersion": "client.authentication.k8s.io/v1beta1",
+                "command": script.to_str().unwrap(),
+                "interactiveMode": "Never"
+            }
+        });
+    });
+    assert_ok(&record_once(&env, &["--kubeconfig", exec.to_str().unwrap()]));
+}
+
+#[test]
+fn flags_alone_reach_a_cluster_without_any_kubeconfig() {
+    let env = secure();
+    let ca = env.dir.path().join("ca.pem");
+    std::fs::write(&ca, env.sim.ca_pem().unwrap()).unwrap();
+    let out = env
+        .command()
+        .env("KUBECONFIG", env.dir.path().join("nothing-here"))
+        .args([
+            "record", "cm", "-n", "shop", "--for", "300ms", "--server", &env.sim.url(),
+            "--token", TOKEN, "--certificate-authority", ca.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let no_token = env
+        .command()
+        .env("KUBECONFIG", env.dir.path().join("nothing-here"))
+        .args(["record", "cm", "--for", "300ms", "--server", &env.sim.url(), "--insecure-skip-tls-verify"])
+        .output()
+        .unwrap();
+    assert_eq!(no_token.status.code(), Some(1));
+}
+
+#[test]
+fn the_first_kubeconfig_in_the_list_wins() {
+    let env = Env::shop();
+    let elsewhere = write_variant(&env, "elsewhere", |kc| {
+        kc["clusters"][0]["cluster"]["server"] = json!("http://127.0.0.1:9");
+    });
+    let list = |a: &Path, b: &Path| format!("{}:{}", a.display(), b.display());
+    let run = |kubeconfig: String| {
+        env.command()
+            .env("KUBECONFIG", kubeconfig)
+            .args(["record", "cm", "--for", "300ms"])
+            .output()
+            .unwrap()
+    };
+    assert_eq!(run(list(&env.kubeconfig, &elsewhere)).status.code(), Some(0));
+    let out = run(list(&elsewhere, &env.kubeconfig));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("127.0.0.1:9"));
+}
+
+#[test]
+fn the_context_chooses_the_default_namespace() {
+    let env = Env::shop();
+    let two = write_variant(&env, "two-contexts", |kc| {
+        let mut other = kc["contexts"][0].clone();
+        other["name"] = json!("plain");
+        other["context"].as_object_mut().unwrap().remove("namespace");
+        kc["contexts"].as_array_mut().unwrap().push(other);
+    });
+    let kubeconfig = two.to_str().unwrap();
+    assert_ok(&env.run(&["record", "cm", "--for", "300ms", "--kubeconfig", kubeconfig]));
+    assert_ok(&env.run(&["record", "cm", "--for", "300ms", "--kubeconfig", kubeconfig, "--context", "plain"]));
+    assert_ok(&env.run(&["record", "cm", "--for", "300ms", "--kubeconfig", kubeconfig, "-n", "kube-system"]));
+    let mut names: Vec<String> = env.journal().streams(None).unwrap().iter().map(|s| s.name()).collect();
+    names.sort();
+    assert_eq!(names, ["configmaps.v1@default", "configmaps.v1@kube-system", "configmaps.v1@shop"]);
+}
