@@ -39,13 +39,29 @@ fn record_once(env: &Env, extra: &[&str]) -> Output {
 }
 
 fn assert_ok(out: &Output) {
-    assert_eq!(out.code, Some(0), "stdout: {}\nstderr: {}", out.stdout, out.stderr);
+    assert_eq!(
+        out.code,
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        out.stdout,
+        out.stderr
+    );
 }
 
 fn assert_error(out: &Output, contains: &str) {
-    assert_eq!(out.code, Some(1), "stdout: {}\nstderr: {}", out.stdout, out.stderr);
+    assert_eq!(
+        out.code,
+        Some(1),
+        "stdout: {}\nstderr: {}",
+        out.stdout,
+        out.stderr
+    );
     let first = out.stderr.lines().next().unwrap_or_default();
-    assert!(first.starts_with("error: ") && first.contains(contains), "{}", out.stderr);
+    assert!(
+        first.starts_with("error: ") && first.contains(contains),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -59,7 +75,10 @@ fn tls_with_a_token_works_and_says_who_is_calling() {
         .filter_map(|r| r.user_agent)
         .collect();
     assert!(!agents.is_empty());
-    assert!(agents.iter().all(|a| a.starts_with("kubectl-krply/")), "{agents:?}");
+    assert!(
+        agents.iter().all(|a| a.starts_with("kubectl-krply/")),
+        "{agents:?}"
+    );
 }
 
 #[test]
@@ -91,15 +110,27 @@ fn an_unknown_certificate_authority_is_refused_unless_asked() {
     let kubeconfig = no_ca.to_str().unwrap();
     let out = record_once(&env, &["--kubeconfig", kubeconfig]);
     assert_error(&out, "cannot reach the API server");
-    assert!(out.stderr.to_lowercase().contains("certificate"), "{}", out.stderr);
+    assert!(
+        out.stderr.to_lowercase().contains("certificate"),
+        "{}",
+        out.stderr
+    );
 
-    assert_ok(&record_once(&env, &["--kubeconfig", kubeconfig, "--insecure-skip-tls-verify"]));
+    assert_ok(&record_once(
+        &env,
+        &["--kubeconfig", kubeconfig, "--insecure-skip-tls-verify"],
+    ));
 
     let ca = env.dir.path().join("ca.pem");
     std::fs::write(&ca, env.sim.ca_pem().unwrap()).unwrap();
     assert_ok(&record_once(
         &env,
-        &["--kubeconfig", kubeconfig, "--certificate-authority", ca.to_str().unwrap()],
+        &[
+            "--kubeconfig",
+            kubeconfig,
+            "--certificate-authority",
+            ca.to_str().unwrap(),
+        ],
     ));
 }
 
@@ -128,7 +159,10 @@ fn an_exec_credential_plugin_supplies_the_token() {
             }
         });
     });
-    assert_ok(&record_once(&env, &["--kubeconfig", exec.to_str().unwrap()]));
+    assert_ok(&record_once(
+        &env,
+        &["--kubeconfig", exec.to_str().unwrap()],
+    ));
 }
 
 #[test]
@@ -140,16 +174,39 @@ fn flags_alone_reach_a_cluster_without_any_kubeconfig() {
         .command()
         .env("KUBECONFIG", env.dir.path().join("nothing-here"))
         .args([
-            "record", "cm", "-n", "shop", "--for", "300ms", "--server", &env.sim.url(),
-            "--token", TOKEN, "--certificate-authority", ca.to_str().unwrap(),
+            "record",
+            "cm",
+            "-n",
+            "shop",
+            "--for",
+            "300ms",
+            "--server",
+            &env.sim.url(),
+            "--token",
+            TOKEN,
+            "--certificate-authority",
+            ca.to_str().unwrap(),
         ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let no_token = env
         .command()
         .env("KUBECONFIG", env.dir.path().join("nothing-here"))
-        .args(["record", "cm", "--for", "300ms", "--server", &env.sim.url(), "--insecure-skip-tls-verify"])
+        .args([
+            "record",
+            "cm",
+            "--for",
+            "300ms",
+            "--server",
+            &env.sim.url(),
+            "--insecure-skip-tls-verify",
+        ])
         .output()
         .unwrap();
     assert_eq!(no_token.status.code(), Some(1));
@@ -169,7 +226,10 @@ fn the_first_kubeconfig_in_the_list_wins() {
             .output()
             .unwrap()
     };
-    assert_eq!(run(list(&env.kubeconfig, &elsewhere)).status.code(), Some(0));
+    assert_eq!(
+        run(list(&env.kubeconfig, &elsewhere)).status.code(),
+        Some(0)
+    );
     let out = run(list(&elsewhere, &env.kubeconfig));
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("127.0.0.1:9"));
@@ -181,14 +241,48 @@ fn the_context_chooses_the_default_namespace() {
     let two = write_variant(&env, "two-contexts", |kc| {
         let mut other = kc["contexts"][0].clone();
         other["name"] = json!("plain");
-        other["context"].as_object_mut().unwrap().remove("namespace");
+        other["context"]
+            .as_object_mut()
+            .unwrap()
+            .remove("namespace");
         kc["contexts"].as_array_mut().unwrap().push(other);
     });
     let kubeconfig = two.to_str().unwrap();
     assert_ok(&env.run(&["record", "cm", "--for", "300ms", "--kubeconfig", kubeconfig]));
-    assert_ok(&env.run(&["record", "cm", "--for", "300ms", "--kubeconfig", kubeconfig, "--context", "plain"]));
-    assert_ok(&env.run(&["record", "cm", "--for", "300ms", "--kubeconfig", kubeconfig, "-n", "kube-system"]));
-    let mut names: Vec<String> = env.journal().streams(None).unwrap().iter().map(|s| s.name()).collect();
+    assert_ok(&env.run(&[
+        "record",
+        "cm",
+        "--for",
+        "300ms",
+        "--kubeconfig",
+        kubeconfig,
+        "--context",
+        "plain",
+    ]));
+    assert_ok(&env.run(&[
+        "record",
+        "cm",
+        "--for",
+        "300ms",
+        "--kubeconfig",
+        kubeconfig,
+        "-n",
+        "kube-system",
+    ]));
+    let mut names: Vec<String> = env
+        .journal()
+        .streams(None)
+        .unwrap()
+        .iter()
+        .map(|s| s.name())
+        .collect();
     names.sort();
-    assert_eq!(names, ["configmaps.v1@default", "configmaps.v1@kube-system", "configmaps.v1@shop"]);
+    assert_eq!(
+        names,
+        [
+            "configmaps.v1@default",
+            "configmaps.v1@kube-system",
+            "configmaps.v1@shop"
+        ]
+    );
 }

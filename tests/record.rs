@@ -241,6 +241,37 @@ fn bookmarks_advance_the_checkpoint_and_change_no_object() {
 }
 
 #[test]
+fn sigterm_stops_cleanly_and_verbose_says_what_it_does() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm", "-v"]);
+    env.wait_baselines(1);
+    env.wait_for("a bookmark line", || {
+        rec.log_text().contains("bookmark: complete up to")
+    });
+    rec.signal("TERM");
+    let mut rec = rec;
+    let out = rec.wait();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("recorded 0 event(s) in 1 stream(s)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains("watching from resourceVersion"),
+        "{}",
+        out.stderr
+    );
+    let last = env.records(CM).pop().unwrap();
+    let info: CheckpointInfo = serde_json::from_str(last.info.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        info.reason,
+        CheckpointReason::Stop,
+        "a clean stop is a durable point"
+    );
+}
+
+#[test]
 fn no_bookmarks_means_none_are_asked_for() {
     let env = Env::shop();
     let rec = env.start_recorder(&["cm", "--no-bookmarks"]);

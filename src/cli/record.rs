@@ -145,6 +145,7 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
     let options = RecordOptions {
         stream: StreamOptions {
             bookmarks: !args.no_bookmarks,
+            verbose: global.verbose > 0,
             ..StreamOptions::default()
         },
         mode,

@@ -40,6 +40,8 @@ pub struct StreamOptions {
     pub heartbeat: Duration,
     /// How many times one list restarts after an expired continue token.
     pub list_restarts: u32,
+    /// Say every watch (re)start and bookmark, not only what needs attention.
+    pub verbose: bool,
 }
 
 impl Default for StreamOptions {
@@ -53,6 +55,7 @@ impl Default for StreamOptions {
             unavailable_retry: Duration::from_secs(30),
             heartbeat: Duration::from_millis(crate::journal::records::HEARTBEAT_MS as u64),
             list_restarts: 5,
+            verbose: false,
         }
     }
 }
@@ -534,6 +537,9 @@ impl Stream {
             _ = self.stop.changed() => return Ok(WatchEnd::Stop),
         };
         self.set_phase(Phase::Watching);
+        if self.opts.verbose {
+            self.notice(format!("watching from resourceVersion {rv}"), false);
+        }
         let started = Instant::now();
         let mut got_data = false;
         let mut current_rv = rv.to_string();
@@ -620,6 +626,9 @@ impl Stream {
                     .await?;
                     *durable = Some((at, current_rv.clone()));
                     wrote_since_tick = true;
+                    if self.opts.verbose {
+                        self.notice(format!("bookmark: complete up to {current_rv}"), false);
+                    }
                     let rv = current_rv.clone();
                     self.update(|s| s.last_rv = rv);
                 }

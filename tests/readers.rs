@@ -1,0 +1,197 @@
+//! `status` and `coverage` read the journal offline, in the shapes CONTRACT.md
+//! promises, and pick the cluster the way it says.
+
+mod common;
+
+use common::Env;
+use serde_json::{Value, json};
+
+/// Records configmaps and deployments with one 410 gap in the configmaps stream.
+fn recorded() -> Env {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm", "deploy"]);
+    env.wait_baselines(1);
+    env.sim
+        .patch_merge(
+            "v1",
+            "ConfigMap",
+            Some("shop"),
+            "feature-flags",
+            &json!({"data": {"x": "1"}}),
+        )
+        .unwrap();
+    env.wait_for("the event", || {
+        std::panic::catch_unwind(|| env.coverage("configmaps.v1@shop").events).unwrap_or(0) == 1
+    });
+    env.sim.compact();
+    env.sim.expire_watches();
+    env.wait_for("the gap to close", || {
+        std::panic::catch_unwind(|| {
+            let c = env.coverage("configmaps.v1@shop");
+            c.gaps == 1 && c.windows.iter().all(|w| w.to.is_some())
+        })
+        .unwrap_or(false)
+    });
+    assert_eq!(rec.stop().code, Some(0));
+    env
+}
+
+fn is_time(v: &Value) -> bool {
+    let s = v.as_str().unwrap_or_default();
+    s.len() == 24
+        && s.ends_with('Z')
+        && s.as_bytes()[19] == b'.'
+        && krply::time::Millis::parse_rfc3339(s).is_ok()
+}
+
+#[test]
+fn coverage_json_has_the_contract_shape() {
+    let env = recorded();
+    let out = env.run(&["coverage", "-o", "json"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let streams = v["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 2);
+    for s in streams {
+        for key in [
+            "id",
+            "cluster",
+            "group",
+            "version",
+            "resource",
+            "namespace",
+            "state",
+            "last_resource_version",
+            "events",
+            "gaps",
+            "complete",
+            "from",
+            "to",
+            "gap_windows",
+        ] {
+            assert!(s.get(key).is_some(), "{key} missing in {s}");
+        }
+        assert!(is_time(&s["from"]) && is_time(&s["to"]), "{s}");
+        assert_eq!(s["state"], "stopped");
+    }
+    let cm = streams
+        .iter()
+        .find(|s| s["resource"] == "configmaps")
+        .unwrap();
+    assert_eq!(cm["id"], "configmaps.v1@shop");
+    assert_eq!(cm["group"], "");
+    assert_eq!(cm["namespace"], "shop");
+    assert_eq!(cm["complete"], false);
+    assert_eq!(cm["events"], 1);
+    assert_eq!(cm["gaps"], 1);
+    let w = &cm["gap_windows"][0];
+    assert!(is_time(&w["from"]) && is_time(&w["to"]));
+    assert!(w["reason"].as_str().unwrap().starts_with("410 Expired"));
+    let deploy = streams
+        .iter()
+        .find(|s| s["resource"] == "deployments")
+        .unwrap();
+    assert_eq!(deploy["group"], "apps");
+    assert_eq!(
+        deploy["complete"], false,
+        "the 410 reached every open watch"
+    );
+
+    let yaml = env.run(&["coverage", "-o", "yaml"]);
+    assert_eq!(yaml.code, Some(0));
+    let y: Value = serde_saphyr::from_str(&yaml.stdout).unwrap();
+    assert_eq!(y["streams"][0]["id"], v["streams"][0]["id"]);
+}
+
+#[test]
+fn coverage_table_reads_like_kubectl() {
+    let env = recorded();
+    let out = env.run(&["coverage"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", "[TIME]");
+    settings.add_filter(r"\d\d:\d\d:\d\d\.\d{3}Z", "[T]");
+    settings.bind(|| insta::assert_snapshot!(out.stdout));
+}
+
+#[test]
+fn status_json_has_the_contract_shape() {
+    let env = recorded();
+    let out = env.run(&["status", "-o", "json"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["store"], env.store.display().to_string());
+    assert!(v["size_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(v["streams"], 2);
+    assert_eq!(v["events"], 1);
+    assert_eq!(v["gaps"], 2);
+    assert!(is_time(&v["first_observed"]) && is_time(&v["last_observed"]));
+    let c = &v["clusters"][0];
+    assert_eq!(c["server"], env.sim.url());
+    assert_eq!(c["context"], "krply-sim");
+    assert!(c["id"].as_str().unwrap().starts_with("127.0.0.1-"));
+    assert_eq!(v["recorder"]["running"], false);
+    let text = env.run(&["status"]);
+    assert!(
+        text.stdout.contains("Gaps:            2"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn readers_pick_the_cluster_of_the_context_or_say_which_exist() {
+    let env = recorded();
+    let id = env.journal().clusters().unwrap()[0].id.clone();
+    // Another cluster in the kubeconfig: nothing recorded for it.
+    let elsewhere = env.dir.path().join("elsewhere");
+    std::fs::write(
+        &elsewhere,
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\nclusters:\n- name: x\n  cluster:\n    server: https://elsewhere.example:6443\ncontexts:\n- name: x\n  context:\n    cluster: x\nusers: []\n",
+    )
+    .unwrap();
+    let out = env.run(&["coverage", "--kubeconfig", elsewhere.to_str().unwrap()]);
+    assert_eq!(out.code, Some(1));
+    assert!(
+        out.stderr
+            .starts_with("error: nothing recorded for elsewhere-"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(&id),
+        "the hint lists the recorded clusters: {}",
+        out.stderr
+    );
+    let out = env.run(&[
+        "coverage",
+        "--kubeconfig",
+        elsewhere.to_str().unwrap(),
+        "--cluster-id",
+        &id,
+    ]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let out = env.run(&["coverage", "--cluster-id", "nope"]);
+    assert_eq!(out.code, Some(1));
+    assert!(out.stderr.starts_with("error: no cluster \"nope\""));
+    // No kubeconfig at all and one cluster recorded: that one.
+    let out = env
+        .command()
+        .env("KUBECONFIG", env.dir.path().join("none"))
+        .arg("coverage")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Offline: the simulator may be gone, readers do not care.
+    env.sim.shutdown();
+    assert_eq!(env.run(&["coverage"]).code, Some(0));
+    assert_eq!(
+        env.run(&["coverage", "-n", "shop", "-o", "json"]).code,
+        Some(0)
+    );
+}
