@@ -1480,3 +1480,62 @@ async fn patch_merge_throughput() {
         }
     }
 }
+
+/// Whether something still accepts connections at `addr`, polled until it
+/// matches `want` or the deadline passes.
+fn accepting_becomes(addr: &str, want: bool) -> bool {
+    let deadline = std::time::Instant::now() + WAIT;
+    // Bounded by the deadline.
+    loop {
+        let up = std::net::TcpStream::connect(addr).is_ok();
+        if up == want || std::time::Instant::now() > deadline {
+            return up == want;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_background_simulator_stops_with_its_last_handle() {
+    let sim = Simulator::start_background(SimConfig::default()).unwrap();
+    let addr = sim.url().trim_start_matches("http://").to_string();
+    assert!(accepting_becomes(&addr, true));
+    let clone = sim.clone();
+    drop(sim);
+    assert!(
+        std::net::TcpStream::connect(&addr).is_ok(),
+        "a clone keeps it serving"
+    );
+    assert_eq!(clone.list("v1", "Namespace", None).len(), 3);
+    drop(clone);
+    assert!(
+        accepting_becomes(&addr, false),
+        "the listener closes with the last handle"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shutdown_ends_watches_and_the_listener() {
+    let (sim, client) = shop().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "shop");
+    let mut w = cms
+        .watch(
+            &WatchParams::default().disable_bookmarks(),
+            &sim.current_rv(),
+        )
+        .await
+        .unwrap()
+        .boxed();
+    let addr = sim.url().trim_start_matches("http://").to_string();
+    sim.shutdown();
+    assert!(next(&mut w).await.is_none(), "the watch ends");
+    let closed = tokio::task::spawn_blocking(move || accepting_becomes(&addr, false))
+        .await
+        .unwrap();
+    assert!(closed);
+    // The in-process API keeps working on the stopped simulator's state.
+    assert!(
+        sim.get("v1", "ConfigMap", Some("shop"), "feature-flags")
+            .is_some()
+    );
+}

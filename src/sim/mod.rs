@@ -200,10 +200,7 @@ fn api_err(s: ApiStatus) -> SimError {
 }
 
 fn text(v: &Value, ptr: &str) -> String {
-    v.pointer(ptr)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
+    jsonx::text(v, ptr).to_string()
 }
 
 impl Simulator {
