@@ -1348,3 +1348,194 @@ async fn json_and_strategic_patches_scale_and_dry_runs() {
             .is_some()
     );
 }
+
+/// Writes `n` merge patches to one object from a blocking thread while one
+/// watcher (raw: counting lines; else kube-rs decoding typed objects) reads
+/// the stream. Returns (writes/s, events delivered/s, object bytes).
+async fn measure(
+    sim: &Simulator,
+    client: Client,
+    api_version: &str,
+    kind: &str,
+    name: &str,
+    n: usize,
+    raw_reader: bool,
+) -> (f64, f64, usize) {
+    let plural = if kind == "Deployment" {
+        "deployments"
+    } else {
+        "configmaps"
+    };
+    let prefix = if api_version == "v1" {
+        "/api/v1".to_string()
+    } else {
+        format!("/apis/{api_version}")
+    };
+    let rv = sim.current_rv();
+    let path = format!(
+        "{prefix}/namespaces/shop/{plural}?watch=true&resourceVersion={rv}&timeoutSeconds=600"
+    );
+    let started = std::time::Instant::now();
+    let reader = if raw_reader {
+        let req = http::Request::get(path)
+            .body(kube::client::Body::empty())
+            .unwrap();
+        let resp = client.send(req).await.unwrap();
+        tokio::spawn(async move {
+            let mut body = resp.into_body();
+            let mut lines = 0;
+            while lines < n {
+                let frame = tokio::time::timeout(
+                    Duration::from_secs(60),
+                    http_body_util::BodyExt::frame(&mut body),
+                )
+                .await
+                .expect("events keep coming")
+                .expect("the stream goes on")
+                .expect("a frame");
+                if let Some(data) = frame.data_ref() {
+                    lines += data.iter().filter(|b| **b == b'\n').count();
+                }
+            }
+        })
+    } else {
+        let ar = ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk(
+                if api_version == "v1" { "" } else { "apps" },
+                "v1",
+                kind,
+            ),
+            plural,
+        );
+        let api: Api<DynamicObject> = Api::namespaced_with(client, "shop", &ar);
+        let mut w = api
+            .watch(
+                &WatchParams::default().timeout(600).disable_bookmarks(),
+                &rv,
+            )
+            .await
+            .unwrap()
+            .boxed();
+        tokio::spawn(async move {
+            let mut got = 0;
+            while got < n {
+                match tokio::time::timeout(Duration::from_secs(60), w.next()).await {
+                    Ok(Some(Ok(WatchEvent::Modified(_)))) => got += 1,
+                    other => panic!("unexpected {other:?} after {got} events"),
+                }
+            }
+        })
+    };
+    assert!(sim.wait_open_watches_async(1, WAIT).await);
+    let writer_sim = sim.clone();
+    let (api_version, kind, name) = (api_version.to_string(), kind.to_string(), name.to_string());
+    let writes = tokio::task::spawn_blocking(move || {
+        let started = std::time::Instant::now();
+        for i in 0..n {
+            writer_sim
+                .patch_merge(
+                    &api_version,
+                    &kind,
+                    Some("shop"),
+                    &name,
+                    &json!({"metadata": {"annotations": {"bench/i": i.to_string()}}}),
+                )
+                .unwrap();
+        }
+        started.elapsed()
+    })
+    .await
+    .unwrap();
+    reader.await.unwrap();
+    let delivered = started.elapsed();
+    let size = sim.event_log().last().map(|e| e.object.len()).unwrap_or(0);
+    (
+        n as f64 / writes.as_secs_f64(),
+        n as f64 / delivered.as_secs_f64(),
+        size,
+    )
+}
+
+/// Throughput of in-process writes with one watcher attached (a measurement,
+/// not a check): `cargo test --release --test sim_api -- --ignored --nocapture patch_merge_throughput`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement; run in release"]
+async fn patch_merge_throughput() {
+    const N: usize = 30_000;
+    for (api_version, kind, name) in [
+        ("apps/v1", "Deployment", "frontend"),
+        ("v1", "ConfigMap", "feature-flags"),
+    ] {
+        for raw_reader in [false, true, false, true] {
+            let (sim, client) = shop().await;
+            let (w, d, size) = measure(&sim, client, api_version, kind, name, N, raw_reader).await;
+            eprintln!(
+                "patch_merge {kind} ({size} B), 1 {} watcher: {w:.0} writes/s, {d:.0} events/s delivered",
+                if raw_reader {
+                    "raw line-counting"
+                } else {
+                    "kube-rs DynamicObject"
+                }
+            );
+        }
+    }
+}
+
+/// Whether something still accepts connections at `addr`, polled until it
+/// matches `want` or the deadline passes.
+fn accepting_becomes(addr: &str, want: bool) -> bool {
+    let deadline = std::time::Instant::now() + WAIT;
+    // Bounded by the deadline.
+    loop {
+        let up = std::net::TcpStream::connect(addr).is_ok();
+        if up == want || std::time::Instant::now() > deadline {
+            return up == want;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_background_simulator_stops_with_its_last_handle() {
+    let sim = Simulator::start_background(SimConfig::default()).unwrap();
+    let addr = sim.url().trim_start_matches("http://").to_string();
+    assert!(accepting_becomes(&addr, true));
+    let clone = sim.clone();
+    drop(sim);
+    assert!(
+        std::net::TcpStream::connect(&addr).is_ok(),
+        "a clone keeps it serving"
+    );
+    assert_eq!(clone.list("v1", "Namespace", None).len(), 3);
+    drop(clone);
+    assert!(
+        accepting_becomes(&addr, false),
+        "the listener closes with the last handle"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shutdown_ends_watches_and_the_listener() {
+    let (sim, client) = shop().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "shop");
+    let mut w = cms
+        .watch(
+            &WatchParams::default().disable_bookmarks(),
+            &sim.current_rv(),
+        )
+        .await
+        .unwrap()
+        .boxed();
+    let addr = sim.url().trim_start_matches("http://").to_string();
+    sim.shutdown();
+    assert!(next(&mut w).await.is_none(), "the watch ends");
+    let closed = tokio::task::spawn_blocking(move || accepting_becomes(&addr, false))
+        .await
+        .unwrap();
+    assert!(closed);
+    // The in-process API keeps working on the stopped simulator's state.
+    assert!(
+        sim.get("v1", "ConfigMap", Some("shop"), "feature-flags")
+            .is_some()
+    );
+}

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value, json};
 
 use super::catalog::ResourceDef;
+use super::jsonx;
 
 const CLUSTER_IP_BASE: u32 = (10 << 24) | (96 << 16); // 10.96.0.0/12
 const CLUSTER_IP_SIZE: u32 = 1 << 20;
@@ -118,7 +119,7 @@ impl Allocator {
 }
 
 fn service_ips(obj: &Value) -> Vec<u32> {
-    obj.pointer("/spec/clusterIPs")
+    jsonx::get(obj, "/spec/clusterIPs")
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -130,7 +131,7 @@ fn service_ips(obj: &Value) -> Vec<u32> {
 }
 
 fn node_ports(obj: &Value) -> Vec<u16> {
-    obj.pointer("/spec/ports")
+    jsonx::get(obj, "/spec/ports")
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -158,7 +159,9 @@ fn obj_mut<'a>(
 }
 
 fn default(m: &mut Map<String, Value>, key: &str, v: Value) {
-    m.entry(key.to_string()).or_insert(v);
+    if !m.contains_key(key) {
+        m.insert(key.to_string(), v);
+    }
 }
 
 /// Applies API defaults and allocations. `old` is the stored object on
@@ -330,7 +333,7 @@ fn service(
     };
     // Cluster IP: kept from the stored object, else the requested one, else allocated.
     let old_ip = old
-        .and_then(|o| o.pointer("/spec/clusterIP"))
+        .and_then(|o| jsonx::get(o, "/spec/clusterIP"))
         .and_then(Value::as_str)
         .map(str::to_string);
     let requested = spec
@@ -365,7 +368,7 @@ fn service(
     spec.insert("clusterIP".into(), json!(ip));
     spec.insert("clusterIPs".into(), json!([ip]));
     let old_ports: Vec<Value> = old
-        .and_then(|o| o.pointer("/spec/ports"))
+        .and_then(|o| jsonx::get(o, "/spec/ports"))
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
@@ -433,19 +436,17 @@ pub(crate) fn simulate_controllers(
     now: &str,
     alloc: &mut Allocator,
 ) -> Option<&'static str> {
-    let generation = int(obj.pointer("/metadata/generation"));
-    let name = obj
-        .pointer("/metadata/name")
+    let generation = int(jsonx::get(obj, "/metadata/generation"));
+    let name = jsonx::get(obj, "/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let replicas = obj
-        .pointer("/spec/replicas")
+    let replicas = jsonx::get(obj, "/spec/replicas")
         .and_then(Value::as_i64)
         .unwrap_or(1)
         .max(0);
-    let observed = int(obj.pointer("/status/observedGeneration"));
-    let status_replicas = int(obj.pointer("/status/replicas"));
+    let observed = int(jsonx::get(obj, "/status/observedGeneration"));
+    let status_replicas = int(jsonx::get(obj, "/status/replicas"));
     let converged =
         observed == generation && status_replicas == replicas && obj.get("status").is_some();
     let root = obj.as_object_mut()?;

@@ -50,24 +50,28 @@ impl FieldSet {
 
     /// Removes `paths` from this set. A leaf of `paths` (a value replaced or
     /// removed whole) removes everything at and below it; an inner node
-    /// removes only what it names.
-    pub(crate) fn remove_paths(&mut self, paths: &FieldSet) {
+    /// removes only what it names. Returns whether anything was removed.
+    pub(crate) fn remove_paths(&mut self, paths: &FieldSet) -> bool {
+        let mut removed = false;
         for (k, p) in &paths.children {
             let Some(mine) = self.children.get_mut(k) else {
                 continue;
             };
             if p.children.is_empty() {
                 self.children.remove(k);
+                removed = true;
                 continue;
             }
-            if p.member {
+            if p.member && mine.member {
                 mine.member = false;
+                removed = true;
             }
-            mine.remove_paths(p);
+            removed |= mine.remove_paths(p);
             if mine.is_empty() {
                 self.children.remove(k);
             }
         }
+        removed
     }
 
     /// FieldsV1 JSON of the children of this (root) node.
@@ -196,19 +200,20 @@ fn diff_into(
     changed: &mut FieldSet,
     removed: &mut FieldSet,
 ) {
-    let key = format!("f:{field}");
+    let key = || format!("f:{field}");
     match (old, new) {
         (None, None) => {}
         (Some(_), None) => {
-            removed.children.insert(key, FieldSet::leaf());
+            removed.children.insert(key(), FieldSet::leaf());
         }
         (None, Some(n)) => {
-            changed.children.insert(key, set_of(field, n, keyed));
+            changed.children.insert(key(), set_of(field, n, keyed));
         }
+        (Some(o), Some(n)) if o == n => {}
         (Some(o), Some(n)) => {
             let (c, r) = diff_value(field, o, n, keyed);
-            insert_nonempty(changed, &key, c);
-            insert_nonempty(removed, &key, r);
+            insert_nonempty(changed, &key(), c);
+            insert_nonempty(removed, &key(), r);
         }
     }
 }
@@ -217,6 +222,11 @@ fn diff_into(
 fn diff_value(field: &str, o: &Value, n: &Value, keyed: bool) -> (FieldSet, FieldSet) {
     let mut changed = FieldSet::default();
     let mut removed = FieldSet::default();
+    // Most of an object is unchanged by a write: comparing is far cheaper
+    // than walking it (no allocations).
+    if o == n {
+        return (changed, removed);
+    }
     match (o, n) {
         (Value::Object(om), Value::Object(nm)) if !atomic(field, n, keyed) && !nm.is_empty() => {
             for k in union_keys(om, nm) {
@@ -345,7 +355,7 @@ fn set_of(field: &str, v: &Value, keyed: bool) -> FieldSet {
 }
 
 /// One `managedFields` entry.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub(crate) struct ManagedEntry {
     pub manager: String,
     pub operation: String,
@@ -353,12 +363,63 @@ pub(crate) struct ManagedEntry {
     pub time: String,
     pub subresource: Option<String>,
     pub fields: FieldSet,
+    /// Changed since its JSON was last written into the object.
+    dirty: bool,
 }
 
-/// All managedFields entries of an object.
-#[derive(Debug, Clone, Default, PartialEq)]
+impl PartialEq for ManagedEntry {
+    fn eq(&self, o: &Self) -> bool {
+        (
+            &self.manager,
+            &self.operation,
+            &self.api_version,
+            &self.time,
+            &self.subresource,
+            &self.fields,
+        ) == (
+            &o.manager,
+            &o.operation,
+            &o.api_version,
+            &o.time,
+            &o.subresource,
+            &o.fields,
+        )
+    }
+}
+
+impl ManagedEntry {
+    fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        if !self.manager.is_empty() {
+            m.insert("manager".into(), json!(self.manager));
+        }
+        m.insert("operation".into(), json!(self.operation));
+        m.insert("apiVersion".into(), json!(self.api_version));
+        m.insert("time".into(), json!(self.time));
+        m.insert("fieldsType".into(), json!("FieldsV1"));
+        m.insert("fieldsV1".into(), self.fields.to_fields_v1());
+        if let Some(s) = &self.subresource {
+            m.insert("subresource".into(), json!(s));
+        }
+        Value::Object(m)
+    }
+}
+
+/// All managedFields entries of an object, with their JSON list kept up to
+/// date incrementally (only changed entries are rebuilt).
+#[derive(Debug, Clone, Default)]
 pub(crate) struct ManagedFields {
     pub entries: Vec<ManagedEntry>,
+    /// Entries were removed (or loaded): the JSON list must be rebuilt.
+    reshaped: bool,
+    /// The `metadata.managedFields` list, as of the last [`ManagedFields::sync`].
+    json: Vec<Value>,
+}
+
+impl PartialEq for ManagedFields {
+    fn eq(&self, o: &Self) -> bool {
+        self.entries == o.entries
+    }
 }
 
 impl ManagedFields {
@@ -389,30 +450,70 @@ impl ManagedFields {
                     .filter(|s| !s.is_empty())
                     .map(str::to_string),
                 fields,
+                dirty: true,
             });
         }
-        Ok(ManagedFields { entries })
+        Ok(ManagedFields {
+            entries,
+            reshaped: true,
+            json: Vec::new(),
+        })
     }
 
+    #[cfg(test)]
     pub(crate) fn to_json(&self) -> Value {
-        Value::Array(
-            self.entries
-                .iter()
-                .map(|e| {
-                    let mut m = Map::new();
-                    m.insert("manager".into(), json!(e.manager));
-                    m.insert("operation".into(), json!(e.operation));
-                    m.insert("apiVersion".into(), json!(e.api_version));
-                    m.insert("time".into(), json!(e.time));
-                    m.insert("fieldsType".into(), json!("FieldsV1"));
-                    m.insert("fieldsV1".into(), e.fields.to_fields_v1());
-                    if let Some(s) = &e.subresource {
-                        m.insert("subresource".into(), json!(s));
-                    }
-                    Value::Object(m)
-                })
-                .collect(),
-        )
+        Value::Array(self.entries.iter().map(ManagedEntry::to_json).collect())
+    }
+
+    /// Brings the JSON list up to date, rebuilding only changed entries.
+    pub(crate) fn sync(&mut self) {
+        if self.reshaped || self.json.len() > self.entries.len() {
+            self.json = self.entries.iter().map(ManagedEntry::to_json).collect();
+        } else {
+            for (i, e) in self.entries.iter().enumerate() {
+                if i >= self.json.len() {
+                    self.json.push(e.to_json());
+                } else if e.dirty {
+                    self.json[i] = e.to_json();
+                }
+            }
+        }
+        self.reshaped = false;
+        for e in &mut self.entries {
+            e.dirty = false;
+        }
+    }
+
+    /// The JSON list as of the last sync.
+    pub(crate) fn json(&self) -> &[Value] {
+        &self.json
+    }
+
+    /// Moves the synced JSON list into `metadata.managedFields` of `obj`
+    /// (nothing when empty); [`ManagedFields::detach`] takes it back.
+    pub(crate) fn attach(&mut self, obj: &mut Value) {
+        self.sync();
+        if self.json.is_empty() {
+            return;
+        }
+        if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert(
+                "managedFields".into(),
+                Value::Array(std::mem::take(&mut self.json)),
+            );
+        }
+    }
+
+    /// Takes the list [`ManagedFields::attach`] put into `obj` back.
+    pub(crate) fn detach(&mut self, obj: &mut Value) {
+        if let Some(Value::Array(list)) = obj
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+            .and_then(|m| m.remove("managedFields"))
+            && self.json.is_empty()
+        {
+            self.json = list;
+        }
     }
 
     /// Records an `Update` by `manager`. Returns whether anything changed.
@@ -434,8 +535,8 @@ impl ManagedFields {
                 && e.subresource.as_deref() == subresource
         };
         for e in self.entries.iter_mut().filter(|e| !is_mine(e)) {
-            e.fields.remove_paths(changed);
-            e.fields.remove_paths(removed);
+            let lost = e.fields.remove_paths(changed) | e.fields.remove_paths(removed);
+            e.dirty |= lost;
         }
         let idx = match self.entries.iter().position(is_mine) {
             Some(i) => i,
@@ -447,16 +548,20 @@ impl ManagedFields {
                     time: String::new(),
                     subresource: subresource.map(str::to_string),
                     fields: FieldSet::default(),
+                    dirty: true,
                 });
                 self.entries.len() - 1
             }
         };
         let mine = &mut self.entries[idx];
         mine.fields.union_with(changed);
-        mine.fields.remove_paths(removed);
+        let _ = mine.fields.remove_paths(removed);
         mine.time = time.to_string();
         mine.api_version = api_version.to_string();
+        mine.dirty = true;
+        let before = self.entries.len();
         self.entries.retain(|e| !e.fields.is_empty());
+        self.reshaped |= self.entries.len() != before;
         true
     }
 }
@@ -602,6 +707,55 @@ mod tests {
         assert_eq!(j[0]["subresource"], "status");
         assert_eq!(ManagedFields::from_json(&j).unwrap(), mf);
         assert!(ManagedFields::from_json(&json!([{"fieldsV1": {"bogus": {}}}])).is_err());
+    }
+
+    #[test]
+    fn incremental_json_matches_a_full_rebuild() {
+        let mut mf = ManagedFields::default();
+        let mut obj = deployment("web:1", 1);
+        mf.record_update(
+            "create",
+            None,
+            "apps/v1",
+            "t0",
+            &fields_of_object(&obj, true),
+            &FieldSet::default(),
+        );
+        // A series of writes by different managers; some take every field of another.
+        let steps: [(&str, Value); 4] = [
+            ("scaler", json!({"spec": {"replicas": 2}})),
+            ("labeler", json!({"metadata": {"labels": {"team": "a"}}})),
+            ("scaler", json!({"spec": {"replicas": 3}})),
+            ("labeler", json!({"metadata": {"labels": {"team": null}}})),
+        ];
+        for (i, (manager, patch)) in steps.iter().enumerate() {
+            let mut next = obj.clone();
+            crate::sim::patch::merge_patch(&mut next, patch);
+            let (c, r) = diff_object(&obj, &next, true);
+            mf.record_update(manager, None, "apps/v1", &format!("t{}", i + 1), &c, &r);
+            mf.sync();
+            assert_eq!(
+                Value::Array(mf.json().to_vec()),
+                mf.to_json(),
+                "after step {i}"
+            );
+            obj = next;
+        }
+        assert_eq!(
+            mf.entries
+                .iter()
+                .map(|e| e.manager.as_str())
+                .collect::<Vec<_>>(),
+            ["create", "scaler"],
+            "the labeler's only field was removed"
+        );
+        // attach/detach move the list in and out of an object without copying.
+        let mut o = json!({"metadata": {"name": "x"}});
+        mf.attach(&mut o);
+        assert_eq!(o["metadata"]["managedFields"], mf.to_json());
+        mf.detach(&mut o);
+        assert!(o["metadata"].get("managedFields").is_none());
+        assert_eq!(mf.json().len(), 2);
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod error;
 mod handler;
 mod history;
 mod ids;
+mod jsonx;
 mod keyed_lists;
 mod kubeconfig;
 mod lifecycle;
@@ -199,10 +200,7 @@ fn api_err(s: ApiStatus) -> SimError {
 }
 
 fn text(v: &Value, ptr: &str) -> String {
-    v.pointer(ptr)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
+    jsonx::text(v, ptr).to_string()
 }
 
 impl Simulator {
@@ -398,8 +396,10 @@ impl Simulator {
         let mut store = lock(&self.shared().store);
         let def = Self::resolve(&store, api_version, kind)?;
         let ns = Self::ns_key(&def, namespace);
+        let mut ctx = Self::ctx();
+        ctx.with_managed = patch.pointer("/metadata/managedFields").is_some();
         store
-            .replace(&def, &ns, name, Sub::Main, &Self::ctx(), &mut |old| {
+            .replace(&def, &ns, name, Sub::Main, &ctx, &mut |old| {
                 let mut new = old.clone();
                 crate::sim::patch::merge_patch(&mut new, patch);
                 Ok(new)
@@ -437,7 +437,7 @@ impl Simulator {
         let store = lock(&self.shared().store);
         let def = Self::resolve(&store, api_version, kind).ok()?;
         let ns = Self::ns_key(&def, namespace);
-        store.get(&def, &ns, name).map(|c| c.value.clone())
+        store.get(&def, &ns, name).map(store::Current::full_value)
     }
 
     /// Current objects of a kind (in `namespace`, or everywhere), ordered by
@@ -453,7 +453,7 @@ impl Simulator {
         rs.objects
             .iter()
             .filter(|(ns, _)| namespace.is_none_or(|want| want == ns.as_str()))
-            .flat_map(|(_, m)| m.values().map(|c| c.value.clone()))
+            .flat_map(|(_, m)| m.values().map(store::Current::full_value))
             .collect()
     }
 

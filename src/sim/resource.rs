@@ -311,6 +311,7 @@ fn patch_object(
             .map_err(|e| bad(format!("error decoding patch: {e}")))?
     };
     let mut ctx = write_ctx(r)?;
+    ctx.with_managed = touches_managed_fields(pt, &body);
     let mut store = lock(&shared.store);
     if sub == Some("scale") {
         ctx.want_value = true;
@@ -330,6 +331,23 @@ fn patch_object(
         apply_patch(pt, old, &body)
     })?;
     Ok(respond::json_bytes(200, w.bytes))
+}
+
+/// Whether a patch reads or writes `metadata.managedFields` (it then
+/// applies to the object with them).
+fn touches_managed_fields(pt: PatchType, patch: &Value) -> bool {
+    match pt {
+        PatchType::Json => patch.as_array().is_some_and(|ops| {
+            ops.iter().any(|op| {
+                ["path", "from"].iter().any(|k| {
+                    op.get(*k)
+                        .and_then(Value::as_str)
+                        .is_some_and(|p| p.starts_with("/metadata/managedFields"))
+                })
+            })
+        }),
+        _ => patch.pointer("/metadata/managedFields").is_some(),
+    }
 }
 
 fn delete_object(

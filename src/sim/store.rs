@@ -14,6 +14,7 @@ use tokio::sync::watch;
 use super::catalog::{Catalog, ResourceDef};
 use super::defaults::Allocator;
 use super::history::{History, TooOld};
+use super::jsonx;
 use super::managed::ManagedFields;
 use super::selector::Labels;
 
@@ -94,12 +95,43 @@ pub(crate) struct HistEvent {
     pub prev: Option<Arc<Version>>,
 }
 
-/// The current state of one object.
+/// The current state of one object. `value` holds everything but
+/// `metadata.managedFields`, which live (parsed, with their JSON) in `managed`.
 #[derive(Debug)]
 pub(crate) struct Current {
     pub value: Value,
     pub version: Arc<Version>,
     pub managed: ManagedFields,
+}
+
+impl Current {
+    /// The whole object, managedFields included.
+    pub(crate) fn full_value(&self) -> Value {
+        with_managed(self.value.clone(), &self.managed)
+    }
+}
+
+/// `value` with the (synced) JSON of `managed` as its managedFields.
+pub(crate) fn with_managed(mut value: Value, managed: &ManagedFields) -> Value {
+    if !managed.json().is_empty()
+        && let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        meta.insert(
+            "managedFields".into(),
+            Value::Array(managed.json().to_vec()),
+        );
+    }
+    value
+}
+
+/// The wire form of an object: `value` plus the managedFields of `managed`,
+/// serialized once. `size_hint` pre-sizes the buffer.
+pub(crate) fn render(value: &mut Value, managed: &mut ManagedFields, size_hint: usize) -> Bytes {
+    managed.attach(value);
+    let mut buf = Vec::with_capacity(size_hint);
+    let _ = serde_json::to_writer(&mut buf, &*value);
+    managed.detach(value);
+    Bytes::from(buf)
 }
 
 /// Wakes the watchers of one resource; `gone` once the resource is no longer served.
@@ -219,27 +251,34 @@ impl Store {
     }
 
     /// Stores a new version of an object and emits its event. `value` is the
-    /// complete object; its resourceVersion is set here.
+    /// object without managedFields (those are `managed`); its
+    /// resourceVersion is set here.
     pub(crate) fn commit(
         &mut self,
         def: &Arc<ResourceDef>,
         etype: EventType,
         mut value: Value,
-        managed: ManagedFields,
+        mut managed: ManagedFields,
     ) -> Arc<Version> {
         self.rv += 1;
         let rv = self.rv;
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
             meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
         }
-        let bytes = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
-        let text = |p: &str| value.pointer(p).and_then(Value::as_str).unwrap_or_default();
+        let hint = self
+            .resources
+            .get(&def.instance)
+            .and_then(|rs| rs.objects.get(jsonx::text(&value, "/metadata/namespace")))
+            .and_then(|m| m.get(jsonx::text(&value, "/metadata/name")))
+            .map_or(1024, |c| c.version.bytes.len() + 512);
+        let bytes = render(&mut value, &mut managed, hint);
+        let text = |p: &str| jsonx::text(&value, p);
         let ns = text("/metadata/namespace").to_string();
         let name = text("/metadata/name").to_string();
         let api_version = text("/apiVersion");
         let uid = text("/metadata/uid");
-        let labels: Labels = value
-            .pointer("/metadata/labels")
+        let labels: Labels = jsonx::get(&value, "/metadata/labels")
             .and_then(Value::as_object)
             .map(|m| {
                 m.iter()

@@ -12,8 +12,9 @@ use super::catalog::{self, ResourceDef};
 use super::defaults::{self, Allocator};
 use super::error::{self, ApiStatus};
 use super::ids;
+use super::jsonx::{self, text};
 use super::managed::{self, FieldSet, ManagedFields};
-use super::store::{EventType, Store};
+use super::store::{Current, EventType, Store, render, with_managed};
 use super::validate;
 
 /// Who writes, and how.
@@ -27,6 +28,8 @@ pub(crate) struct WriteCtx {
     pub now: String,
     /// The caller wants the resulting object as a `Value` (the in-process API).
     pub want_value: bool,
+    /// `make` needs the stored managedFields (a patch that edits them).
+    pub with_managed: bool,
 }
 
 impl WriteCtx {
@@ -36,6 +39,7 @@ impl WriteCtx {
             dry_run: false,
             now: ids::now_rfc3339(),
             want_value: false,
+            with_managed: false,
         }
     }
 }
@@ -79,10 +83,6 @@ pub(crate) enum Deleted {
     Gone(Written),
     /// Finalizers are pending: the object is only marked for deletion.
     Pending(Written),
-}
-
-fn text<'a>(v: &'a Value, ptr: &str) -> &'a str {
-    v.pointer(ptr).and_then(Value::as_str).unwrap_or_default()
 }
 
 fn is_crd(def: &ResourceDef) -> bool {
@@ -161,16 +161,6 @@ fn status_diff(pre: Option<&Value>, post: Option<&Value>, keyed: bool) -> (Field
     managed::diff_object(&wrap(pre), &wrap(post), keyed)
 }
 
-fn set_managed(obj: &mut Value, mf: &ManagedFields) {
-    if let Some(meta) = meta_mut(obj) {
-        if mf.entries.is_empty() {
-            meta.remove("managedFields");
-        } else {
-            meta.insert("managedFields".into(), mf.to_json());
-        }
-    }
-}
-
 fn invalid(def: &ResourceDef, name: &str, causes: Vec<(String, String)>) -> Result<(), ApiStatus> {
     if causes.is_empty() {
         Ok(())
@@ -182,11 +172,10 @@ fn invalid(def: &ResourceDef, name: &str, causes: Vec<(String, String)>) -> Resu
 /// managedFields the client sent, as the server reads them: absent or `[]`
 /// keeps the stored ones (`None`), `[{}]` strips them, anything else
 /// replaces them (invalid content resets them).
-fn client_managed(sent: Option<&Value>, stored: Option<&Value>) -> Option<ManagedFields> {
+fn client_managed(sent: Option<&Value>, stored: &[Value]) -> Option<ManagedFields> {
     let sent = sent?;
     match sent {
-        Value::Array(a) if a.is_empty() => None,
-        _ if Some(sent) == stored => None,
+        Value::Array(a) if a.is_empty() || a.as_slice() == stored => None,
         Value::Array(a) if a.len() == 1 && a[0].as_object().is_some_and(Map::is_empty) => {
             Some(ManagedFields::default())
         }
@@ -337,18 +326,13 @@ impl Store {
             let (c, r) = status_diff(pre.as_ref(), obj.get("status"), def.builtin);
             mf.record_update(ctrl, Some("status"), &api_version, &ctx.now, &c, &r);
         }
-        set_managed(&mut obj, &mf);
         if ctx.dry_run {
-            let bytes = Bytes::from(serde_json::to_vec(&obj).unwrap_or_default());
-            return Ok(Written { bytes, value: obj });
+            return Ok(dry_run_result(obj, mf));
         }
         let version = self.commit(def, EventType::Added, obj, mf);
-        let value = if ctx.want_value {
-            self.get(def, &ns, &name)
-                .map(|c| c.value.clone())
-                .unwrap_or(Value::Null)
-        } else {
-            Value::Null
+        let value = match self.get(def, &ns, &name) {
+            Some(c) if ctx.want_value => c.full_value(),
+            _ => Value::Null,
         };
         if is_namespace(def) {
             self.populate_namespace(&name, &ctx.now);
@@ -384,7 +368,11 @@ impl Store {
         let old = &cur.value;
         let old_rv = cur.version.rv.to_string();
         let old_uid = cur.version.uid.clone();
-        let mut new = make(old)?;
+        let mut new = if ctx.with_managed {
+            make(&cur.full_value())?
+        } else {
+            make(old)?
+        };
         let version = def
             .version_of(text(old, "/apiVersion"))
             .unwrap_or(def.preferred_version())
@@ -393,6 +381,7 @@ impl Store {
         let Some(meta) = meta_mut(&mut new) else {
             return Err(error::bad_request("metadata: expected an object"));
         };
+        let sent_managed = meta.remove("managedFields");
         match meta.get("name").and_then(Value::as_str) {
             Some(n) if !n.is_empty() && n != name => {
                 return Err(error::bad_request(format!(
@@ -473,16 +462,12 @@ impl Store {
             }
             Sub::Status => {
                 let status = new.get("status").cloned();
-                let sent_managed = new.pointer("/metadata/managedFields").cloned();
                 new = old.clone();
                 if let Some(m) = new.as_object_mut() {
                     match status {
                         Some(s) => m.insert("status".into(), s),
                         None => m.remove("status"),
                     };
-                }
-                if let (Some(mf), Some(meta)) = (sent_managed, meta_mut(&mut new)) {
-                    meta.insert("managedFields".into(), mf);
                 }
             }
         }
@@ -502,8 +487,7 @@ impl Store {
         defaults::apply(def, &mut new, Some(old), alloc)
             .map_err(|c| error::invalid(&def.kind, &def.group, name, &c))?;
         if spec_changed(old, &new) {
-            let generation = old
-                .pointer("/metadata/generation")
+            let generation = jsonx::get(old, "/metadata/generation")
                 .and_then(Value::as_i64)
                 .unwrap_or(0)
                 + 1;
@@ -520,30 +504,25 @@ impl Store {
                 controller = Some((ctrl, c, r));
             }
         }
-        let stored_managed = old.pointer("/metadata/managedFields");
-        let base = client_managed(new.pointer("/metadata/managedFields"), stored_managed);
-        if base.is_none()
-            && let Some(meta) = meta_mut(&mut new)
-        {
-            match stored_managed {
-                Some(v) => meta.insert("managedFields".into(), v.clone()),
-                None => meta.remove("managedFields"),
-            };
-        }
-        if new == *old {
+        let base = client_managed(sent_managed.as_ref(), cur.managed.json());
+        let unchanged = base.is_none()
+            && changed.is_empty()
+            && removed.is_empty()
+            && controller.is_none()
+            && new == *old;
+        if unchanged {
             // A no-op write: nothing is stored, the resourceVersion stays.
             return Ok(Written {
                 bytes: cur.version.bytes.clone(),
                 value: if ctx.want_value {
-                    old.clone()
+                    cur.full_value()
                 } else {
                     Value::Null
                 },
             });
         }
-        let finalize = new.pointer("/metadata/deletionTimestamp").is_some()
-            && new
-                .pointer("/metadata/finalizers")
+        let finalize = jsonx::get(&new, "/metadata/deletionTimestamp").is_some()
+            && jsonx::get(&new, "/metadata/finalizers")
                 .and_then(Value::as_array)
                 .is_none_or(Vec::is_empty);
         let old_service = (def.builtin && def.kind == "Service").then(|| old.clone());
@@ -570,13 +549,11 @@ impl Store {
         if let Some((ctrl, c, r)) = controller {
             mf.record_update(ctrl, Some("status"), &api_version, &ctx.now, &c, &r);
         }
-        set_managed(&mut new, &mf);
         if ctx.dry_run {
-            let bytes = Bytes::from(serde_json::to_vec(&new).unwrap_or_default());
-            return Ok(Written { bytes, value: new });
+            return Ok(dry_run_result(new, mf));
         }
         if finalize {
-            return Ok(self.finish_delete(def, ns, name, Some(new)));
+            return Ok(self.finish_delete(def, ns, name, Some((new, mf))));
         }
         let version = self.commit(def, EventType::Modified, new, mf);
         let stored = self
@@ -588,7 +565,7 @@ impl Store {
             self.alloc.release_unused(def, o, &c.value);
         }
         let value = match stored {
-            Some(c) if ctx.want_value => c.value.clone(),
+            Some(c) if ctx.want_value => c.full_value(),
             _ => Value::Null,
         };
         if let Some(d) = crd_def {
@@ -638,17 +615,15 @@ impl Store {
                 ),
             ));
         }
-        let has_finalizers = cur
-            .value
-            .pointer("/metadata/finalizers")
+        let has_finalizers = jsonx::get(&cur.value, "/metadata/finalizers")
             .and_then(Value::as_array)
             .is_some_and(|f| !f.is_empty());
         let current = Written {
             bytes: cur.version.bytes.clone(),
-            value: cur.value.clone(),
+            value: cur.full_value(),
         };
         if has_finalizers {
-            if cur.value.pointer("/metadata/deletionTimestamp").is_some() || ctx.dry_run {
+            if jsonx::get(&cur.value, "/metadata/deletionTimestamp").is_some() || ctx.dry_run {
                 return Ok(Deleted::Pending(current));
             }
             let mut marked = cur.value.clone();
@@ -660,7 +635,7 @@ impl Store {
             let version = self.commit(def, EventType::Modified, marked, mf);
             let value = self
                 .get(def, ns, name)
-                .map(|c| c.value.clone())
+                .map(Current::full_value)
                 .unwrap_or(Value::Null);
             return Ok(Deleted::Pending(Written {
                 bytes: version.bytes.clone(),
@@ -686,29 +661,39 @@ impl Store {
         def: &Arc<ResourceDef>,
         ns: &str,
         name: &str,
-        last: Option<Value>,
+        last: Option<(Value, ManagedFields)>,
     ) -> Written {
-        let value = match last {
+        let (value, managed) = match last {
             Some(v) => v,
             None => self
                 .resources
                 .get_mut(&def.instance)
                 .and_then(|rs| rs.objects.get_mut(ns))
                 .and_then(|m| m.get_mut(name))
-                .map(|c| std::mem::take(&mut c.value))
-                .unwrap_or(Value::Null),
+                .map(|c| (std::mem::take(&mut c.value), std::mem::take(&mut c.managed)))
+                .unwrap_or_default(),
         };
         self.alloc.release(def, &value);
-        let keep = value.clone();
-        let version = self.commit(def, EventType::Deleted, value, ManagedFields::default());
-        let mut value = keep;
+        let keep = (value.clone(), managed.clone());
+        let version = self.commit(def, EventType::Deleted, value, managed);
+        let (mut value, mut managed) = keep;
         if let Some(meta) = meta_mut(&mut value) {
             meta.insert("resourceVersion".into(), json!(version.rv.to_string()));
         }
+        managed.sync();
         Written {
             bytes: version.bytes.clone(),
-            value,
+            value: with_managed(value, &managed),
         }
+    }
+}
+
+/// The answer to a dry run: the object as it would be stored.
+fn dry_run_result(mut obj: Value, mut mf: ManagedFields) -> Written {
+    let bytes = render(&mut obj, &mut mf, 1024);
+    Written {
+        bytes,
+        value: with_managed(obj, &mf),
     }
 }
 
@@ -733,16 +718,17 @@ mod tests {
     #[test]
     fn client_managed_fields_rules() {
         let stored = json!([{"manager": "a", "operation": "Update", "fieldsV1": {"f:data": {}}}]);
-        assert!(client_managed(None, Some(&stored)).is_none());
-        assert!(client_managed(Some(&json!([])), Some(&stored)).is_none());
-        assert!(client_managed(Some(&stored), Some(&stored)).is_none());
+        let list = stored.as_array().unwrap().clone();
+        assert!(client_managed(None, &list).is_none());
+        assert!(client_managed(Some(&json!([])), &list).is_none());
+        assert!(client_managed(Some(&stored), &list).is_none());
         assert_eq!(
-            client_managed(Some(&json!([{}])), Some(&stored)),
+            client_managed(Some(&json!([{}])), &list),
             Some(ManagedFields::default())
         );
         let other = json!([{"manager": "b", "operation": "Update", "fieldsV1": {"f:data": {}}}]);
         assert_eq!(
-            client_managed(Some(&other), Some(&stored)).unwrap().entries[0].manager,
+            client_managed(Some(&other), &list).unwrap().entries[0].manager,
             "b"
         );
     }
