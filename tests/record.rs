@@ -324,8 +324,7 @@ fn expire_and_check(env: &Env, args: &[&str], expire: impl Fn(&Env)) {
     let relisted = env
         .records(CM)
         .into_iter()
-        .filter(|r| r.kind == kind::BASELINE_ITEM && r.name.as_deref() == Some("frontend-config"))
-        .next_back()
+        .rfind(|r| r.kind == kind::BASELINE_ITEM && r.name.as_deref() == Some("frontend-config"))
         .unwrap();
     let body: serde_json::Value = serde_json::from_slice(&relisted.body.unwrap()).unwrap();
     assert_eq!(body["data"]["during"], "gap");

@@ -14,7 +14,7 @@ pub struct ApiStatus {
     /// Human-readable message, as kubectl prints it after `Error from server (Reason):`.
     pub message: String,
     /// `details` of the Status, when the server gives any.
-    pub details: Option<Value>,
+    pub details: Option<Box<Value>>,
     /// `metadata.continue` of the Status (a fresh token for an expired `continue`).
     pub continue_token: Option<String>,
     /// Sent as the `Retry-After` header and `details.retryAfterSeconds`.
@@ -34,7 +34,7 @@ impl ApiStatus {
     }
 
     pub(crate) fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -44,7 +44,7 @@ impl ApiStatus {
         if let Some(c) = &self.continue_token {
             metadata.insert("continue".into(), Value::String(c.clone()));
         }
-        let mut details = self.details.clone();
+        let mut details: Option<Value> = self.details.as_deref().cloned();
         if let Some(secs) = self.retry_after_secs {
             let d = details.get_or_insert_with(|| json!({}));
             if let Some(map) = d.as_object_mut() {
