@@ -135,6 +135,34 @@ fn an_unknown_certificate_authority_is_refused_unless_asked() {
 }
 
 #[test]
+fn a_client_certificate_authenticates() {
+    let env = secure();
+    let certs = env.dir.path().join("client-cert");
+    env.sim
+        .write_kubeconfig(
+            &certs,
+            &KubeconfigOptions {
+                client_certificate: true,
+                namespace: Some("shop".into()),
+                ..KubeconfigOptions::default()
+            },
+        )
+        .unwrap();
+    let text = std::fs::read_to_string(&certs).unwrap();
+    assert!(text.contains("client-certificate-data") && !text.contains(TOKEN));
+    assert_ok(&record_once(
+        &env,
+        &["--kubeconfig", certs.to_str().unwrap()],
+    ));
+    // The same file without the key: no credentials, refused.
+    let no_key = write_variant(&env, "no-key", |kc| {
+        kc["users"][0]["user"] = json!({});
+    });
+    let out = record_once(&env, &["--kubeconfig", no_key.to_str().unwrap()]);
+    assert_error(&out, "rejected the credentials");
+}
+
+#[test]
 fn an_exec_credential_plugin_supplies_the_token() {
     let env = secure();
     let script = env.dir.path().join("credential-helper.sh");

@@ -25,6 +25,7 @@ const MAX_BODY: usize = 3 * 1024 * 1024;
 pub(crate) async fn handle(
     shared: Arc<Shared>,
     server_address: String,
+    client_cert: bool,
     req: Request<Incoming>,
 ) -> Response<SimBody> {
     let header = |n| {
@@ -52,6 +53,7 @@ pub(crate) async fn handle(
             accept: accept.as_deref(),
             content_type: content_type.as_deref(),
             authorization: authorization.as_deref(),
+            client_cert,
         },
     )
     .await;
@@ -71,6 +73,8 @@ struct Headers<'a> {
     accept: Option<&'a str>,
     content_type: Option<&'a str>,
     authorization: Option<&'a str>,
+    /// The connection presented a client certificate signed by the CA.
+    client_cert: bool,
 }
 
 async fn respond_to(
@@ -88,7 +92,7 @@ async fn respond_to(
             .authorization
             .and_then(|a| a.strip_prefix("Bearer "))
             .is_some_and(|t| same_secret(t.trim().as_bytes(), token.as_bytes()));
-        if !ok {
+        if !ok && !h.client_cert {
             return respond::status(&error::unauthorized());
         }
     }

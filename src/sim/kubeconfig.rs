@@ -20,6 +20,9 @@ pub struct KubeconfigOptions {
     /// A token to write instead of the simulator's (e.g. a wrong one, to test
     /// 401 handling). `None`: the simulator's token, if it has one.
     pub token: Option<String>,
+    /// Authenticate with the simulator's client certificate instead of a token
+    /// (needs TLS).
+    pub client_certificate: bool,
 }
 
 impl Default for KubeconfigOptions {
@@ -30,6 +33,7 @@ impl Default for KubeconfigOptions {
             user: "krply-sim-user".into(),
             namespace: None,
             token: None,
+            client_certificate: false,
         }
     }
 }
@@ -43,6 +47,7 @@ pub(crate) fn render(
     server: &str,
     ca_pem: Option<&str>,
     token: Option<&str>,
+    client: Option<&(String, String)>,
     o: &KubeconfigOptions,
 ) -> String {
     let mut out = String::from("apiVersion: v1\nkind: Config\nclusters:\n");
@@ -71,9 +76,16 @@ pub(crate) fn render(
         q(&o.context),
         q(&o.user)
     );
-    match o.token.as_deref().or(token) {
-        Some(t) => out += &format!("  user:\n    token: {}\n", q(t)),
-        None => out += "  user: {}\n",
+    match (client, o.token.as_deref().or(token)) {
+        (Some((cert, key)), _) => {
+            out += &format!(
+                "  user:\n    client-certificate-data: {}\n    client-key-data: {}\n",
+                q(&base64_std_encode(cert.as_bytes())),
+                q(&base64_std_encode(key.as_bytes()))
+            )
+        }
+        (None, Some(t)) => out += &format!("  user:\n    token: {}\n", q(t)),
+        (None, None) => out += "  user: {}\n",
     }
     out += "preferences: {}\n";
     out
@@ -104,7 +116,13 @@ mod tests {
             namespace: Some("shop".into()),
             ..Default::default()
         };
-        let y = render("https://127.0.0.1:1234", Some("PEM"), Some("s3cret"), &o);
+        let y = render(
+            "https://127.0.0.1:1234",
+            Some("PEM"),
+            Some("s3cret"),
+            None,
+            &o,
+        );
         assert!(y.contains("server: \"https://127.0.0.1:1234\""));
         assert!(y.contains("certificate-authority-data: \"UEVN\""));
         assert!(y.contains("token: \"s3cret\""));
@@ -114,9 +132,15 @@ mod tests {
             "http://127.0.0.1:1",
             None,
             None,
+            None,
             &KubeconfigOptions::default(),
         );
         assert!(y.contains("user: {}"));
         assert!(!y.contains("certificate-authority-data"));
+        let pair = ("CERT".to_string(), "KEY".to_string());
+        let y = render("https://x", Some("PEM"), Some("s3cret"), Some(&pair), &o);
+        assert!(y.contains("client-certificate-data: \"Q0VSVA==\""));
+        assert!(y.contains("client-key-data: \"S0VZ\""));
+        assert!(!y.contains("token:"));
     }
 }

@@ -149,6 +149,7 @@ struct Handle {
     addr: SocketAddr,
     tls: bool,
     ca_pem: String,
+    client: Option<(String, String)>,
     token: Option<String>,
     shutdown: tokio::sync::watch::Sender<bool>,
 }
@@ -171,6 +172,7 @@ struct Prepared {
     shared: Arc<Shared>,
     acceptor: Option<tokio_rustls::TlsAcceptor>,
     ca_pem: String,
+    client: Option<(String, String)>,
     shutdown: tokio::sync::watch::Sender<bool>,
 }
 
@@ -191,6 +193,7 @@ fn prepare(cfg: &SimConfig) -> Result<Prepared, SimError> {
         shared,
         acceptor: material.acceptor,
         ca_pem: material.ca_pem,
+        client: material.client,
         shutdown,
     })
 }
@@ -218,7 +221,7 @@ impl Simulator {
             p.shutdown.subscribe(),
         ));
         Ok(Simulator::handle(
-            p.shared, addr, &cfg, p.ca_pem, p.shutdown,
+            p.shared, addr, &cfg, p.ca_pem, p.client, p.shutdown,
         ))
     }
 
@@ -256,7 +259,7 @@ impl Simulator {
             })
             .map_err(|e| SimError::Runtime(e.to_string()))?;
         Ok(Simulator::handle(
-            p.shared, addr, &cfg, p.ca_pem, p.shutdown,
+            p.shared, addr, &cfg, p.ca_pem, p.client, p.shutdown,
         ))
     }
 
@@ -265,6 +268,7 @@ impl Simulator {
         addr: SocketAddr,
         cfg: &SimConfig,
         ca_pem: String,
+        client: Option<(String, String)>,
         shutdown: tokio::sync::watch::Sender<bool>,
     ) -> Simulator {
         Simulator {
@@ -273,6 +277,7 @@ impl Simulator {
                 addr,
                 tls: cfg.tls,
                 ca_pem,
+                client,
                 token: cfg.token.clone(),
                 shutdown,
             }),
@@ -299,6 +304,12 @@ impl Simulator {
         self.inner.tls.then(|| self.inner.ca_pem.clone())
     }
 
+    /// A client certificate and key (PEM) the simulator accepts as credentials,
+    /// with TLS.
+    pub fn client_cert_pem(&self) -> Option<(String, String)> {
+        self.inner.client.clone()
+    }
+
     /// Writes a kubeconfig for this simulator (mode 0600).
     pub fn write_kubeconfig(
         &self,
@@ -306,10 +317,16 @@ impl Simulator {
         opts: &KubeconfigOptions,
     ) -> std::io::Result<()> {
         let ca = self.ca_pem();
+        let client = if opts.client_certificate {
+            self.inner.client.as_ref()
+        } else {
+            None
+        };
         let text = kubeconfig::render(
             &self.url(),
             ca.as_deref(),
             self.inner.token.as_deref(),
+            client,
             opts,
         );
         kubeconfig::write(path, &text)

@@ -41,10 +41,16 @@ pub(crate) async fn serve(
                         match tls {
                             Some(acceptor) => {
                                 if let Ok(Ok(stream)) = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
-                                    connection(stream, shared, address, shutdown).await;
+                                    // rustls verified it against the CA during the handshake.
+                                    let client_cert = stream
+                                        .get_ref()
+                                        .1
+                                        .peer_certificates()
+                                        .is_some_and(|c| !c.is_empty());
+                                    connection(stream, shared, address, client_cert, shutdown).await;
                                 }
                             }
-                            None => connection(stream, shared, address, shutdown).await,
+                            None => connection(stream, shared, address, false, shutdown).await,
                         }
                     });
                 }
@@ -59,6 +65,7 @@ async fn connection<S>(
     stream: S,
     shared: Arc<Shared>,
     address: String,
+    client_cert: bool,
     mut shutdown: watch::Receiver<bool>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -66,7 +73,7 @@ async fn connection<S>(
     let service = service_fn(move |req| {
         let shared = shared.clone();
         let address = address.clone();
-        async move { Ok::<_, Infallible>(handler::handle(shared, address, req).await) }
+        async move { Ok::<_, Infallible>(handler::handle(shared, address, client_cert, req).await) }
     });
     let conn = hyper::server::conn::http1::Builder::new()
         .keep_alive(true)

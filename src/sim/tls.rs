@@ -1,6 +1,8 @@
-//! TLS material generated at start: a CA (rcgen) and a server certificate
-//! for `127.0.0.1` and `localhost` signed by it, served with tokio-rustls
-//! (TLS 1.2 and 1.3, ALPN `http/1.1` only).
+//! TLS material generated at start: a CA (rcgen), a server certificate for
+//! `127.0.0.1` and `localhost` signed by it, served with tokio-rustls (TLS 1.2
+//! and 1.3, ALPN `http/1.1` only), and a client certificate signed by the same
+//! CA: a client that presents it is authenticated, as with a kubeconfig's
+//! `client-certificate-data` on a real cluster.
 
 use std::sync::Arc;
 
@@ -18,6 +20,8 @@ use super::error::SimError;
 pub(crate) struct TlsMaterial {
     pub ca_pem: String,
     pub acceptor: Option<TlsAcceptor>,
+    /// A client certificate and its key (PEM), when serving TLS.
+    pub client: Option<(String, String)>,
 }
 
 fn tls_err(e: impl std::fmt::Display) -> SimError {
@@ -43,9 +47,11 @@ pub(crate) fn generate(serve: bool) -> Result<TlsMaterial, SimError> {
         return Ok(TlsMaterial {
             ca_pem,
             acceptor: None,
+            client: None,
         });
     }
     let issuer = Issuer::new(ca_params, ca_key);
+    let client = client_certificate(&issuer)?;
     let mut params = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
         .map_err(tls_err)?;
     params
@@ -64,17 +70,50 @@ pub(crate) fn generate(serve: bool) -> Result<TlsMaterial, SimError> {
     ];
     let private = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    // Client certificates are verified against the CA when offered; clients
+    // without one still connect and authenticate with a token.
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from(ca_cert.der().to_vec()))
+        .map_err(tls_err)?;
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .allow_unauthenticated()
+    .build()
+    .map_err(tls_err)?;
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(tls_err)?
-        .with_no_client_auth()
+        .with_client_cert_verifier(verifier)
         .with_single_cert(chain, private)
         .map_err(tls_err)?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(TlsMaterial {
         ca_pem,
         acceptor: Some(TlsAcceptor::from(Arc::new(config))),
+        client: Some(client),
     })
+}
+
+/// A client certificate for `krply-sim-admin` (group `system:masters`).
+fn client_certificate(issuer: &Issuer<'_, KeyPair>) -> Result<(String, String), SimError> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(tls_err)?;
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "krply-sim-admin");
+    params
+        .distinguished_name
+        .push(DnType::OrganizationName, "system:masters");
+    params.use_authority_key_identifier_extension = true;
+    params.key_usages.push(KeyUsagePurpose::DigitalSignature);
+    params
+        .extended_key_usages
+        .push(ExtendedKeyUsagePurpose::ClientAuth);
+    let key = KeyPair::generate().map_err(tls_err)?;
+    let cert = params.signed_by(&key, issuer).map_err(tls_err)?;
+    Ok((cert.pem(), key.serialize_pem()))
 }
 
 #[cfg(test)]
@@ -86,6 +125,9 @@ mod tests {
         let m = generate(true).unwrap();
         assert!(m.ca_pem.starts_with("-----BEGIN CERTIFICATE-----"));
         assert!(m.acceptor.is_some());
+        let (cert, key) = m.client.unwrap();
+        assert!(cert.starts_with("-----BEGIN CERTIFICATE-----"));
+        assert!(key.contains("PRIVATE KEY"));
         assert!(generate(false).unwrap().acceptor.is_none());
     }
 }
