@@ -1,105 +1,265 @@
-//! Kubernetes label selectors (`app=web,tier!=cache,env in (a,b),!legacy`):
-//! parsed and validated the way the API server does, so a bad selector is a
-//! usage error before anything is recorded, and matched against labels.
+//! Label selectors in the full Kubernetes syntax (`a=b`, `a==b`, `a!=b`,
+//! `a in (x,y)`, `a notin (x)`, `a`, `!a`, `a>1`, `a<1`; a comma is AND), with
+//! the same matching rules as `k8s.io/apimachinery/pkg/labels`, and field
+//! selectors. The recorder validates `-l` with them before anything is recorded
+//! (a bad selector is a usage error, worded as the API server words it); the
+//! simulator filters lists and watches with them.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
-/// One requirement of a selector.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Requirement {
-    Equals(String, String),
-    NotEquals(String, String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    DoesNotExist(String),
+/// Labels of one object.
+pub type Labels = BTreeMap<String, String>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Equals,
+    NotEquals,
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+    GreaterThan,
+    LessThan,
 }
 
-/// A parsed selector: every requirement must hold.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Selector(pub Vec<Requirement>);
+#[derive(Debug, Clone, PartialEq)]
+struct Requirement {
+    key: String,
+    op: Op,
+    values: Vec<String>,
+}
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SelectorError(pub String);
+impl Requirement {
+    fn matches(&self, labels: &Labels) -> bool {
+        let value = labels.get(&self.key);
+        match self.op {
+            Op::Equals | Op::In => value.is_some_and(|v| self.values.contains(v)),
+            Op::NotEquals | Op::NotIn => !value.is_some_and(|v| self.values.contains(v)),
+            Op::Exists => value.is_some(),
+            Op::DoesNotExist => value.is_none(),
+            Op::GreaterThan | Op::LessThan => {
+                let (Some(v), Some(bound)) = (value, self.values.first()) else {
+                    return false;
+                };
+                let (Ok(v), Ok(bound)) = (v.parse::<i64>(), bound.parse::<i64>()) else {
+                    return false;
+                };
+                if self.op == Op::GreaterThan {
+                    v > bound
+                } else {
+                    v < bound
+                }
+            }
+        }
+    }
+}
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A parsed label selector; the empty selector matches everything.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LabelSelector {
+    reqs: Vec<Requirement>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
 enum Token {
     Ident(String),
     Comma,
     Open,
     Close,
-    Bang,
     Eq,
     DoubleEq,
     NotEq,
+    Not,
+    Gt,
+    Lt,
 }
 
-fn tokenize(s: &str) -> Result<Vec<Token>, SelectorError> {
+impl Token {
+    fn describe(&self) -> String {
+        match self {
+            Token::Ident(s) => s.clone(),
+            Token::Comma => ",".into(),
+            Token::Open => "(".into(),
+            Token::Close => ")".into(),
+            Token::Eq => "=".into(),
+            Token::DoubleEq => "==".into(),
+            Token::NotEq => "!=".into(),
+            Token::Not => "!".into(),
+            Token::Gt => ">".into(),
+            Token::Lt => "<".into(),
+        }
+    }
+}
+
+fn is_special(c: char) -> bool {
+    matches!(c, ',' | '(' | ')' | '=' | '!' | '<' | '>') || c.is_whitespace()
+}
+
+fn lex(input: &str) -> Vec<Token> {
     let mut out = Vec::new();
-    let chars: Vec<char> = s.chars().collect();
+    let chars: Vec<char> = input.chars().collect();
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
-        match c {
-            ' ' | '\t' => i += 1,
-            ',' => {
-                out.push(Token::Comma);
-                i += 1;
-            }
-            '(' => {
-                out.push(Token::Open);
-                i += 1;
-            }
-            ')' => {
-                out.push(Token::Close);
-                i += 1;
-            }
-            '!' if chars.get(i + 1) == Some(&'=') => {
-                out.push(Token::NotEq);
-                i += 2;
-            }
-            '!' => {
-                out.push(Token::Bang);
-                i += 1;
-            }
-            '=' if chars.get(i + 1) == Some(&'=') => {
-                out.push(Token::DoubleEq);
-                i += 2;
-            }
-            '=' => {
-                out.push(Token::Eq);
-                i += 1;
-            }
-            c if is_ident_char(c) => {
-                let start = i;
-                while i < chars.len() && is_ident_char(chars[i]) {
-                    i += 1;
-                }
-                out.push(Token::Ident(chars[start..i].iter().collect()));
-            }
-            other => return Err(SelectorError(format!("unexpected character {other:?}"))),
+        if c.is_whitespace() {
+            i += 1;
+            continue;
         }
+        let next = chars.get(i + 1).copied();
+        let (tok, len) = match (c, next) {
+            (',', _) => (Token::Comma, 1),
+            ('(', _) => (Token::Open, 1),
+            (')', _) => (Token::Close, 1),
+            ('=', Some('=')) => (Token::DoubleEq, 2),
+            ('=', _) => (Token::Eq, 1),
+            ('!', Some('=')) => (Token::NotEq, 2),
+            ('!', _) => (Token::Not, 1),
+            ('>', _) => (Token::Gt, 1),
+            ('<', _) => (Token::Lt, 1),
+            _ => {
+                let start = i;
+                let mut j = i;
+                while j < chars.len() && !is_special(chars[j]) {
+                    j += 1;
+                }
+                (Token::Ident(chars[start..j].iter().collect()), j - start)
+            }
+        };
+        out.push(tok);
+        i += len;
     }
-    Ok(out)
+    out
 }
 
-fn is_ident_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/')
+struct Parser {
+    toks: Vec<Token>,
+    pos: usize,
 }
 
-fn valid_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && s.ends_with(|c: char| c.is_ascii_alphanumeric())
+impl Parser {
+    fn peek(&self) -> Option<&Token> {
+        self.toks.get(self.pos)
+    }
+
+    fn next(&mut self) -> Option<Token> {
+        let t = self.toks.get(self.pos).cloned();
+        self.pos += 1;
+        t
+    }
+
+    fn requirement(&mut self) -> Result<Requirement, String> {
+        let negated = if self.peek() == Some(&Token::Not) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        };
+        let key = match self.next() {
+            Some(Token::Ident(k)) => k,
+            Some(t) => return Err(format!("found '{}', expected: identifier", t.describe())),
+            None => return Err("found '', expected: identifier".into()),
+        };
+        validate_key(&key)?;
+        if negated {
+            return match self.peek() {
+                None | Some(Token::Comma) => Ok(Requirement {
+                    key,
+                    op: Op::DoesNotExist,
+                    values: vec![],
+                }),
+                Some(t) => Err(format!(
+                    "found '{}', expected: ',' or 'end of string'",
+                    t.describe()
+                )),
+            };
+        }
+        let op = match self.peek() {
+            None | Some(Token::Comma) => {
+                return Ok(Requirement {
+                    key,
+                    op: Op::Exists,
+                    values: vec![],
+                });
+            }
+            Some(Token::Eq) | Some(Token::DoubleEq) => Op::Equals,
+            Some(Token::NotEq) => Op::NotEquals,
+            Some(Token::Gt) => Op::GreaterThan,
+            Some(Token::Lt) => Op::LessThan,
+            Some(Token::Ident(w)) if w == "in" => Op::In,
+            Some(Token::Ident(w)) if w == "notin" => Op::NotIn,
+            Some(t) => {
+                return Err(format!(
+                    "found '{}', expected: in, notin, =, ==, !=, gt, lt",
+                    t.describe()
+                ));
+            }
+        };
+        self.pos += 1;
+        let values = match op {
+            Op::In | Op::NotIn => self.value_set()?,
+            _ => match self.peek() {
+                Some(Token::Ident(v)) => {
+                    let v = v.clone();
+                    self.pos += 1;
+                    vec![v]
+                }
+                None | Some(Token::Comma) => vec![String::new()],
+                Some(t) => return Err(format!("found '{}', expected: identifier", t.describe())),
+            },
+        };
+        for v in &values {
+            validate_value(v)?;
+        }
+        if matches!(op, Op::GreaterThan | Op::LessThan)
+            && values.first().is_none_or(|v| v.parse::<i64>().is_err())
+        {
+            return Err(format!(
+                "for 'Gt', 'Lt' operators, the value must be an integer: {}",
+                values.first().cloned().unwrap_or_default()
+            ));
+        }
+        Ok(Requirement { key, op, values })
+    }
+
+    fn value_set(&mut self) -> Result<Vec<String>, String> {
+        match self.next() {
+            Some(Token::Open) => {}
+            Some(t) => return Err(format!("found '{}', expected: '('", t.describe())),
+            None => return Err("found '', expected: '('".into()),
+        }
+        let mut values = Vec::new();
+        let mut expect_value = true;
+        // Bounded by the number of tokens.
+        while let Some(t) = self.next() {
+            match (t, expect_value) {
+                (Token::Ident(v), true) => {
+                    values.push(v);
+                    expect_value = false;
+                }
+                (Token::Comma, false) => expect_value = true,
+                (Token::Comma, true) => values.push(String::new()),
+                (Token::Close, _) => {
+                    if values.is_empty() {
+                        return Err("for 'in', 'notin' operators, values set can't be empty".into());
+                    }
+                    return Ok(values);
+                }
+                (t, _) => {
+                    return Err(format!(
+                        "found '{}', expected: ',', ')' or identifier",
+                        t.describe()
+                    ));
+                }
+            }
+        }
+        Err("found '', expected: ')'".into())
+    }
 }
 
-fn check_key(key: &str) -> Result<(), SelectorError> {
-    let (prefix, name) = match key.rsplit_once('/') {
+/// A label key: an optional DNS-subdomain prefix and `/`, then a name of at
+/// most 63 characters (`[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`).
+pub fn validate_key(key: &str) -> Result<(), String> {
+    let (prefix, name) = match key.split_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
     };
@@ -108,166 +268,241 @@ fn check_key(key: &str) -> Result<(), SelectorError> {
             || p.len() > 253
             || !p.split('.').all(|l| {
                 !l.is_empty()
-                    && l.chars()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                    && l.len() <= 63
+                    && l.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
             }))
     {
-        return Err(SelectorError(format!("invalid label key prefix {p:?}")));
+        return Err(format!(
+            "invalid label key \"{key}\": prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+        ));
     }
-    if !valid_name(name) {
-        return Err(SelectorError(format!("invalid label key {key:?}")));
+    if !is_label_name(name) {
+        return Err(format!(
+            "invalid label key \"{key}\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+        ));
     }
     Ok(())
 }
 
-fn check_value(v: &str) -> Result<(), SelectorError> {
-    if v.is_empty() || valid_name(v) {
+fn is_label_name(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 63 && is_label_value(s)
+}
+
+/// A label value: empty, or like a label name.
+pub fn is_label_value(s: &str) -> bool {
+    if s.is_empty() {
+        return true;
+    }
+    let b = s.as_bytes();
+    s.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+fn validate_value(v: &str) -> Result<(), String> {
+    if is_label_value(v) {
         Ok(())
     } else {
-        Err(SelectorError(format!("invalid label value {v:?}")))
+        Err(format!(
+            "invalid label value: \"{v}\": at key: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+        ))
     }
 }
 
-impl Selector {
-    pub fn parse(s: &str) -> Result<Selector, SelectorError> {
-        let tokens = tokenize(s)?;
-        let mut reqs = Vec::new();
-        let mut i = 0;
-        let expect_ident = |i: usize, what: &str| -> Result<String, SelectorError> {
-            match tokens.get(i) {
-                Some(Token::Ident(s)) => Ok(s.clone()),
-                _ => Err(SelectorError(format!("expected {what}"))),
-            }
-        };
-        if tokens.is_empty() {
-            return Ok(Selector::default());
+impl LabelSelector {
+    /// Parses the `labelSelector` query parameter. The error text is the
+    /// message of the 400 BadRequest the server answers.
+    pub fn parse(input: &str) -> Result<Self, String> {
+        let toks = lex(input);
+        if toks.is_empty() {
+            return Ok(LabelSelector::default());
         }
+        let mut p = Parser { toks, pos: 0 };
+        let mut reqs = Vec::new();
         loop {
-            let req = if tokens.get(i) == Some(&Token::Bang) {
-                let key = expect_ident(i + 1, "a label key after '!'")?;
-                check_key(&key)?;
-                i += 2;
-                Requirement::DoesNotExist(key)
-            } else {
-                let key = expect_ident(i, "a label key")?;
-                check_key(&key)?;
-                i += 1;
-                match tokens.get(i) {
-                    None | Some(Token::Comma) => Requirement::Exists(key),
-                    Some(Token::Eq) | Some(Token::DoubleEq) | Some(Token::NotEq) => {
-                        let neg = tokens[i] == Token::NotEq;
-                        i += 1;
-                        let value = match tokens.get(i) {
-                            Some(Token::Ident(v)) => {
-                                i += 1;
-                                v.clone()
-                            }
-                            None | Some(Token::Comma) => String::new(),
-                            _ => {
-                                return Err(SelectorError(format!("expected a value for {key:?}")));
-                            }
-                        };
-                        check_value(&value)?;
-                        if neg {
-                            Requirement::NotEquals(key, value)
-                        } else {
-                            Requirement::Equals(key, value)
-                        }
-                    }
-                    Some(Token::Ident(op)) if op == "in" || op == "notin" => {
-                        let notin = op == "notin";
-                        i += 1;
-                        if tokens.get(i) != Some(&Token::Open) {
-                            return Err(SelectorError(format!("expected '(' after {op}")));
-                        }
-                        i += 1;
-                        let mut values = Vec::new();
-                        loop {
-                            match tokens.get(i) {
-                                Some(Token::Ident(v)) => {
-                                    check_value(v)?;
-                                    values.push(v.clone());
-                                    i += 1;
-                                }
-                                Some(Token::Close) if values.is_empty() => {}
-                                _ => {
-                                    return Err(SelectorError(
-                                        "expected a value in the set".into(),
-                                    ));
-                                }
-                            }
-                            match tokens.get(i) {
-                                Some(Token::Comma) => i += 1,
-                                Some(Token::Close) => {
-                                    i += 1;
-                                    break;
-                                }
-                                _ => {
-                                    return Err(SelectorError(
-                                        "expected ',' or ')' in the set".into(),
-                                    ));
-                                }
-                            }
-                        }
-                        if values.is_empty() {
-                            return Err(SelectorError(format!("empty set for {key:?}")));
-                        }
-                        if notin {
-                            Requirement::NotIn(key, values)
-                        } else {
-                            Requirement::In(key, values)
-                        }
-                    }
-                    _ => return Err(SelectorError(format!("unexpected token after {key:?}"))),
-                }
-            };
-            reqs.push(req);
-            match tokens.get(i) {
+            let r = p
+                .requirement()
+                .map_err(|e| format!("unable to parse requirement: {e}"))?;
+            reqs.push(r);
+            match p.next() {
                 None => break,
                 Some(Token::Comma) => {
-                    i += 1;
-                    if i >= tokens.len() {
-                        return Err(SelectorError("trailing ','".into()));
+                    if p.peek().is_none() {
+                        return Err(
+                            "unable to parse requirement: found '', expected: identifier".into(),
+                        );
                     }
                 }
-                _ => return Err(SelectorError("expected ',' between requirements".into())),
+                Some(t) => {
+                    return Err(format!(
+                        "found '{}', expected: ',' or 'end of string'",
+                        t.describe()
+                    ));
+                }
             }
         }
-        Ok(Selector(reqs))
-    }
-
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.0.iter().all(|r| match r {
-            Requirement::Equals(k, v) => labels.get(k) == Some(v),
-            Requirement::NotEquals(k, v) => labels.get(k) != Some(v),
-            Requirement::In(k, vs) => labels.get(k).is_some_and(|l| vs.contains(l)),
-            Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|l| !vs.contains(l)),
-            Requirement::Exists(k) => labels.contains_key(k),
-            Requirement::DoesNotExist(k) => !labels.contains_key(k),
-        })
+        Ok(LabelSelector { reqs })
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.reqs.is_empty()
+    }
+
+    pub fn matches(&self, labels: &Labels) -> bool {
+        self.reqs.iter().all(|r| r.matches(labels))
     }
 }
 
-impl fmt::Display for Selector {
-    /// The canonical form, as the API server prints it.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl std::fmt::Display for LabelSelector {
+    /// The canonical form: requirements in the order given, no spaces but
+    /// the ones `in`/`notin` need, `==` written `=`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let parts: Vec<String> = self
-            .0
+            .reqs
             .iter()
-            .map(|r| match r {
-                Requirement::Equals(k, v) => format!("{k}={v}"),
-                Requirement::NotEquals(k, v) => format!("{k}!={v}"),
-                Requirement::In(k, vs) => format!("{k} in ({})", vs.join(",")),
-                Requirement::NotIn(k, vs) => format!("{k} notin ({})", vs.join(",")),
-                Requirement::Exists(k) => k.clone(),
-                Requirement::DoesNotExist(k) => format!("!{k}"),
+            .map(|r| {
+                let k = &r.key;
+                let v = r.values.join(",");
+                match r.op {
+                    Op::Equals => format!("{k}={v}"),
+                    Op::NotEquals => format!("{k}!={v}"),
+                    Op::In => format!("{k} in ({v})"),
+                    Op::NotIn => format!("{k} notin ({v})"),
+                    Op::Exists => k.clone(),
+                    Op::DoesNotExist => format!("!{k}"),
+                    Op::GreaterThan => format!("{k}>{v}"),
+                    Op::LessThan => format!("{k}<{v}"),
+                }
             })
             .collect();
         f.write_str(&parts.join(","))
+    }
+}
+
+/// A field selector (`metadata.name=x,metadata.namespace!=y`). Only fields
+/// the server supports for the resource are allowed; values may escape `\,`,
+/// `\=` and `\\`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FieldSelector {
+    reqs: Vec<(String, bool, String)>,
+}
+
+impl FieldSelector {
+    pub fn parse(input: &str, supported: &dyn Fn(&str) -> bool) -> Result<Self, String> {
+        let mut reqs = Vec::new();
+        for term in split_unescaped(input, ',') {
+            if term.trim().is_empty() {
+                continue;
+            }
+            let (field, positive, value) = if let Some(i) = find_unescaped(&term, "!=") {
+                (&term[..i], false, &term[i + 2..])
+            } else if let Some(i) = find_unescaped(&term, "==") {
+                (&term[..i], true, &term[i + 2..])
+            } else if let Some(i) = find_unescaped(&term, "=") {
+                (&term[..i], true, &term[i + 1..])
+            } else {
+                return Err(format!(
+                    "invalid selector: '{input}'; can't understand '{term}'"
+                ));
+            };
+            let field = field.trim();
+            if !supported(field) {
+                return Err(format!("field label not supported: {field}"));
+            }
+            reqs.push((field.to_string(), positive, unescape(value)));
+        }
+        Ok(FieldSelector { reqs })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.reqs.is_empty()
+    }
+
+    /// Matches against a lookup of field values (missing fields read as "").
+    pub fn matches(&self, lookup: &dyn Fn(&str) -> String) -> bool {
+        self.reqs
+            .iter()
+            .all(|(f, positive, v)| (lookup(f) == *v) == *positive)
+    }
+}
+
+fn split_unescaped(s: &str, sep: char) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut escaped = false;
+    for c in s.chars() {
+        if escaped {
+            cur.push('\\');
+            cur.push(c);
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == sep {
+            out.push(std::mem::take(&mut cur));
+        } else {
+            cur.push(c);
+        }
+    }
+    if escaped {
+        cur.push('\\');
+    }
+    out.push(cur);
+    out
+}
+
+fn find_unescaped(s: &str, pat: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' {
+            i += 2;
+            continue;
+        }
+        if s[i..].starts_with(pat) {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut escaped = false;
+    for c in s.chars() {
+        if escaped {
+            out.push(c);
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod display_tests {
+    use super::*;
+
+    #[test]
+    fn canonical_form_round_trips() {
+        let s = LabelSelector::parse(
+            "app=web, tier != cache,env in (a, b),!legacy,app.kubernetes.io/name,x==y,n>3",
+        )
+        .unwrap();
+        let canonical = s.to_string();
+        assert_eq!(
+            canonical,
+            "app=web,tier!=cache,env in (a,b),!legacy,app.kubernetes.io/name,x=y,n>3"
+        );
+        assert_eq!(LabelSelector::parse(&canonical).unwrap(), s);
     }
 }
 
@@ -275,48 +510,112 @@ impl fmt::Display for Selector {
 mod tests {
     use super::*;
 
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    fn labels(pairs: &[(&str, &str)]) -> Labels {
         pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
     }
 
-    #[test]
-    fn parses_the_full_grammar() {
-        let s = Selector::parse(
-            "app=web, tier != cache,env in (a, b),!legacy,app.kubernetes.io/name,x==y",
-        )
-        .unwrap();
-        assert_eq!(s.0.len(), 6);
-        assert_eq!(
-            s.to_string(),
-            "app=web,tier!=cache,env in (a,b),!legacy,app.kubernetes.io/name,x=y"
-        );
-        let l = labels(&[
-            ("app", "web"),
-            ("env", "a"),
-            ("app.kubernetes.io/name", "n"),
-            ("x", "y"),
-        ]);
-        assert!(s.matches(&l));
-        assert!(!s.matches(&labels(&[("app", "web")])));
-        assert!(Selector::parse("").unwrap().is_empty());
-        assert!(
-            Selector::parse("a notin (b)")
-                .unwrap()
-                .matches(&labels(&[]))
-        );
-        assert!(!Selector::parse("a=").unwrap().matches(&labels(&[])));
+    fn m(sel: &str, l: &[(&str, &str)]) -> bool {
+        LabelSelector::parse(sel).unwrap().matches(&labels(l))
     }
 
     #[test]
-    fn rejects_bad_selectors() {
+    fn equality_forms() {
+        assert!(m("app=web", &[("app", "web")]));
+        assert!(m("app==web", &[("app", "web")]));
+        assert!(!m("app=web", &[("app", "db")]));
+        assert!(!m("app=web", &[]));
+        assert!(m("app!=web", &[("app", "db")]));
+        assert!(m("app!=web", &[]), "!= matches objects without the label");
+        assert!(!m("app!=web", &[("app", "web")]));
+        assert!(m("app=", &[("app", "")]));
+    }
+
+    #[test]
+    fn set_forms() {
+        assert!(m("env in (prod, staging)", &[("env", "staging")]));
+        assert!(!m("env in (prod,staging)", &[("env", "dev")]));
+        assert!(!m("env in (prod)", &[]));
+        assert!(m("env notin (prod)", &[("env", "dev")]));
+        assert!(m("env notin (prod)", &[]));
+        assert!(!m("env notin (prod,dev)", &[("env", "dev")]));
+    }
+
+    #[test]
+    fn existence_and_and() {
+        assert!(m("app", &[("app", "x")]));
+        assert!(!m("app", &[]));
+        assert!(m("!app", &[]));
+        assert!(!m("!app", &[("app", "")]));
+        assert!(m(
+            "app=web,tier in (fe),!legacy",
+            &[("app", "web"), ("tier", "fe")]
+        ));
+        assert!(!m(
+            "app=web,tier in (fe),!legacy",
+            &[("app", "web"), ("tier", "fe"), ("legacy", "1")]
+        ));
+        assert!(m("", &[]));
+        assert!(m(
+            "app.kubernetes.io/name=shop",
+            &[("app.kubernetes.io/name", "shop")]
+        ));
+    }
+
+    #[test]
+    fn numeric_comparisons() {
+        assert!(m("replicas>2", &[("replicas", "3")]));
+        assert!(!m("replicas>2", &[("replicas", "2")]));
+        assert!(m("replicas<2", &[("replicas", "1")]));
+        assert!(LabelSelector::parse("replicas>x").is_err());
+    }
+
+    #[test]
+    fn syntax_errors() {
         for bad in [
-            "=x", "a in b", "a in ()", "a in (b", "a,", "a b", "a=b=c", "a=(b)", "a=-b", "!",
-            "Bad/x=y", "a=b;c",
+            "=web",
+            "app in prod",
+            "app in (prod",
+            "app in ()",
+            "app=web,",
+            "app web",
+            "!app=web",
+            "a b c",
+            "app=we b",
+            "-bad=1",
+            "app=-x",
+            "(",
         ] {
-            assert!(Selector::parse(bad).is_err(), "{bad}");
+            assert!(
+                LabelSelector::parse(bad).is_err(),
+                "{bad:?} should not parse"
+            );
         }
+        let e = LabelSelector::parse("app in prod").unwrap_err();
+        assert!(e.starts_with("unable to parse requirement"), "{e}");
+    }
+
+    #[test]
+    fn field_selectors() {
+        let supported = |f: &str| f == "metadata.name" || f == "metadata.namespace";
+        let s = FieldSelector::parse(
+            "metadata.name=x,metadata.namespace!=kube-system",
+            &supported,
+        )
+        .unwrap();
+        let lookup = |f: &str| match f {
+            "metadata.name" => "x".to_string(),
+            "metadata.namespace" => "shop".to_string(),
+            _ => String::new(),
+        };
+        assert!(s.matches(&lookup));
+        let s = FieldSelector::parse("metadata.name==y", &supported).unwrap();
+        assert!(!s.matches(&lookup));
+        assert!(FieldSelector::parse("spec.foo=1", &supported).is_err());
+        assert!(FieldSelector::parse("metadata.name", &supported).is_err());
+        let s = FieldSelector::parse(r"metadata.name=a\,b", &supported).unwrap();
+        assert!(s.matches(&|_| "a,b".to_string()));
     }
 }

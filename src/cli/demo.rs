@@ -6,7 +6,6 @@ use crate::journal::Journal;
 use crate::recorder::display::Mode;
 use crate::render::Format;
 use clap::Args;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 /// Run the built-in demo: a simulated cluster, a scripted incident, recorded and explained
@@ -42,13 +41,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
             dir.display()
         )));
     }
-    let mode = if global.quiet {
-        Mode::Quiet
-    } else if std::io::stderr().is_terminal() {
-        Mode::Live
-    } else {
-        Mode::Plain
-    };
+    let mode = Mode::for_stderr(global.quiet);
     let paint = global.paint();
     let say = |line: &str| {
         let _ = super::out(&format!("{} {line}\n", paint.dim("==>")));

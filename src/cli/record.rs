@@ -8,7 +8,6 @@ use crate::recorder::display::Mode;
 use crate::recorder::stream::StreamOptions;
 use crate::recorder::{self, PlanArgs, PlanError, RecordOptions};
 use clap::Args;
-use std::io::IsTerminal;
 use std::time::Duration;
 
 /// List and watch resources, journaling every change until stopped
@@ -58,7 +57,7 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
     };
     let selector = match &args.selector {
         Some(s) => Some(
-            crate::selector::Selector::parse(s)
+            crate::selector::LabelSelector::parse(s)
                 .map_err(|e| CliError::usage(format!("invalid label selector {s:?}: {e}")))?
                 .to_string(),
         ),
@@ -118,13 +117,7 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
         .hint("name the resources to record, e.g. `kubectl krply record pods`"));
     }
 
-    let mode = if global.quiet {
-        Mode::Quiet
-    } else if std::io::stderr().is_terminal() {
-        Mode::Live
-    } else {
-        Mode::Plain
-    };
+    let mode = Mode::for_stderr(global.quiet);
     if mode != Mode::Quiet {
         eprintln!(
             "recording {} stream(s) of {} ({}) into {}{}",

@@ -74,20 +74,8 @@ fn read(path: &Path) -> Result<Kubeconfig, ClusterError> {
     })
 }
 
-/// What is wrong, on one line: parser errors come with a multi-line snippet of
-/// the file, which the error line does not need.
 fn describe(e: &kube::config::KubeconfigError) -> String {
-    let first_line = |s: String| s.lines().next().unwrap_or_default().trim().to_string();
-    let mut text = first_line(e.to_string());
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        let more = first_line(s.to_string());
-        if !text.contains(&more) {
-            text = format!("{text}: {more}");
-        }
-        source = s.source();
-    }
-    text
+    super::describe_chain(e)
 }
 
 #[cfg(test)]

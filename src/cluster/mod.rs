@@ -339,12 +339,14 @@ pub async fn connect(
     })
 }
 
-/// An error's message with its sources, each once.
+/// An error's message with its sources, each once, on one line (parsers add
+/// multi-line snippets of their input, which an error line does not need).
 pub fn describe_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
+    let first_line = |s: String| s.lines().next().unwrap_or_default().trim().to_string();
+    let mut text = first_line(e.to_string());
     let mut source = e.source();
     while let Some(s) = source {
-        let more = s.to_string();
+        let more = first_line(s.to_string());
         if !text.contains(&more) {
             text = format!("{text}: {more}");
         }

@@ -2,7 +2,7 @@
 //! (state, events, last resourceVersion, gaps) under a feed of the changes being
 //! recorded. Elsewhere: plain lines on stderr, one per notable thing.
 
-use super::stream::{Notice, Phase, StreamStatus};
+use super::stream::{Notice, StreamStatus};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::Write;
 use std::time::Duration;
@@ -16,6 +16,20 @@ pub enum Mode {
     Plain,
     /// Warnings only.
     Quiet,
+}
+
+impl Mode {
+    /// Live on a terminal, plain lines elsewhere, warnings only with `--quiet`.
+    pub fn for_stderr(quiet: bool) -> Mode {
+        use std::io::IsTerminal;
+        if quiet {
+            Mode::Quiet
+        } else if std::io::stderr().is_terminal() {
+            Mode::Live
+        } else {
+            Mode::Plain
+        }
+    }
 }
 
 /// One recorded change for the feed.
@@ -56,6 +70,21 @@ impl FeedItem {
             format!("{:<8} {who}: {paths}", self.event)
         }
     }
+}
+
+/// `watching               events      12  rv 4711         gaps 0`
+fn progress_line(s: &StreamStatus) -> String {
+    format!(
+        "{:<22} events {:>7}  rv {:<12} gaps {}",
+        s.phase.label(),
+        s.events,
+        if s.last_rv.is_empty() {
+            "-"
+        } else {
+            &s.last_rv
+        },
+        s.gaps
+    )
 }
 
 pub struct Display {
@@ -149,21 +178,7 @@ impl Display {
     pub fn finish(&self, statuses: &[StreamStatus]) {
         self.refresh(statuses);
         for (bar, s) in self.bars.iter().zip(statuses) {
-            let phase = if s.phase == Phase::Stopped {
-                "stopped".to_string()
-            } else {
-                s.phase.label()
-            };
-            bar.finish_with_message(format!(
-                "{phase:<22} events {:>7}  rv {:<12} gaps {}",
-                s.events,
-                if s.last_rv.is_empty() {
-                    "-"
-                } else {
-                    &s.last_rv
-                },
-                s.gaps
-            ));
+            bar.finish_with_message(progress_line(s));
         }
         if let Some(m) = &self.multi {
             let _ = m.clear();

@@ -35,7 +35,6 @@ mod resource;
 mod respond;
 mod scale;
 mod seed;
-mod selector;
 mod server;
 mod shared;
 mod store;

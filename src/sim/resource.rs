@@ -18,12 +18,12 @@ use super::patch;
 use super::query::{Query, ResourcePath};
 use super::respond;
 use super::scale;
-use super::selector::{FieldSelector, LabelSelector};
 use super::shared::{Shared, USER, lock};
 use super::store::Store;
 use super::table::{self, IncludeObject};
 use super::watch::{self, Filter, Start, WatchOpts};
 use super::write::{Deleted, Preconditions, Sub, WriteCtx};
+use crate::selector::{FieldSelector, LabelSelector};
 
 /// How long a list waits for a resourceVersion newer than the store's.
 const TOO_LARGE_WAIT: Duration = Duration::from_secs(3);

@@ -17,10 +17,10 @@ use tokio::sync::{mpsc, watch};
 use super::catalog::ResourceDef;
 use super::error::{self, ApiStatus};
 use super::negotiate::Output;
-use super::selector::{FieldSelector, LabelSelector};
 use super::shared::{Shared, WatchCtl, lock};
 use super::store::{EventType, HistEvent, ResChannel, Version};
 use super::table::{self, IncludeObject};
+use crate::selector::{FieldSelector, LabelSelector};
 
 /// Events read per lock acquisition.
 const BATCH: usize = 256;
