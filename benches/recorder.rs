@@ -137,17 +137,33 @@ fn throughput(objects: usize, n: usize) {
         let start = Instant::now();
         let mut seen = 0;
         let mut bytes = 0usize;
+        let mut sample = Vec::new();
         while seen < n {
             let line = body.next_line().await.unwrap().expect("stream open");
             bytes += line.len();
             if let Ok(WireEvent::Object { .. }) = decode_line(&line) {
                 seen += 1;
+                if sample.len() < 5_000 {
+                    sample.push(line);
+                }
             }
         }
         let elapsed = start.elapsed();
         let produced = producer.join().unwrap();
-        (elapsed, produced, bytes)
+        (elapsed, produced, bytes, sample)
     });
+    // The CPU floor of any recorder: decoding the lines, on one core.
+    let sample = &bare.3;
+    let start = Instant::now();
+    let mut decoded = 0;
+    for _ in 0..4 {
+        for line in sample {
+            if let Ok(WireEvent::Object { .. }) = decode_line(line) {
+                decoded += 1;
+            }
+        }
+    }
+    let floor = start.elapsed().as_secs_f64() * 1e6 / decoded as f64;
     let bare_rate = n as f64 / bare.0.as_secs_f64();
     println!(
         "bare client:  {n} events in {:.2}s = {:>8.0} events/s (producer alone took {:.2}s; {:.1} MB of watch lines)",
@@ -162,13 +178,43 @@ fn throughput(objects: usize, n: usize) {
     let mut rec = spawn_recorder(&kubeconfig, &store, &["deployments"]);
     wait_listed(&store);
     let base_rv: u64 = sim.current_rv().parse().unwrap();
+    // KRPLY_BENCH_PERF=FILE records a CPU profile of the recorder (perf record -g).
+    let mut perf = std::env::var_os("KRPLY_BENCH_PERF").map(|out| {
+        Command::new("perf")
+            .args([
+                "record",
+                "-g",
+                "-F",
+                "999",
+                "-p",
+                &rec.id().to_string(),
+                "-o",
+            ])
+            .arg(out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("perf runs")
+    });
+    let cpu_before = cpu_ms(rec.id());
     let producer = churn(&sim, objects, n);
     let start = Instant::now();
     wait_events(&store, n as u64);
     let elapsed = start.elapsed();
+    let cpu = cpu_ms(rec.id()) - cpu_before;
     let produced = producer.join().unwrap();
     let rss = peak_rss_kib(rec.id());
+    if let Some(p) = perf.as_mut() {
+        let _ = Command::new("kill")
+            .args(["-INT", &p.id().to_string()])
+            .status();
+        let _ = p.wait();
+    }
     stop(&mut rec);
+    let per_event = cpu as f64 * 1000.0 / n as f64;
+    println!(
+        "recorder CPU: {per_event:.1} µs per event ({cpu} ms user+system for {n} events); decoding alone costs {floor:.1} µs per event"
+    );
     let rec_rate = n as f64 / elapsed.as_secs_f64();
     println!(
         "recorder:     {n} events in {:.2}s = {:>8.0} events/s durable (producer took {:.2}s; peak RSS {} MiB)",
@@ -296,6 +342,22 @@ fn peak_rss_kib(pid: u32) -> u64 {
                 .and_then(|v| v.parse().ok())
         })
         .unwrap_or(0)
+}
+
+/// User plus system CPU time of a process, in milliseconds.
+fn cpu_ms(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may contain spaces) start after ')'.
+    let rest = stat.rsplit(')').next().unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15 of /proc/pid/stat (11 and 12 here).
+    (ticks(11) + ticks(12)) * 10
 }
 
 fn file_size(store: &Path) -> u64 {

@@ -107,9 +107,15 @@ fn clap_error(e: clap::Error) -> ExitCode {
 }
 
 fn run(cli: Cli) -> CliResult {
+    // The recorder's async side (network, decoding) needs one thread; the
+    // journal writer has its own. The demo also runs the simulator in-process.
+    let workers = match cli.command {
+        Command::Record(_) => 1,
+        _ => 2,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .worker_threads(2)
+        .worker_threads(workers)
         .build()
         .map_err(|e| CliError::runtime(format!("cannot start the async runtime: {e}")))?;
     let global = cli.global;

@@ -279,6 +279,7 @@ pub async fn open_watch(
     Ok(WatchBody {
         body: res.into_body(),
         buf: BytesMut::new(),
+        scanned: 0,
         done: false,
     })
 }
@@ -287,25 +288,41 @@ pub async fn open_watch(
 pub struct WatchBody {
     body: kube::client::Body,
     buf: BytesMut,
+    /// How much of `buf` is known to hold no newline.
+    scanned: usize,
     done: bool,
 }
 
 impl WatchBody {
+    /// The next complete line already received, without waiting for more.
+    pub fn next_buffered(&mut self) -> Option<Bytes> {
+        loop {
+            // Bytes before `scanned` are known to hold no newline.
+            let pos = self.scanned
+                + memchr::memchr(b'\n', &self.buf[self.scanned..]).or_else(|| {
+                    self.scanned = self.buf.len();
+                    None
+                })?;
+            self.scanned = 0;
+            let line = self.buf.split_to(pos + 1).freeze();
+            let trimmed = trim(&line);
+            if !trimmed.is_empty() {
+                return Some(line.slice_ref(trimmed));
+            }
+        }
+    }
+
     /// The next non-empty line; `Ok(None)` when the server ended the stream.
     /// A connection that breaks mid-stream is an error, so the caller resumes.
     pub async fn next_line(&mut self) -> Result<Option<Bytes>, ApiError> {
         loop {
-            if let Some(pos) = self.buf.iter().position(|b| *b == b'\n') {
-                let line = self.buf.split_to(pos + 1).freeze();
-                let trimmed = trim(&line);
-                if trimmed.is_empty() {
-                    continue;
-                }
-                return Ok(Some(line.slice_ref(trimmed)));
+            if let Some(line) = self.next_buffered() {
+                return Ok(Some(line));
             }
             if self.done {
                 if self.buf.has_remaining() {
                     let rest = self.buf.split().freeze();
+                    self.scanned = 0;
                     if !trim(&rest).is_empty() {
                         return Err(ApiError::Decode(
                             "the watch stream ended in the middle of an event".into(),

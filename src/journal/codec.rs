@@ -9,20 +9,12 @@
 use std::fmt;
 use zstd::zstd_safe;
 
-/// zstd level for bodies: level 3 is zstd's default trade-off and fast enough to
-/// keep up with a watch stream.
+/// zstd level for keyframes: zstd's default trade-off.
 const LEVEL: i32 = 3;
-
-/// A 128-bit digest of the exact body bytes (the first half of SHA-256): equal
-/// digests mean an unchanged body that is not stored twice.
-pub type Digest = [u8; 16];
-
-pub fn digest(raw: &[u8]) -> Digest {
-    let full = ring::digest::digest(&ring::digest::SHA256, raw);
-    let mut out = [0u8; 16];
-    out.copy_from_slice(&full.as_ref()[..16]);
-    out
-}
+/// zstd level for deltas: a delta is mostly one long match against its
+/// keyframe, which the fastest level finds as well as any; what costs is
+/// indexing the keyframe, and level 1 indexes it with one small hash table.
+const DELTA_LEVEL: i32 = 1;
 
 /// A zstd failure while storing or reading a body.
 #[derive(Debug)]
@@ -71,7 +63,7 @@ impl Codec {
     pub fn delta(&mut self, raw: &[u8], base: &[u8]) -> Result<Vec<u8>, CodecError> {
         let mut out = Vec::with_capacity(zstd_safe::compress_bound(raw.len()));
         self.cctx
-            .compress_using_dict(&mut out, raw, base, LEVEL)
+            .compress_using_dict(&mut out, raw, base, DELTA_LEVEL)
             .map_err(zstd_err)?;
         Ok(out)
     }
@@ -196,11 +188,5 @@ mod tests {
         assert!(held <= 100, "{held}");
         assert!(cache.get(99).is_some());
         assert!(cache.get(0).is_none());
-    }
-
-    #[test]
-    fn digest_is_stable() {
-        assert_eq!(digest(b"x"), digest(b"x"));
-        assert_ne!(digest(b"x"), digest(b"y"));
     }
 }

@@ -83,7 +83,6 @@ CREATE TABLE dicts (
 
 CREATE TABLE bodies (
     id      INTEGER PRIMARY KEY,
-    digest  BLOB NOT NULL,
     base_id INTEGER REFERENCES bodies(id),
     dict_id INTEGER REFERENCES dicts(id),
     raw_len INTEGER NOT NULL,

@@ -7,7 +7,7 @@
 //! events. Every transaction ends with a checkpoint for each stream whose events
 //! it holds, so an event and the checkpoint it advances are durable together.
 
-use super::codec::{self, Codec, Digest, KeyframeCache};
+use super::codec::{Codec, KeyframeCache};
 use super::records::{BaselineInfo, CheckpointInfo, CheckpointReason, CoverageInfo, GapInfo};
 use super::schema::kind;
 use super::{Journal, JournalError, StreamId};
@@ -220,9 +220,11 @@ impl Writer {
 
 /// Per-object memory: enough to skip unchanged bodies and to find the keyframe
 /// the next version is compressed against.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct ObjState {
-    digest: Digest,
+    /// The resourceVersion of the last stored version: a body can only be
+    /// unchanged when this is unchanged (a relist of a quiet object).
+    resource_version: String,
     body: i64,
     keyframe: i64,
     keyframe_len: usize,
@@ -423,7 +425,7 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
                 s.totals.duplicates += 1;
                 return Ok(());
             }
-            let (body_id, previous) = store_body(tx, cx, object, &body)?;
+            let (body_id, previous) = store_body(tx, cx, object, &meta.resource_version, &body)?;
             if cx.feed.as_mut().is_some_and(|f| f.admit()) {
                 let before = match (watch_type, previous) {
                     (WatchType::Modified, Some(prev)) => Some(decode_body(tx, cx, prev)?),
@@ -483,7 +485,7 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
         } => {
             stream_state(tx, cx.streams, stream).map_err(err)?;
             let object = object_id(tx, cx.objects, stream, &meta).map_err(err)?;
-            let (body_id, _) = store_body(tx, cx, object, &body)?;
+            let (body_id, _) = store_body(tx, cx, object, &meta.resource_version, &body)?;
             let seq = take_seq(cx.next_seq);
             let s = cx
                 .streams
@@ -710,13 +712,15 @@ pub fn event_key(stream_key: &str, meta: &ObjectMeta, watch_type: WatchType) -> 
 }
 
 /// Stores `raw` as the next body of `object`, returning its body id and the id
-/// of the object's previous body. An unchanged body is not stored again; a
-/// changed one becomes a delta against the object's keyframe while that stays
-/// small, else a new keyframe.
+/// of the object's previous body. A body equal to the previous one (same
+/// resourceVersion, same bytes: a relist of an object that did not change) is
+/// not stored again; a changed one becomes a delta against the object's
+/// keyframe while that stays small, else a new keyframe.
 fn store_body(
     tx: &Transaction<'_>,
     cx: &mut Ctx<'_>,
     object: i64,
+    resource_version: &str,
     raw: &[u8],
 ) -> Result<(i64, Option<i64>), JournalError> {
     let path = cx.path.clone();
@@ -725,25 +729,27 @@ fn store_body(
         path: path.clone(),
         source,
     };
-    let digest = codec::digest(raw);
     let state = match cx.obj_state.get(&object) {
-        Some(s) => Some(*s),
+        Some(s) => Some(s.clone()),
         None => load_obj_state(tx, object).map_err(err)?,
     };
-    let previous = state.map(|s| s.body);
+    let previous = state.as_ref().map(|s| s.body);
     if let Some(s) = state {
-        if s.digest == digest {
+        // A new resourceVersion always means new bytes, so only a relist pays
+        // for a comparison.
+        if s.resource_version == resource_version && decode_body(tx, cx, s.body)? == raw {
+            let body = s.body;
             cx.obj_state.insert(object, s);
-            return Ok((s.body, previous));
+            return Ok((body, previous));
         }
         let base = keyframe_bytes(tx, cx, s.keyframe)?;
         let delta = cx.codec.delta(raw, &base).map_err(codec_err)?;
         if delta.len() * 3 <= s.keyframe_len {
-            let id = insert_body(tx, &digest, Some(s.keyframe), raw.len(), &delta).map_err(err)?;
+            let id = insert_body(tx, Some(s.keyframe), raw.len(), &delta).map_err(err)?;
             cx.obj_state.insert(
                 object,
                 ObjState {
-                    digest,
+                    resource_version: resource_version.to_string(),
                     body: id,
                     ..s
                 },
@@ -752,12 +758,12 @@ fn store_body(
         }
     }
     let frame = cx.codec.keyframe(raw).map_err(codec_err)?;
-    let id = insert_body(tx, &digest, None, raw.len(), &frame).map_err(err)?;
+    let id = insert_body(tx, None, raw.len(), &frame).map_err(err)?;
     cx.keyframes.insert(id, raw.into());
     cx.obj_state.insert(
         object,
         ObjState {
-            digest,
+            resource_version: resource_version.to_string(),
             body: id,
             keyframe: id,
             keyframe_len: frame.len(),
@@ -790,39 +796,32 @@ fn decode_body(tx: &Transaction<'_>, cx: &mut Ctx<'_>, id: i64) -> Result<Vec<u8
 
 fn insert_body(
     tx: &Transaction<'_>,
-    digest: &Digest,
     base: Option<i64>,
     raw_len: usize,
     data: &[u8],
 ) -> rusqlite::Result<i64> {
-    tx.prepare_cached(
-        "INSERT INTO bodies(digest, base_id, raw_len, data) VALUES (?1, ?2, ?3, ?4)",
-    )?
-    .execute(params![&digest[..], base, raw_len as i64, data])?;
+    tx.prepare_cached("INSERT INTO bodies(base_id, raw_len, data) VALUES (?1, ?2, ?3)")?
+        .execute(params![base, raw_len as i64, data])?;
     Ok(tx.last_insert_rowid())
 }
 
 fn load_obj_state(tx: &Transaction<'_>, object: i64) -> rusqlite::Result<Option<ObjState>> {
-    let row: Option<(i64, Vec<u8>, i64)> = tx
+    let row: Option<(i64, i64, Option<String>)> = tx
         .prepare_cached(
-            "SELECT b.id, b.digest, coalesce(b.base_id, b.id) FROM records r
+            "SELECT b.id, coalesce(b.base_id, b.id), r.resource_version FROM records r
              JOIN bodies b ON b.id = r.body_id
              WHERE r.object_id = ?1 ORDER BY r.seq DESC LIMIT 1",
         )?
         .query_row(params![object], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
-    let Some((body, digest_bytes, keyframe)) = row else {
+    let Some((body, keyframe, resource_version)) = row else {
         return Ok(None);
     };
     let keyframe_len: i64 = tx
         .prepare_cached("SELECT length(data) FROM bodies WHERE id = ?1")?
         .query_row(params![keyframe], |r| r.get(0))?;
-    let mut digest = [0u8; 16];
-    if digest_bytes.len() == 16 {
-        digest.copy_from_slice(&digest_bytes);
-    }
     Ok(Some(ObjState {
-        digest,
+        resource_version: resource_version.unwrap_or_default(),
         body,
         keyframe,
         keyframe_len: keyframe_len as usize,

@@ -547,24 +547,35 @@ impl Stream {
         heartbeat.tick().await;
         let mut wrote_since_tick = false;
         loop {
-            let line = tokio::select! {
-                line = body.next_line() => line,
-                _ = heartbeat.tick() => {
-                    if !wrote_since_tick {
-                        let at = Millis::now().as_ms();
-                        self.send(Op::Checkpoint {
-                            stream: self.id,
-                            at,
-                            rv: current_rv.clone(),
-                            reason: CheckpointReason::Heartbeat,
-                        })
-                        .await?;
-                        *durable = Some((at, current_rv.clone()));
+            // Lines already received are handled without a trip through select!
+            // (the fast path under load); the stop flag is still honoured.
+            let buffered = if self.stopped() {
+                return Ok(WatchEnd::Stop);
+            } else {
+                body.next_buffered()
+            };
+            let line = if let Some(line) = buffered {
+                Ok(Some(line))
+            } else {
+                tokio::select! {
+                    line = body.next_line() => line,
+                    _ = heartbeat.tick() => {
+                        if !wrote_since_tick {
+                            let at = Millis::now().as_ms();
+                            self.send(Op::Checkpoint {
+                                stream: self.id,
+                                at,
+                                rv: current_rv.clone(),
+                                reason: CheckpointReason::Heartbeat,
+                            })
+                            .await?;
+                            *durable = Some((at, current_rv.clone()));
+                        }
+                        wrote_since_tick = false;
+                        continue;
                     }
-                    wrote_since_tick = false;
-                    continue;
+                    _ = self.stop.changed() => return Ok(WatchEnd::Stop),
                 }
-                _ = self.stop.changed() => return Ok(WatchEnd::Stop),
             };
             let healthy = got_data || started.elapsed() >= Duration::from_secs(10);
             let line = match line {

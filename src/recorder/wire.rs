@@ -41,6 +41,54 @@ struct Meta {
     metadata: MetaFields,
 }
 
+/// Aborts the scan of an object once its metadata is read.
+const METADATA_READ: &str = "metadata read";
+
+/// Visits an object's members until `metadata`, skipping the others.
+struct FindMetadata<'a>(&'a mut Option<MetaFields>);
+
+impl<'de> serde::de::Visitor<'de> for FindMetadata<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a Kubernetes object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(is_metadata) = map.next_key_seed(IsMetadata)? {
+            if is_metadata {
+                *self.0 = Some(map.next_value()?);
+                return Err(serde::de::Error::custom(METADATA_READ));
+            }
+            map.next_value::<serde::de::IgnoredAny>()?;
+        }
+        Ok(())
+    }
+}
+
+/// A map key, compared with `metadata` without allocating.
+struct IsMetadata;
+
+impl<'de> serde::de::DeserializeSeed<'de> for IsMetadata {
+    type Value = bool;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for IsMetadata {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<bool, E> {
+        Ok(v == "metadata")
+    }
+}
+
 #[derive(Deserialize, Default)]
 struct MetaFields {
     #[serde(default)]
@@ -53,10 +101,19 @@ struct MetaFields {
     resource_version: Option<String>,
 }
 
-/// Reads the identity fields of an object without decoding the rest.
+/// Reads the identity fields of an object without decoding the rest: the scan
+/// stops right after `metadata` (which servers put near the front), so a large
+/// object is not parsed a second time. `raw` must already be valid JSON (it
+/// comes out of a `RawValue`), which is why stopping early is safe.
 pub fn object_meta(raw: &[u8]) -> Result<ObjectMeta, Malformed> {
-    let m: Meta = serde_json::from_slice(raw).map_err(|e| Malformed(e.to_string()))?;
-    let f = m.metadata;
+    let mut found = None;
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    let result = serde::Deserializer::deserialize_map(&mut de, FindMetadata(&mut found));
+    let f = match (found, result) {
+        (Some(f), _) => f,
+        (None, Err(e)) => return Err(Malformed(e.to_string())),
+        (None, Ok(())) => MetaFields::default(),
+    };
     let name = f
         .name
         .filter(|n| !n.is_empty())
@@ -126,6 +183,25 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn metadata_is_found_wherever_it_is() {
+        for raw in [
+            r#"{"metadata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"1"},"spec":{"x":[1,2,{"y":"z"}]}}"#,
+            r#"{"spec":{"x":[1,2,{"metadata":"decoy"}]},"kind":"X","metadata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"1"}}"#,
+            r#"{"me\u0074adata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"1"}}"#,
+        ] {
+            let m = object_meta(raw.as_bytes()).unwrap();
+            assert_eq!(
+                (m.name.as_str(), m.resource_version.as_str()),
+                ("a", "1"),
+                "{raw}"
+            );
+        }
+        assert!(object_meta(br#"{"spec":{}}"#).is_err());
+        assert!(object_meta(br#"[1,2]"#).is_err());
+        assert!(object_meta(br#"{"metadata":{"name":7}}"#).is_err());
     }
 
     #[test]
