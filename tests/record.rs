@@ -621,9 +621,7 @@ fn a_label_selector_records_only_matching_objects() {
     assert_eq!(events[0].1, "shop/web-a");
 }
 
-#[test]
-fn a_custom_resource_is_recorded_with_its_unknown_fields() {
-    let env = Env::shop();
+fn create_widget_crd(env: &Env) {
     env.sim
         .create(json!({
             "apiVersion": "apiextensions.k8s.io/v1",
@@ -638,6 +636,58 @@ fn a_custom_resource_is_recorded_with_its_unknown_fields() {
             }
         }))
         .unwrap();
+}
+
+#[test]
+fn a_removed_crd_makes_its_stream_unavailable_while_the_others_record() {
+    let env = Env::shop();
+    create_widget_crd(&env);
+    env.sim
+        .create(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1", "namespace": "shop"}, "spec": {}}))
+        .unwrap();
+    let rec = env.start_recorder(&["widgets.example.com", "cm"]);
+    env.wait_baselines(1);
+    env.sim
+        .delete(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            None,
+            "widgets.example.com",
+        )
+        .unwrap();
+    let stream = "widgets.v1.example.com@shop";
+    env.wait_for("the widgets stream to become unavailable", || {
+        std::panic::catch_unwind(|| {
+            env.coverage(stream).state == krply::journal::read::StreamState::Unavailable
+        })
+        .unwrap_or(false)
+    });
+    patch_cm(&env, "frontend-config", "still", "recording");
+    wait_events(&env, CM, 1);
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stderr.contains("404"), "{}", out.stderr);
+    // The object went away with its definition: that much was seen.
+    assert!(
+        env.events(stream)
+            .iter()
+            .any(|e| e.0 == "DELETED" && e.1 == "shop/w1")
+    );
+    let cov = env.coverage(stream);
+    assert!(!cov.complete());
+    assert!(
+        cov.unavailable
+            .as_ref()
+            .is_some_and(|(_, r)| r.contains("404")),
+        "{cov:?}"
+    );
+    assert!(env.coverage(CM).complete());
+}
+
+#[test]
+fn a_custom_resource_is_recorded_with_its_unknown_fields() {
+    let env = Env::shop();
+    create_widget_crd(&env);
     env.sim
         .create(json!({
             "apiVersion": "example.com/v1", "kind": "Widget",
