@@ -1,11 +1,13 @@
 //! The single journal writer: a dedicated thread that owns the connection and
 //! turns [`Op`]s into records, batching whatever has queued into one transaction.
 //!
-//! Batching is opportunistic: the thread blocks for the first op, then takes
-//! every op already waiting (up to [`MAX_BATCH`]) into the same transaction. A
-//! quiet stream is committed at once; a busy one amortises the commit over many
-//! events. Every transaction ends with a checkpoint for each stream whose events
-//! it holds, so an event and the checkpoint it advances are durable together.
+//! Batching is a group commit: the thread blocks for the first op, lets more
+//! arrive for [`COMMIT_WINDOW`], then takes everything waiting (up to
+//! [`MAX_BATCH`]) into one transaction. Nothing waits longer than the window to
+//! become durable, and a busy cluster pays one commit (one WAL write of the
+//! touched pages) per window instead of one per event. Every transaction ends
+//! with a checkpoint for each stream whose events it holds, so an event and the
+//! checkpoint it advances are durable together.
 
 use super::codec::{Codec, KeyframeCache};
 use super::records::{BaselineInfo, CheckpointInfo, CheckpointReason, CoverageInfo, GapInfo};
@@ -19,6 +21,8 @@ use std::sync::{Arc, Mutex};
 
 /// The most ops committed in one transaction.
 pub const MAX_BATCH: usize = 2048;
+/// How long the first op of a transaction waits for company.
+pub const COMMIT_WINDOW: std::time::Duration = std::time::Duration::from_millis(20);
 /// Room in the queue between the streams and the writer; a full queue makes the
 /// streams wait (back-pressure) instead of growing memory.
 pub const QUEUE: usize = 1024;
@@ -283,7 +287,12 @@ impl WriterState {
     fn run(&mut self, mut rx: tokio::sync::mpsc::Receiver<Op>) -> Result<(), JournalError> {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         while let Some(first) = rx.blocking_recv() {
+            // A flush is waited on: commit it at once.
+            let urgent = matches!(first, Op::Flush(_));
             batch.push(first);
+            if !urgent && !rx.is_closed() {
+                std::thread::sleep(COMMIT_WINDOW);
+            }
             while batch.len() < MAX_BATCH {
                 match rx.try_recv() {
                     Ok(op) => batch.push(op),
