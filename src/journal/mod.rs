@@ -127,6 +127,12 @@ impl Journal {
             FileState::Foreign { .. } => Err(foreign(path)),
             FileState::Journal { version } => {
                 journal.check_version(version)?;
+                if version < schema::SCHEMA_VERSION {
+                    // Migrations only add tables and indexes, so a recorder of
+                    // the older version can keep appending meanwhile.
+                    schema::migrate(&mut journal.conn, version)
+                        .map_err(|e| JournalError::sqlite(path, e))?;
+                }
                 journal.configure(false)?;
                 Ok(journal)
             }

@@ -328,9 +328,12 @@ impl Journal {
             .filter_map(|info| serde_json::from_str::<CheckpointInfo>(info).ok())
             .map(|c| c.events)
             .sum();
+        // Records are appended in time order, so the first and last by seq are
+        // the first and last observations (and cost one row each).
         let (first_observed, last_observed) = conn
             .query_row(
-                "SELECT min(observed_at), max(observed_at) FROM records",
+                "SELECT (SELECT observed_at FROM records ORDER BY seq LIMIT 1),
+                        (SELECT observed_at FROM records ORDER BY seq DESC LIMIT 1)",
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )

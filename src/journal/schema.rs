@@ -11,7 +11,7 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i64 = 0x6b72_706c;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Record kinds stored in `records.kind`.
 pub mod kind {
@@ -140,12 +140,16 @@ pub fn inspect(conn: &Connection) -> rusqlite::Result<FileState> {
     })
 }
 
-/// Creates the schema in an empty database, in one transaction.
+/// Creates the schema in an empty database, in one transaction: version 1, then
+/// every migration, so that new and migrated journals are the same.
 pub fn initialise(conn: &mut Connection, created_by: &str, now_ms: i64) -> rusqlite::Result<()> {
     // page_size only takes effect before the first table exists.
     conn.pragma_update(None, "page_size", 8192)?;
     let tx = conn.transaction()?;
     tx.execute_batch(SCHEMA_V1)?;
+    for (_, sql) in MIGRATIONS {
+        tx.execute_batch(sql)?;
+    }
     tx.execute(
         "INSERT INTO meta(key, value) VALUES ('created_by', ?1), ('created_at', ?2)",
         rusqlite::params![created_by, now_ms.to_string()],
@@ -155,10 +159,32 @@ pub fn initialise(conn: &mut Connection, created_by: &str, now_ms: i64) -> rusql
     tx.commit()
 }
 
-/// Migrations from each older version to the next, applied in order by
-/// [`migrate`]. Version 1 is the first published schema, so there are none yet;
-/// a future version appends `(from_version, sql)` here.
-const MIGRATIONS: &[(i64, &str)] = &[];
+/// Migrations from each older version to the next, `(from_version, sql)`,
+/// applied in order by [`migrate`] (and by [`initialise`] after version 1).
+const MIGRATIONS: &[(i64, &str)] = &[(1, MIGRATE_V1_TO_V2)];
+
+/// Version 2: history queries.
+///
+/// - `records_window` replaces the plain time index: it covers what a window
+///   query needs (which objects of which streams changed between two times)
+///   without touching the table, and leaves out non-object records.
+/// - `snapshots` holds saved snapshots (`snapshot --save NAME`): their time and
+///   what they found (watermarks, completeness), the objects themselves being
+///   reconstructed from the journal on demand.
+const MIGRATE_V1_TO_V2: &str = r#"
+DROP INDEX IF EXISTS records_time;
+CREATE INDEX records_window ON records(observed_at, stream_id, object_id)
+    WHERE object_id IS NOT NULL;
+CREATE TABLE snapshots (
+    id         INTEGER PRIMARY KEY,
+    cluster_id TEXT NOT NULL REFERENCES clusters(id),
+    name       TEXT NOT NULL,
+    at         INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    info       TEXT NOT NULL,
+    UNIQUE (cluster_id, name)
+);
+"#;
 
 /// Brings a journal at `from` up to [`SCHEMA_VERSION`] in one transaction.
 pub fn migrate(conn: &mut Connection, from: i64) -> rusqlite::Result<()> {
@@ -189,6 +215,28 @@ mod tests {
                 version: SCHEMA_VERSION
             }
         );
+    }
+
+    #[test]
+    fn a_version_1_journal_migrates_to_what_a_new_one_is() {
+        let schema = |conn: &Connection| -> Vec<String> {
+            let mut stmt = conn
+                .prepare("SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL ORDER BY name")
+                .unwrap();
+            stmt.query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        let mut fresh = Connection::open_in_memory().unwrap();
+        initialise(&mut fresh, "test", 1).unwrap();
+        let mut old = Connection::open_in_memory().unwrap();
+        old.execute_batch(SCHEMA_V1).unwrap();
+        old.pragma_update(None, "application_id", APPLICATION_ID).unwrap();
+        old.pragma_update(None, "user_version", 1).unwrap();
+        migrate(&mut old, 1).unwrap();
+        assert_eq!(inspect(&old).unwrap(), FileState::Journal { version: SCHEMA_VERSION });
+        assert_eq!(schema(&old), schema(&fresh));
     }
 
     #[test]
