@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod demo;
 pub mod diff;
 pub mod error;
+pub mod history;
 pub mod journal;
 pub mod model;
 pub mod recorder;

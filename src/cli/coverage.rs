@@ -2,7 +2,7 @@
 //! missing.
 
 use super::args::GlobalArgs;
-use super::target::select_cluster;
+use super::reader::select_cluster;
 use crate::error::CliResult;
 use crate::journal::read::{Coverage, GapWindow};
 use crate::journal::{Journal, WriterLock};

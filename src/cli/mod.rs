@@ -1,12 +1,18 @@
 //! The command line: clap definitions and dispatch. Each subcommand lives in its
 //! own module and only wires library pieces together.
 
+pub mod answer;
 pub mod args;
 pub mod coverage;
 pub mod demo;
+pub mod diff;
+pub mod get;
+pub mod object_arg;
+pub mod reader;
 pub mod record;
+pub mod snapshot;
 pub mod status;
-pub mod target;
+pub mod timeline;
 pub mod version;
 
 use crate::error::{CliError, CliResult};
@@ -45,6 +51,11 @@ pub enum Command {
     Record(record::RecordArgs),
     Status(status::StatusArgs),
     Coverage(coverage::CoverageArgs),
+    Diff(diff::DiffArgs),
+    Timeline(timeline::TimelineArgs),
+    #[command(alias = "reconstruct")]
+    Get(get::GetArgs),
+    Snapshot(snapshot::SnapshotArgs),
     Demo(demo::DemoArgs),
     Version(version::VersionArgs),
 }
@@ -124,6 +135,10 @@ fn run(cli: Cli) -> CliResult {
             Command::Record(a) => record::run(&global, a).await,
             Command::Status(a) => status::run(&global, a),
             Command::Coverage(a) => coverage::run(&global, a),
+            Command::Diff(a) => diff::run(&global, a),
+            Command::Timeline(a) => timeline::run(&global, a),
+            Command::Get(a) => get::run(&global, a),
+            Command::Snapshot(a) => snapshot::run(&global, a),
             Command::Demo(a) => demo::run(&global, a).await,
             Command::Version(a) => version::run(&global, a),
         }

@@ -51,7 +51,7 @@ mod tests;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use noise::{LAST_APPLIED_ANNOTATION, REVISION_ANNOTATION, is_noise};
+pub use noise::{LAST_APPLIED_ANNOTATION, REVISION_ANNOTATION, is_noise, strip_noise};
 pub use owner::{FieldOwner, field_manager, field_owner};
 pub use path::{FieldPath, PathError, PathSegment, parse_path};
 pub use render::render_value;

@@ -107,6 +107,42 @@ pub(crate) fn without_noise<'a>(
     Some(Value::Object(kept))
 }
 
+/// A copy of a whole object without its server-owned noise: what a unified diff
+/// shows, so that it lists the same changes as the field differ.
+pub fn strip_noise(object: &Value, opts: &DiffOptions) -> Value {
+    without_noise(&mut Vec::new(), object, opts).unwrap_or_else(|| Value::Object(Map::new()))
+}
+
+#[cfg(test)]
+mod strip_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn strips_only_the_noise_paths() {
+        let obj = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "uid": "u", "resourceVersion": "7",
+                         "annotations": {"deployment.kubernetes.io/revision": "3", "team": "x"}},
+            "data": {"status": "kept"},
+            "status": {"phase": "gone"}
+        });
+        assert_eq!(
+            strip_noise(&obj, &DiffOptions::default()),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "a", "annotations": {"team": "x"}},
+                   "data": {"status": "kept"}})
+        );
+        let with_status = strip_noise(
+            &obj,
+            &DiffOptions {
+                include_status: true,
+            },
+        );
+        assert_eq!(with_status["status"]["phase"], "gone");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -11,6 +11,8 @@ pub mod lock;
 pub mod read;
 pub mod records;
 pub mod schema;
+pub mod snapshots;
+pub mod versions;
 pub mod writer;
 
 use crate::model::{ResourceType, StreamSpec};

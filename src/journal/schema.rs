@@ -232,10 +232,16 @@ mod tests {
         initialise(&mut fresh, "test", 1).unwrap();
         let mut old = Connection::open_in_memory().unwrap();
         old.execute_batch(SCHEMA_V1).unwrap();
-        old.pragma_update(None, "application_id", APPLICATION_ID).unwrap();
+        old.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
         old.pragma_update(None, "user_version", 1).unwrap();
         migrate(&mut old, 1).unwrap();
-        assert_eq!(inspect(&old).unwrap(), FileState::Journal { version: SCHEMA_VERSION });
+        assert_eq!(
+            inspect(&old).unwrap(),
+            FileState::Journal {
+                version: SCHEMA_VERSION
+            }
+        );
         assert_eq!(schema(&old), schema(&fresh));
     }
 

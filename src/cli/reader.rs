@@ -1,11 +1,51 @@
-//! Which recorded cluster a reader answers about (CONTRACT: the selected
-//! context's cluster, resolved offline; else the only one; or `--cluster-id`).
+//! What a reader answers about: which recorded cluster (CONTRACT: the selected
+//! context's cluster, resolved offline; else the only one; or `--cluster-id`)
+//! and which namespace (`-n`, else the context's, else `default`; `-A`: all).
 
 use super::args::GlobalArgs;
 use crate::cluster::{ClusterError, resolve_target};
 use crate::error::{CliError, CliResult};
 use crate::journal::Journal;
 use crate::journal::read::ClusterInfo;
+
+/// An open journal and what the question is about.
+pub struct Reader {
+    pub journal: Journal,
+    pub cluster: ClusterInfo,
+    /// `None` with `-A`.
+    pub namespace: Option<String>,
+}
+
+impl Reader {
+    pub fn open(global: &GlobalArgs) -> CliResult<Reader> {
+        let journal = Journal::open(&global.store_path()?)?;
+        let cluster = select_cluster(&journal, global)?;
+        let namespace = if global.all_namespaces {
+            None
+        } else {
+            Some(match &global.namespace {
+                Some(ns) => ns.clone(),
+                None => resolve_target(&global.connect_options()?)
+                    .map(|t| t.namespace)
+                    .unwrap_or_else(|_| "default".into()),
+            })
+        };
+        Ok(Reader {
+            journal,
+            cluster,
+            namespace,
+        })
+    }
+
+    /// The history of the selected cluster, as of now.
+    pub fn history(&self) -> CliResult<crate::history::History<'_>> {
+        Ok(crate::history::History::load(
+            &self.journal,
+            &self.cluster.id,
+            crate::time::Millis::now().as_ms(),
+        )?)
+    }
+}
 
 pub fn select_cluster(journal: &Journal, global: &GlobalArgs) -> CliResult<ClusterInfo> {
     let clusters = journal.clusters()?;

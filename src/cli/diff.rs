@@ -1,0 +1,249 @@
+//! `diff`: what changed between two times, field by field.
+
+use super::answer::{self, StrictArg};
+use super::args::GlobalArgs;
+use super::reader::Reader;
+use crate::diff::{DiffOptions, render_value, strip_noise};
+use crate::error::CliResult;
+use crate::history::diff::{Change, DiffAnswer, ObjectDiff};
+use crate::render::{self, Format, Paint};
+use crate::time::Millis;
+use clap::Args;
+use serde::Serialize;
+use serde_json::Value;
+
+/// Show what changed between two times: objects added, deleted and modified, field by field
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  # What changed in the last 30 minutes in the current namespace
+  kubectl krply diff --since 30m
+
+  # Deployments and services of shop between two times
+  kubectl krply diff deploy svc -n shop --since 2026-11-29T10:00:00Z --until 2026-11-29T10:30:00Z
+
+  # One object, as unified YAML diffs, failing (exit 3) if the history has holes
+  kubectl krply diff deploy/frontend --since 2h -o unified --strict
+
+Server-owned fields (uid, resourceVersion, generation, creationTimestamp, managedFields,
+ownerReferences, the last-applied and revision annotations, status) are ignored unless
+--include-status (which brings back status).")]
+pub struct DiffArgs {
+    /// Narrow to resource types or objects: TYPE or TYPE/NAME (deploy, cm/frontend-config)
+    #[arg(value_name = "TYPE[/NAME]")]
+    pub targets: Vec<String>,
+    /// Start of the window: now, a duration ago (30m, 2h, 1d) or an RFC 3339 time
+    #[arg(long, default_value = "1h", value_name = "TIME")]
+    pub since: String,
+    /// End of the window (same forms)
+    #[arg(long, default_value = "now", value_name = "TIME")]
+    pub until: String,
+    /// Also show changes of the status
+    #[arg(long)]
+    pub include_status: bool,
+    #[command(flatten)]
+    pub strict: StrictArg,
+}
+
+#[derive(Serialize)]
+struct FieldOut {
+    path: String,
+    before: Option<Value>,
+    after: Option<Value>,
+    manager: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ObjectOut<'a> {
+    kind: &'a str,
+    #[serde(rename = "apiVersion")]
+    api_version: &'a str,
+    namespace: &'a str,
+    name: &'a str,
+    change: &'static str,
+    stream: &'a str,
+    fields: Vec<FieldOut>,
+}
+
+#[derive(Serialize)]
+struct DiffOut<'a> {
+    cluster: &'a str,
+    namespace: Option<&'a str>,
+    since: String,
+    until: String,
+    complete: bool,
+    warnings: Vec<String>,
+    objects: Vec<ObjectOut<'a>>,
+}
+
+pub fn run(global: &GlobalArgs, args: DiffArgs) -> CliResult {
+    let format = global.format(
+        Format::Text,
+        &[Format::Text, Format::Json, Format::Yaml, Format::Unified],
+    )?;
+    let now = Millis::now();
+    let window = answer::window(&args.since, &args.until, now)?;
+    let reader = Reader::open(global)?;
+    let history = reader.history()?;
+    let (scope, names) = answer::scope(&reader, &history, &args.targets)?;
+    let opts = DiffOptions {
+        include_status: args.include_status,
+    };
+    let result = history
+        .diff(
+            &scope,
+            &names,
+            window.since().as_ms(),
+            window.until().as_ms(),
+            &opts,
+        )
+        .map_err(|e| crate::error::CliError::runtime(e.to_string()))?;
+    let paint = global.paint();
+    let text = match format {
+        Format::Json | Format::Yaml => {
+            let out = DiffOut {
+                cluster: &reader.cluster.id,
+                namespace: reader.namespace.as_deref(),
+                since: window.since().to_string(),
+                until: window.until().to_string(),
+                complete: result.completeness.complete(),
+                warnings: result.completeness.warnings(),
+                objects: result.objects.iter().map(object_out).collect(),
+            };
+            if format == Format::Json {
+                render::json(&out)
+            } else {
+                render::yaml(&out)
+            }
+        }
+        Format::Unified => {
+            answer::warn(&result.completeness, paint);
+            unified(&result, &opts, paint)
+        }
+        _ => {
+            answer::warn(&result.completeness, paint);
+            text(&result, &reader, &window, paint)
+        }
+    };
+    super::out(&text)?;
+    answer::strict(&result.completeness, args.strict.strict)
+}
+
+fn object_out(o: &ObjectDiff) -> ObjectOut<'_> {
+    ObjectOut {
+        kind: &o.kind,
+        api_version: &o.api_version,
+        namespace: &o.namespace,
+        name: &o.name,
+        change: o.change.as_str(),
+        stream: &o.stream,
+        fields: o
+            .fields
+            .iter()
+            .map(|f| FieldOut {
+                path: f.change.path.to_string(),
+                before: f.change.before.clone(),
+                after: f.change.after.clone(),
+                manager: f.manager.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn who(o: &ObjectDiff, all_namespaces: bool) -> String {
+    if all_namespaces && !o.namespace.is_empty() {
+        format!("{} {}/{}", o.kind, o.namespace, o.name)
+    } else {
+        format!("{} {}", o.kind, o.name)
+    }
+}
+
+/// Grouped by object, one line per field.
+fn text(
+    result: &DiffAnswer,
+    reader: &Reader,
+    window: &crate::time::TimeWindow,
+    paint: Paint,
+) -> String {
+    let scope = match &reader.namespace {
+        Some(ns) => format!("namespace {ns}"),
+        None => "every namespace".to_string(),
+    };
+    let mut out = format!(
+        "Changes in {scope} from {} to {}:\n",
+        window.since(),
+        window.until()
+    );
+    if result.objects.is_empty() {
+        out.push_str("\nNo changes recorded.\n");
+        return out;
+    }
+    let all = reader.namespace.is_none();
+    for o in &result.objects {
+        let label = match o.change {
+            Change::Added => paint.green("added"),
+            Change::Deleted => paint.red("deleted"),
+            Change::Modified => paint.yellow("modified"),
+        };
+        out.push_str(&format!("\n{}  {label}\n", paint.bold(&who(o, all))));
+        let width = o
+            .fields
+            .iter()
+            .map(|f| f.change.path.to_string().chars().count())
+            .max()
+            .unwrap_or(0);
+        for f in &o.fields {
+            let path = f.change.path.to_string();
+            let pad = width - path.chars().count();
+            let manager = f
+                .manager
+                .as_deref()
+                .map(|m| paint.dim(&format!("  (manager: {m})")))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  {path}{}  {} -> {}{manager}\n",
+                " ".repeat(pad),
+                render_value(f.change.before.as_ref(), 60),
+                render_value(f.change.after.as_ref(), 60),
+            ));
+        }
+    }
+    out.push_str(&format!("\n{} object(s) changed.\n", result.objects.len()));
+    out
+}
+
+/// Unified YAML diffs, one per object, without server-owned noise.
+fn unified(result: &DiffAnswer, opts: &DiffOptions, paint: Paint) -> String {
+    let yaml = |v: &Option<Value>| match v {
+        Some(v) => render::yaml(&strip_noise(v, opts)),
+        None => String::new(),
+    };
+    let mut out = String::new();
+    for o in &result.objects {
+        let name = format!("{}/{}/{}", o.kind, o.namespace, o.name).replace("//", "/");
+        let before = yaml(&o.before);
+        let after = yaml(&o.after);
+        let diff = similar::TextDiff::from_lines(&before, &after);
+        let text = diff
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("a/{name}"), &format!("b/{name}"))
+            .to_string();
+        for line in text.lines() {
+            let line = if line.starts_with("+++") || line.starts_with("---") {
+                paint.bold(line)
+            } else if line.starts_with('+') {
+                paint.green(line)
+            } else if line.starts_with('-') {
+                paint.red(line)
+            } else if line.starts_with("@@") {
+                paint.dim(line)
+            } else {
+                line.to_string()
+            };
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}

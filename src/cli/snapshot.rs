@@ -1,0 +1,251 @@
+//! `snapshot`: the state at T of every recorded stream in scope.
+
+use super::answer::{self, StrictArg};
+use super::args::GlobalArgs;
+use super::reader::Reader;
+use crate::error::{CliError, CliResult};
+use crate::render::{self, Format};
+use crate::time::Millis;
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Show the state at a time of every recorded stream in scope: watermarks, counts, completeness
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  # What the journal knows of the current namespace now
+  kubectl krply snapshot
+
+  # Deployments and configmaps of shop 30 minutes ago, with the objects
+  kubectl krply snapshot deploy cm -n shop --at 30m -o yaml
+
+  # Keep a name for that moment, and list the saved ones
+  kubectl krply snapshot --at 2026-11-29T10:00:00Z --save before-incident
+  kubectl krply snapshot --list")]
+pub struct SnapshotArgs {
+    /// Only these resource types
+    #[arg(value_name = "TYPE")]
+    pub types: Vec<String>,
+    /// The time: now, a duration ago (30m, 2h) or an RFC 3339 time
+    #[arg(long, default_value = "now", value_name = "TIME")]
+    pub at: String,
+    /// Save this snapshot in the journal under NAME
+    #[arg(long, value_name = "NAME", conflicts_with = "list")]
+    pub save: Option<String>,
+    /// List the saved snapshots
+    #[arg(long)]
+    pub list: bool,
+    #[command(flatten)]
+    pub strict: StrictArg,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Watermark {
+    stream: String,
+    resource_version: Option<String>,
+    objects: usize,
+    complete: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SnapshotOut {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    cluster: String,
+    namespace: Option<String>,
+    at: String,
+    complete: bool,
+    missing: Vec<String>,
+    warnings: Vec<String>,
+    watermarks: Vec<Watermark>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    items: Vec<Value>,
+}
+
+pub fn run(global: &GlobalArgs, args: SnapshotArgs) -> CliResult {
+    let format = global.format(Format::Table, &[Format::Table, Format::Json, Format::Yaml])?;
+    let reader = Reader::open(global)?;
+    if args.list {
+        return list(&reader, format);
+    }
+    if let Some(name) = &args.save
+        && (name.trim().is_empty() || name.len() > 253)
+    {
+        return Err(CliError::usage(
+            "--save needs a name of 1 to 253 characters",
+        ));
+    }
+    let at = answer::time_flag("--at", &args.at, Millis::now())?;
+    let history = reader.history()?;
+    let (scope, _) = answer::scope(&reader, &history, &args.types)?;
+    if args.types.iter().any(|t| t.contains('/')) {
+        return Err(CliError::usage(
+            "snapshot takes resource types (deploy, cm), not TYPE/NAME; use `get` for one object",
+        ));
+    }
+    let with_objects = matches!(format, Format::Json | Format::Yaml);
+    let snap = history
+        .snapshot(&scope, at.as_ms(), with_objects)
+        .map_err(|e| CliError::runtime(e.to_string()))?;
+    let out = SnapshotOut {
+        name: args.save.clone(),
+        cluster: reader.cluster.id.clone(),
+        namespace: reader.namespace.clone(),
+        at: at.to_string(),
+        complete: snap.completeness.complete(),
+        missing: snap.completeness.streams(),
+        warnings: snap.completeness.warnings(),
+        watermarks: snap
+            .streams
+            .iter()
+            .map(|s| Watermark {
+                stream: s.stream.clone(),
+                resource_version: s.resource_version.clone(),
+                objects: s.objects,
+                complete: s.complete,
+            })
+            .collect(),
+        items: snap.items,
+    };
+    if let Some(name) = &args.save {
+        let info = serde_json::to_string(&SnapshotOut {
+            items: Vec::new(),
+            ..clone_head(&out)
+        })
+        .unwrap_or_default();
+        let saved = reader.journal.save_snapshot(
+            &reader.cluster.id,
+            name,
+            at.as_ms(),
+            Millis::now().as_ms(),
+            &info,
+        )?;
+        if saved.is_none() {
+            return Err(CliError::runtime(format!(
+                "a snapshot named \"{name}\" already exists for this cluster"
+            ))
+            .hint("`kubectl krply snapshot --list` shows the saved ones; pick another name"));
+        }
+    }
+    let text = match format {
+        Format::Json => render::json(&out),
+        Format::Yaml => render::yaml(&out),
+        _ => {
+            answer::warn(&snap.completeness, global.paint());
+            table(&out, global.paint())
+        }
+    };
+    super::out(&text)?;
+    answer::strict(&snap.completeness, args.strict.strict)
+}
+
+fn clone_head(o: &SnapshotOut) -> SnapshotOut {
+    SnapshotOut {
+        name: o.name.clone(),
+        cluster: o.cluster.clone(),
+        namespace: o.namespace.clone(),
+        at: o.at.clone(),
+        complete: o.complete,
+        missing: o.missing.clone(),
+        warnings: o.warnings.clone(),
+        watermarks: o
+            .watermarks
+            .iter()
+            .map(|w| Watermark {
+                stream: w.stream.clone(),
+                resource_version: w.resource_version.clone(),
+                objects: w.objects,
+                complete: w.complete,
+            })
+            .collect(),
+        items: Vec::new(),
+    }
+}
+
+fn table(out: &SnapshotOut, paint: render::Paint) -> String {
+    let scope = match &out.namespace {
+        Some(ns) => format!("namespace {ns}"),
+        None => "every namespace".into(),
+    };
+    let verdict = if out.complete {
+        paint.green("complete")
+    } else {
+        paint.yellow("incomplete")
+    };
+    let mut text = match &out.name {
+        Some(name) => format!(
+            "Saved snapshot \"{name}\" of {scope} at {} ({verdict})\n",
+            out.at
+        ),
+        None => format!("Snapshot of {scope} at {} ({verdict})\n", out.at),
+    };
+    let rows: Vec<Vec<String>> = out
+        .watermarks
+        .iter()
+        .map(|w| {
+            vec![
+                w.stream.clone(),
+                w.resource_version.clone().unwrap_or_else(|| "-".into()),
+                w.objects.to_string(),
+                if w.complete {
+                    "yes".into()
+                } else {
+                    paint.yellow("no")
+                },
+            ]
+        })
+        .collect();
+    text.push_str(&render::table(
+        &["STREAM", "RESOURCE-VERSION", "OBJECTS", "COMPLETE"],
+        &rows,
+    ));
+    text
+}
+
+fn list(reader: &Reader, format: Format) -> CliResult {
+    let saved = reader.journal.snapshots(Some(&reader.cluster.id))?;
+    let parsed: Vec<SnapshotOut> = saved
+        .iter()
+        .filter_map(|s| serde_json::from_str(&s.info).ok())
+        .collect();
+    let text = match format {
+        Format::Json => render::json(&serde_json::json!({ "snapshots": parsed })),
+        Format::Yaml => render::yaml(&serde_json::json!({ "snapshots": parsed })),
+        _ if saved.is_empty() => "No saved snapshots.\n".to_string(),
+        _ => {
+            let rows: Vec<Vec<String>> = saved
+                .iter()
+                .zip(parsed.iter().map(Some).chain(std::iter::repeat(None)))
+                .map(|(s, p)| {
+                    vec![
+                        s.name.clone(),
+                        Millis::from_ms(s.at).to_string(),
+                        p.and_then(|p| p.namespace.clone())
+                            .unwrap_or_else(|| "(all)".into()),
+                        p.map_or("-".into(), |p| {
+                            p.watermarks
+                                .iter()
+                                .map(|w| w.objects)
+                                .sum::<usize>()
+                                .to_string()
+                        }),
+                        p.map_or("-".into(), |p| {
+                            if p.complete {
+                                "yes".into()
+                            } else {
+                                "no".into()
+                            }
+                        }),
+                        Millis::from_ms(s.created_at).to_string(),
+                    ]
+                })
+                .collect();
+            render::table(
+                &["NAME", "AT", "NAMESPACE", "OBJECTS", "COMPLETE", "SAVED"],
+                &rows,
+            )
+        }
+    };
+    super::out(&text)
+}

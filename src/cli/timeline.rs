@@ -1,0 +1,197 @@
+//! `timeline TYPE/NAME`: every recorded version of one object.
+
+use super::answer::{self, StrictArg};
+use super::args::GlobalArgs;
+use super::reader::Reader;
+use crate::diff::{DiffOptions, render_value};
+use crate::error::{CliError, CliResult};
+use crate::history::timeline::{Entry, EntryType};
+use crate::render::{self, Format, Paint};
+use crate::time::Millis;
+use clap::Args;
+use serde::Serialize;
+use serde_json::Value;
+
+/// Show every recorded version of one object, oldest first, with the gaps of its stream
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  kubectl krply timeline deploy/frontend -n shop
+  kubectl krply timeline cm/feature-flags -o json
+
+Times are when the recorder observed each version (its clock), next to the
+resourceVersion. * marks versions seen by a list rather than received as events;
+GAP rows are stretches the recording does not cover.")]
+pub struct TimelineArgs {
+    /// The object, as TYPE/NAME (deploy/frontend)
+    #[arg(value_name = "TYPE/NAME")]
+    pub object: String,
+    /// Also show changes of the status
+    #[arg(long)]
+    pub include_status: bool,
+    #[command(flatten)]
+    pub strict: StrictArg,
+}
+
+#[derive(Serialize)]
+struct FieldOut {
+    path: String,
+    before: Option<Value>,
+    after: Option<Value>,
+}
+
+#[derive(Serialize)]
+struct GapOut {
+    from: String,
+    to: Option<String>,
+    reason: String,
+}
+
+#[derive(Serialize)]
+struct EntryOut {
+    observed_at: String,
+    resource_version: Option<String>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    synthetic: bool,
+    fields: Vec<FieldOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gap: Option<GapOut>,
+}
+
+#[derive(Serialize)]
+struct TimelineOut<'a> {
+    cluster: &'a str,
+    kind: &'a str,
+    namespace: &'a str,
+    name: &'a str,
+    complete: bool,
+    warnings: Vec<String>,
+    entries: Vec<EntryOut>,
+}
+
+pub fn run(global: &GlobalArgs, args: TimelineArgs) -> CliResult {
+    let format = global.format(Format::Table, &[Format::Table, Format::Json, Format::Yaml])?;
+    let reader = Reader::open(global)?;
+    let history = reader.history()?;
+    let (stream, object) = super::object_arg::find(&reader, &history, &args.object)?;
+    let opts = DiffOptions {
+        include_status: args.include_status,
+    };
+    let t = history
+        .timeline(stream, &object, &opts)
+        .map_err(|e| CliError::runtime(e.to_string()))?;
+    let text = match format {
+        Format::Json | Format::Yaml => {
+            let out = TimelineOut {
+                cluster: &reader.cluster.id,
+                kind: &t.kind,
+                namespace: &t.namespace,
+                name: &t.name,
+                complete: t.completeness.complete(),
+                warnings: t.completeness.warnings(),
+                entries: t.entries.iter().map(entry_out).collect(),
+            };
+            if format == Format::Json {
+                render::json(&out)
+            } else {
+                render::yaml(&out)
+            }
+        }
+        _ => {
+            answer::warn(&t.completeness, global.paint());
+            table(&t.entries, global.paint())
+        }
+    };
+    super::out(&text)?;
+    answer::strict(&t.completeness, args.strict.strict)
+}
+
+fn time(t: i64) -> String {
+    Millis::from_ms(t).to_string()
+}
+
+fn entry_out(e: &Entry) -> EntryOut {
+    EntryOut {
+        observed_at: time(e.observed_at),
+        resource_version: e.resource_version.clone(),
+        kind: e.kind.as_str(),
+        synthetic: e.synthetic,
+        fields: e
+            .fields
+            .iter()
+            .map(|f| FieldOut {
+                path: f.path.to_string(),
+                before: f.before.clone(),
+                after: f.after.clone(),
+            })
+            .collect(),
+        gap: e.gap.as_ref().map(|g| GapOut {
+            from: time(g.from),
+            to: g.to.map(time),
+            reason: g.reason.clone(),
+        }),
+    }
+}
+
+fn table(entries: &[Entry], paint: Paint) -> String {
+    let rows: Vec<Vec<String>> = entries
+        .iter()
+        .map(|e| {
+            let kind = format!(
+                "{}{}",
+                e.kind.as_str(),
+                if e.synthetic && e.kind != EntryType::Gap {
+                    "*"
+                } else {
+                    ""
+                }
+            );
+            let kind = match e.kind {
+                EntryType::Gap => paint.yellow(&kind),
+                EntryType::Deleted => paint.red(&kind),
+                EntryType::Added => paint.green(&kind),
+                _ => kind,
+            };
+            let changes = match (&e.gap, e.kind) {
+                (Some(g), _) => format!(
+                    "not covered until {} ({})",
+                    g.to.map(time).unwrap_or_else(|| "now".into()),
+                    g.reason
+                ),
+                (None, EntryType::Baseline) if e.fields.is_empty() => "listed".into(),
+                (None, EntryType::Added) if e.fields.is_empty() => "created".into(),
+                (None, EntryType::Deleted) if e.synthetic => "absent from the relist".into(),
+                (None, EntryType::Deleted) => "deleted".into(),
+                (None, _) if e.fields.is_empty() => "no change outside status".into(),
+                (None, _) => e
+                    .fields
+                    .iter()
+                    .map(|f| {
+                        format!(
+                            "{}: {} -> {}",
+                            f.path,
+                            render_value(f.before.as_ref(), 40),
+                            render_value(f.after.as_ref(), 40)
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            };
+            vec![
+                time(e.observed_at),
+                e.resource_version.clone().unwrap_or_else(|| "-".into()),
+                kind,
+                changes,
+            ]
+        })
+        .collect();
+    let mut out = render::table(&["OBSERVED", "RV", "TYPE", "CHANGES"], &rows);
+    if entries
+        .iter()
+        .any(|e| e.synthetic && e.kind != EntryType::Gap)
+    {
+        out.push_str("* seen by a list (or missing from one), not received as an event\n");
+    }
+    out
+}

@@ -1,0 +1,211 @@
+//! Whether an answer is complete (DESIGN §1): every stream it draws on had a
+//! baseline before the window, no gap inside it, was available throughout, and
+//! was watched up to the window's end. Completeness is proven from baselines and
+//! durable points, never assumed from an absence of records.
+
+use super::{History, Scope, StreamHistory};
+use crate::journal::read::StreamState;
+use crate::time::Millis;
+
+/// One stretch an answer does not cover.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    /// The stream (`configmaps.v1@shop`), or the scope when nothing covers it.
+    pub stream: String,
+    pub from: Option<i64>,
+    pub to: Option<i64>,
+    pub reason: String,
+}
+
+impl Missing {
+    /// One line for a warning.
+    pub fn describe(&self) -> String {
+        let t = |t: i64| Millis::from_ms(t).to_string();
+        match (self.from, self.to) {
+            (Some(a), Some(b)) => format!(
+                "{}: {} .. {} not covered ({})",
+                self.stream,
+                t(a),
+                t(b),
+                self.reason
+            ),
+            (Some(a), None) => format!(
+                "{}: not covered since {} ({})",
+                self.stream,
+                t(a),
+                self.reason
+            ),
+            (None, Some(b)) => format!(
+                "{}: not covered before {} ({})",
+                self.stream,
+                t(b),
+                self.reason
+            ),
+            (None, None) => format!("{}: {}", self.stream, self.reason),
+        }
+    }
+}
+
+/// Whether an answer is complete, and if not, what it lacks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Completeness {
+    pub missing: Vec<Missing>,
+}
+
+impl Completeness {
+    pub fn complete(&self) -> bool {
+        self.missing.is_empty()
+    }
+
+    pub fn warnings(&self) -> Vec<String> {
+        self.missing.iter().map(Missing::describe).collect()
+    }
+
+    /// The warnings for people: stretches with the same reason are one line
+    /// naming every stream they hit, spanning from the earliest start to the
+    /// latest end among them.
+    pub fn summary(&self) -> Vec<String> {
+        let mut groups: Vec<(String, Vec<&Missing>)> = Vec::new();
+        for m in &self.missing {
+            match groups.iter_mut().find(|(r, _)| r == &m.reason) {
+                Some((_, ms)) => ms.push(m),
+                None => groups.push((m.reason.clone(), vec![m])),
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(reason, ms)| {
+                let mut streams: Vec<&str> = ms.iter().map(|m| m.stream.as_str()).collect();
+                streams.dedup();
+                let from = ms.iter().filter_map(|m| m.from).min();
+                let to = if ms.iter().any(|m| m.from.is_some() && m.to.is_none()) {
+                    None
+                } else {
+                    ms.iter().filter_map(|m| m.to).max()
+                };
+                Missing {
+                    stream: streams.join(", "),
+                    from,
+                    to,
+                    reason,
+                }
+                .describe()
+            })
+            .collect()
+    }
+
+    /// The distinct streams that are missing something.
+    pub fn streams(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.missing.iter().map(|m| m.stream.clone()).collect();
+        out.dedup();
+        out
+    }
+}
+
+impl History<'_> {
+    /// Completeness of an answer about `(since, until]` (or the single instant
+    /// `until` when `since` is `None`) drawing on `streams`.
+    pub fn completeness(
+        &self,
+        scope: &Scope,
+        streams: &[&StreamHistory],
+        since: Option<i64>,
+        until: i64,
+    ) -> Completeness {
+        let mut missing = Vec::new();
+        if streams.is_empty() {
+            missing.push(Missing {
+                stream: describe_scope(scope),
+                from: None,
+                to: None,
+                reason: "nothing recorded for this scope".into(),
+            });
+        }
+        for s in streams {
+            missing.extend(self.stream_missing(s, since, until));
+        }
+        Completeness { missing }
+    }
+
+    fn stream_missing(&self, s: &StreamHistory, since: Option<i64>, until: i64) -> Vec<Missing> {
+        let name = s.info.name();
+        let start = since.unwrap_or(until);
+        let mut out = Vec::new();
+        let Some(from) = s.from() else {
+            let reason = match &s.coverage.unavailable {
+                Some((_, reason)) => format!("unavailable: {reason}"),
+                None => "never listed".into(),
+            };
+            out.push(Missing {
+                stream: name,
+                from: None,
+                to: None,
+                reason,
+            });
+            return out;
+        };
+        if from > start {
+            out.push(Missing {
+                stream: name.clone(),
+                from: None,
+                to: Some(from),
+                reason: "recording started later".into(),
+            });
+        }
+        for w in &s.coverage.windows {
+            let w_to = w.to.unwrap_or(i64::MAX);
+            // A window (from, to) overlaps the answer's [start, until].
+            if w.from < until && w_to > start {
+                out.push(Missing {
+                    stream: name.clone(),
+                    from: Some(w.from),
+                    to: w.to,
+                    reason: w.reason.clone(),
+                });
+            }
+        }
+        if let Some((since_t, reason)) = &s.coverage.unavailable
+            && *since_t <= until
+            && !s.coverage.windows.iter().any(|w| w.to.is_none())
+        {
+            out.push(Missing {
+                stream: name.clone(),
+                from: Some(*since_t),
+                to: None,
+                reason: format!("unavailable: {reason}"),
+            });
+        }
+        if let Some(end) = s.end(self.now)
+            && end < until
+            && !s.coverage.windows.iter().any(|w| w.to.is_none())
+        {
+            let reason = if s.coverage.state == StreamState::Stopped {
+                "no recorder was watching"
+            } else {
+                "not watched yet"
+            };
+            out.push(Missing {
+                stream: name,
+                from: Some(end),
+                to: Some(until),
+                reason: reason.into(),
+            });
+        }
+        out
+    }
+}
+
+fn describe_scope(scope: &Scope) -> String {
+    let types = match &scope.types {
+        None => "any recorded type".to_string(),
+        Some(ts) => ts
+            .iter()
+            .map(|t| t.group_resource())
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    match &scope.namespace {
+        Some(ns) => format!("{types} in namespace {ns}"),
+        None => format!("{types} in every namespace"),
+    }
+}

@@ -1,0 +1,201 @@
+//! History answers from the journal (DESIGN §1, §4): the state of objects at a
+//! time, what changed between two times, the timeline of one object, snapshots,
+//! and for every answer whether it is complete and what is missing.
+//!
+//! [`History`] loads, once, what every answer needs about the streams of one
+//! cluster (coverage and completed lists); the answers then touch only the
+//! records of the objects and the window they are about.
+
+pub mod complete;
+pub mod diff;
+pub mod resolve;
+pub mod snapshot;
+pub mod state;
+pub mod timeline;
+
+use crate::journal::read::{Coverage, StreamInfo, StreamState};
+use crate::journal::versions::{BaselineRef, BodyReader, ObjectRow, VersionRow};
+use crate::journal::{Journal, JournalError, StreamId, WriterLock};
+use crate::model::ResourceType;
+use std::collections::{HashMap, HashSet};
+
+/// Why a history question has no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error("recorded body of {object} is not JSON: {detail}")]
+    Body { object: String, detail: String },
+}
+
+/// What one recorded stream knows.
+#[derive(Debug, Clone)]
+pub struct StreamHistory {
+    pub info: StreamInfo,
+    pub coverage: Coverage,
+    pub baselines: Vec<BaselineRef>,
+    /// Tokens of the lists that completed (items of other lists are ignored).
+    pub lists: HashSet<i64>,
+}
+
+impl StreamHistory {
+    /// When coverage starts: the first baseline.
+    pub fn from(&self) -> Option<i64> {
+        self.coverage.from
+    }
+
+    /// When coverage ends: now for a stream a live recorder is watching, else
+    /// its last durable point.
+    pub fn end(&self, now: i64) -> Option<i64> {
+        if self.coverage.state == StreamState::Watching {
+            Some(now)
+        } else {
+            self.coverage.to
+        }
+    }
+
+    /// The latest completed list at or before `at`.
+    pub fn baseline_at(&self, at: i64) -> Option<&BaselineRef> {
+        self.baselines.iter().rev().find(|b| b.observed_at <= at)
+    }
+
+    /// Whether this stream holds objects of namespace `ns` (`None`: any).
+    pub fn covers_namespace(&self, ns: Option<&str>) -> bool {
+        match (ns, &self.info.namespace) {
+            (None, _) => true,
+            (Some(_), _) if !self.info.resource.namespaced => false,
+            (Some(_), None) => true,
+            (Some(want), Some(have)) => want == have,
+        }
+    }
+}
+
+/// Which objects a question is about.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    /// `None`: every namespace (`-A`).
+    pub namespace: Option<String>,
+    /// `None`: every recorded type.
+    pub types: Option<Vec<ResourceType>>,
+}
+
+/// The history of one cluster as the journal holds it.
+pub struct History<'j> {
+    pub journal: &'j Journal,
+    pub cluster: String,
+    pub streams: Vec<StreamHistory>,
+    /// The reader's clock.
+    pub now: i64,
+    bodies: std::cell::RefCell<BodyReader>,
+}
+
+impl<'j> History<'j> {
+    pub fn load(
+        journal: &'j Journal,
+        cluster: &str,
+        now: i64,
+    ) -> Result<History<'j>, JournalError> {
+        let running = WriterLock::is_held(journal.path());
+        let mut streams = Vec::new();
+        for info in journal.streams(Some(cluster))? {
+            let coverage = journal.coverage(&info, now, running)?;
+            let baselines = journal.baselines(info.id)?;
+            let lists = baselines.iter().map(|b| b.token).collect();
+            streams.push(StreamHistory {
+                info,
+                coverage,
+                baselines,
+                lists,
+            });
+        }
+        Ok(History {
+            journal,
+            cluster: cluster.to_string(),
+            streams,
+            now,
+            bodies: std::cell::RefCell::new(BodyReader::new()),
+        })
+    }
+
+    /// Every resource type recorded for this cluster, once each.
+    pub fn recorded_types(&self) -> Vec<ResourceType> {
+        let mut out: Vec<ResourceType> = Vec::new();
+        for s in &self.streams {
+            if !out
+                .iter()
+                .any(|t| t.group == s.info.resource.group && t.resource == s.info.resource.resource)
+            {
+                out.push(s.info.resource.clone());
+            }
+        }
+        out
+    }
+
+    /// The streams a scope draws on. Where a type has a stream for exactly the
+    /// namespace and one for every namespace, the exact one answers.
+    pub fn streams_in(&self, scope: &Scope) -> Vec<&StreamHistory> {
+        let wanted = |s: &StreamHistory| match &scope.types {
+            None => true,
+            Some(types) => types.iter().any(|t| {
+                t.group == s.info.resource.group && t.resource == s.info.resource.resource
+            }),
+        };
+        let mut chosen: Vec<&StreamHistory> = Vec::new();
+        for s in self
+            .streams
+            .iter()
+            .filter(|s| wanted(s) && s.covers_namespace(scope.namespace.as_deref()))
+        {
+            // Cluster-scoped types only enter a namespace question by name.
+            if scope.namespace.is_some() && !s.info.resource.namespaced && scope.types.is_none() {
+                continue;
+            }
+            chosen.push(s);
+        }
+        if scope.namespace.is_some() {
+            let exact: HashSet<(String, String)> = chosen
+                .iter()
+                .filter(|s| s.info.namespace.is_some())
+                .map(|s| {
+                    (
+                        s.info.resource.group.clone(),
+                        s.info.resource.resource.clone(),
+                    )
+                })
+                .collect();
+            chosen.retain(|s| {
+                s.info.namespace.is_some()
+                    || !exact.contains(&(
+                        s.info.resource.group.clone(),
+                        s.info.resource.resource.clone(),
+                    ))
+            });
+        }
+        chosen
+    }
+
+    pub fn stream(&self, id: StreamId) -> Option<&StreamHistory> {
+        self.streams.iter().find(|s| s.info.id == id)
+    }
+
+    /// The recorded JSON of a version, with `apiVersion` and `kind` filled in from
+    /// the stream when the server left them out (list items).
+    pub fn object_json(
+        &self,
+        stream: &StreamHistory,
+        version: &VersionRow,
+    ) -> Result<serde_json::Value, HistoryError> {
+        let raw = self.bodies.borrow_mut().read(self.journal, version.body)?;
+        let value: serde_json::Value =
+            serde_json::from_slice(&raw).map_err(|e| HistoryError::Body {
+                object: format!("{} at seq {}", stream.info.name(), version.seq),
+                detail: e.to_string(),
+            })?;
+        Ok(stream.info.resource.fill_type_meta(value))
+    }
+
+    /// Objects by id with their streams.
+    pub fn objects(&self, ids: &HashSet<i64>) -> Result<HashMap<i64, ObjectRow>, JournalError> {
+        self.journal.objects(ids)
+    }
+}

@@ -1,0 +1,371 @@
+//! Object versions: the read-side queries behind history answers (state at a
+//! time, what changed in a window, the timeline of one object). Every query goes
+//! through an index on object, stream or time; none scans the whole journal.
+
+use super::codec::{Codec, KeyframeCache};
+use super::records::BaselineInfo;
+use super::schema::kind;
+use super::{Journal, JournalError, StreamId};
+use crate::model::WatchType;
+use rusqlite::{OptionalExtension, params};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// One recorded version of an object: a live event or a baseline item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionRow {
+    pub seq: i64,
+    pub stream: StreamId,
+    pub object: i64,
+    /// [`kind::EVENT`] or [`kind::BASELINE_ITEM`].
+    pub kind: i64,
+    pub observed_at: i64,
+    /// The event type; `None` for a baseline item.
+    pub watch_type: Option<WatchType>,
+    pub resource_version: String,
+    pub body: i64,
+    /// The list a baseline item belongs to.
+    pub list_token: Option<i64>,
+}
+
+impl VersionRow {
+    /// Seen by a list rather than received as an event.
+    pub fn synthetic(&self) -> bool {
+        self.kind == kind::BASELINE_ITEM
+    }
+
+    pub fn deleted(&self) -> bool {
+        self.watch_type == Some(WatchType::Deleted)
+    }
+}
+
+/// A completed list of a stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaselineRef {
+    /// The header record.
+    pub seq: i64,
+    /// Shared by the list's items, which all have `token <= seq < self.seq`.
+    pub token: i64,
+    pub observed_at: i64,
+    pub resource_version: String,
+    pub items: u64,
+}
+
+/// An object of a stream, by name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ObjectRow {
+    pub id: i64,
+    pub stream: StreamId,
+    pub namespace: String,
+    pub name: String,
+}
+
+const VERSION_COLUMNS: &str =
+    "seq, stream_id, object_id, kind, observed_at, watch_type, resource_version, body_id, aux";
+
+fn version(r: &rusqlite::Row<'_>) -> rusqlite::Result<VersionRow> {
+    let kind_: i64 = r.get(3)?;
+    Ok(VersionRow {
+        seq: r.get(0)?,
+        stream: r.get(1)?,
+        object: r.get(2)?,
+        kind: kind_,
+        observed_at: r.get(4)?,
+        watch_type: r.get::<_, Option<i64>>(5)?.and_then(WatchType::from_code),
+        resource_version: r.get::<_, Option<String>>(6)?.unwrap_or_default(),
+        body: r.get(7)?,
+        list_token: if kind_ == kind::BASELINE_ITEM {
+            r.get(8)?
+        } else {
+            None
+        },
+    })
+}
+
+fn object_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ObjectRow> {
+    Ok(ObjectRow {
+        id: r.get(0)?,
+        stream: r.get(1)?,
+        namespace: r.get(2)?,
+        name: r.get(3)?,
+    })
+}
+
+impl Journal {
+    /// Every completed list of a stream, oldest first.
+    pub fn baselines(&self, stream: StreamId) -> Result<Vec<BaselineRef>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT seq, aux, observed_at, resource_version, info FROM records
+                 WHERE stream_id = ?1 AND kind = ?2 ORDER BY seq",
+            )
+            .map_err(|e| self.err(e))?;
+        stmt.query_map(params![stream, kind::BASELINE], |r| {
+            let seq: i64 = r.get(0)?;
+            let info: Option<String> = r.get(4)?;
+            Ok(BaselineRef {
+                seq,
+                token: r.get::<_, Option<i64>>(1)?.unwrap_or(seq),
+                observed_at: r.get(2)?,
+                resource_version: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
+                items: info
+                    .and_then(|i| serde_json::from_str::<BaselineInfo>(&i).ok())
+                    .map_or(0, |b| b.items),
+            })
+        })
+        .and_then(|rows| rows.collect())
+        .map_err(|e| self.err(e))
+    }
+
+    /// The items of one baseline.
+    pub fn baseline_items(
+        &self,
+        stream: StreamId,
+        baseline: &BaselineRef,
+    ) -> Result<Vec<VersionRow>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(&format!(
+                "SELECT {VERSION_COLUMNS} FROM records
+                 WHERE stream_id = ?1 AND kind = ?2 AND seq >= ?3 AND seq < ?4 AND aux = ?3
+                 ORDER BY seq"
+            ))
+            .map_err(|e| self.err(e))?;
+        stmt.query_map(
+            params![stream, kind::BASELINE_ITEM, baseline.token, baseline.seq],
+            version,
+        )
+        .and_then(|rows| rows.collect())
+        .map_err(|e| self.err(e))
+    }
+
+    /// Live events of a stream after `after_seq` observed up to `until`, in order.
+    pub fn stream_events(
+        &self,
+        stream: StreamId,
+        after_seq: i64,
+        until: i64,
+    ) -> Result<Vec<VersionRow>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(&format!(
+                "SELECT {VERSION_COLUMNS} FROM records
+                 WHERE stream_id = ?1 AND kind = ?2 AND seq > ?3 AND observed_at <= ?4
+                 ORDER BY seq"
+            ))
+            .map_err(|e| self.err(e))?;
+        stmt.query_map(params![stream, kind::EVENT, after_seq, until], version)
+            .and_then(|rows| rows.collect())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Every version of one object (events and baseline items), oldest first.
+    pub fn object_versions(&self, object: i64) -> Result<Vec<VersionRow>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(&format!(
+                "SELECT {VERSION_COLUMNS} FROM records
+                 WHERE object_id = ?1 AND kind IN (?2, ?3) ORDER BY seq"
+            ))
+            .map_err(|e| self.err(e))?;
+        stmt.query_map(params![object, kind::EVENT, kind::BASELINE_ITEM], version)
+            .and_then(|rows| rows.collect())
+            .map_err(|e| self.err(e))
+    }
+
+    /// The last version of `object` observed at or before `at`, skipping items
+    /// of lists that never completed (their tokens are not in `lists`).
+    pub fn object_version_at(
+        &self,
+        object: i64,
+        at: i64,
+        lists: &HashSet<i64>,
+    ) -> Result<Option<VersionRow>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(&format!(
+                "SELECT {VERSION_COLUMNS} FROM records
+                 WHERE object_id = ?1 AND kind IN (?2, ?3) AND observed_at <= ?4
+                 ORDER BY seq DESC"
+            ))
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt
+            .query(params![object, kind::EVENT, kind::BASELINE_ITEM, at])
+            .map_err(|e| self.err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let v = version(row).map_err(|e| self.err(e))?;
+            match v.list_token {
+                Some(token) if !lists.contains(&token) => continue,
+                _ => return Ok(Some(v)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Objects of `streams` with a version observed in `(after, until]`.
+    pub fn touched_objects(
+        &self,
+        streams: &HashSet<StreamId>,
+        after: i64,
+        until: i64,
+    ) -> Result<HashSet<i64>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT stream_id, object_id FROM records
+                 WHERE observed_at > ?1 AND observed_at <= ?2 AND object_id IS NOT NULL",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut out = HashSet::new();
+        let mut rows = stmt.query(params![after, until]).map_err(|e| self.err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let stream: StreamId = row.get(0).map_err(|e| self.err(e))?;
+            if streams.contains(&stream) {
+                out.insert(row.get(1).map_err(|e| self.err(e))?);
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn object(&self, id: i64) -> Result<Option<ObjectRow>, JournalError> {
+        self.conn()
+            .prepare_cached("SELECT id, stream_id, namespace, name FROM objects WHERE id = ?1")
+            .and_then(|mut s| s.query_row(params![id], object_row).optional())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Objects called `name` (in `namespace`, when given) in any of `streams`.
+    pub fn objects_named(
+        &self,
+        streams: &[StreamId],
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Vec<ObjectRow>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT id, stream_id, namespace, name FROM objects
+                 WHERE stream_id = ?1 AND name = ?2 AND (?3 IS NULL OR namespace = ?3)",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for stream in streams {
+            let rows: Vec<ObjectRow> = stmt
+                .query_map(params![stream, name, namespace], object_row)
+                .and_then(|rows| rows.collect())
+                .map_err(|e| self.err(e))?;
+            out.extend(rows);
+        }
+        Ok(out)
+    }
+
+    /// Objects by id, for the ids given.
+    pub fn objects(&self, ids: &HashSet<i64>) -> Result<HashMap<i64, ObjectRow>, JournalError> {
+        let mut out = HashMap::with_capacity(ids.len());
+        for id in ids {
+            if let Some(o) = self.object(*id)? {
+                out.insert(*id, o);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The resourceVersion a stream was known complete at, at time `at`: the
+    /// last checkpoint, baseline or event observed by then.
+    pub fn watermark_at(
+        &self,
+        stream: StreamId,
+        at: i64,
+    ) -> Result<Option<(i64, String)>, JournalError> {
+        let meta: Option<(i64, i64, Option<String>)> = self
+            .conn()
+            .prepare_cached(
+                "SELECT seq, observed_at, resource_version FROM records
+                 WHERE stream_id = ?1 AND kind IN (?2, ?3) AND observed_at <= ?4
+                 ORDER BY seq DESC LIMIT 1",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![stream, kind::CHECKPOINT, kind::BASELINE, at], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .optional()
+            })
+            .map_err(|e| self.err(e))?;
+        Ok(meta.and_then(|(_, t, rv)| rv.map(|rv| (t, rv))))
+    }
+}
+
+/// Reads bodies back, sharing decoded keyframes between the versions that need
+/// them (a timeline decodes each keyframe once).
+pub struct BodyReader {
+    codec: Codec,
+    keyframes: KeyframeCache,
+}
+
+impl Default for BodyReader {
+    fn default() -> Self {
+        BodyReader::new()
+    }
+}
+
+impl BodyReader {
+    pub fn new() -> BodyReader {
+        BodyReader {
+            codec: Codec::new(),
+            keyframes: KeyframeCache::new(32 << 20),
+        }
+    }
+
+    /// The exact recorded bytes of body `id`.
+    pub fn read(&mut self, journal: &Journal, id: i64) -> Result<Vec<u8>, JournalError> {
+        let (base, raw_len, data) = body_row(journal, id)?;
+        match base {
+            None => Ok(self.keyframe(journal, id, raw_len, &data)?.to_vec()),
+            Some(base) => {
+                let (_, base_len, base_data) = body_row(journal, base)?;
+                let base_raw = self.keyframe(journal, base, base_len, &base_data)?;
+                self.codec
+                    .decode(&data, raw_len, Some(&base_raw))
+                    .map_err(|source| JournalError::Codec {
+                        path: journal.path().to_path_buf(),
+                        source,
+                    })
+            }
+        }
+    }
+
+    fn keyframe(
+        &mut self,
+        journal: &Journal,
+        id: i64,
+        raw_len: usize,
+        data: &[u8],
+    ) -> Result<Arc<[u8]>, JournalError> {
+        if let Some(raw) = self.keyframes.get(id) {
+            return Ok(raw);
+        }
+        let raw: Arc<[u8]> = self
+            .codec
+            .decode(data, raw_len, None)
+            .map_err(|source| JournalError::Codec {
+                path: journal.path().to_path_buf(),
+                source,
+            })?
+            .into();
+        self.keyframes.insert(id, raw.clone());
+        Ok(raw)
+    }
+}
+
+fn body_row(journal: &Journal, id: i64) -> Result<(Option<i64>, usize, Vec<u8>), JournalError> {
+    journal
+        .conn()
+        .prepare_cached("SELECT base_id, raw_len, data FROM bodies WHERE id = ?1")
+        .and_then(|mut s| {
+            s.query_row(params![id], |r| {
+                Ok((r.get(0)?, r.get::<_, i64>(1)? as usize, r.get(2)?))
+            })
+        })
+        .map_err(|e| journal.err(e))
+}
