@@ -6,8 +6,10 @@ pub mod args;
 pub mod coverage;
 pub mod demo;
 pub mod diff;
+pub mod export;
 pub mod get;
 pub mod object_arg;
+pub mod prune;
 pub mod reader;
 pub mod record;
 pub mod snapshot;
@@ -56,6 +58,8 @@ pub enum Command {
     #[command(alias = "reconstruct")]
     Get(get::GetArgs),
     Snapshot(snapshot::SnapshotArgs),
+    Export(export::ExportArgs),
+    Prune(prune::PruneArgs),
     Demo(demo::DemoArgs),
     Version(version::VersionArgs),
 }
@@ -139,6 +143,8 @@ fn run(cli: Cli) -> CliResult {
             Command::Timeline(a) => timeline::run(&global, a),
             Command::Get(a) => get::run(&global, a),
             Command::Snapshot(a) => snapshot::run(&global, a),
+            Command::Export(a) => export::run(&global, a),
+            Command::Prune(a) => prune::run(&global, a),
             Command::Demo(a) => demo::run(&global, a).await,
             Command::Version(a) => version::run(&global, a),
         }

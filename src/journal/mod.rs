@@ -7,7 +7,9 @@
 //! - [`codec`] stores bodies compactly and returns their exact bytes.
 
 pub mod codec;
+pub mod export;
 pub mod lock;
+pub mod prune;
 pub mod read;
 pub mod records;
 pub mod schema;

@@ -432,7 +432,7 @@ impl Journal {
     /// Every record, oldest first (tests and small journals only).
     pub fn all_records(&self) -> Result<Vec<RecordView>, JournalError> {
         let mut out = Vec::new();
-        let mut after = 0;
+        let mut after = i64::MIN;
         loop {
             let page = self.records_after(after, 10_000)?;
             let Some(last) = page.last() else {

@@ -1,0 +1,71 @@
+//! `export`: the journal's records as NDJSON on stdout.
+
+use super::answer;
+use super::args::GlobalArgs;
+use crate::error::{CliError, CliResult};
+use crate::journal::Journal;
+use crate::journal::export::{ExportOptions, export};
+use crate::time::Millis;
+use clap::Args;
+
+/// Write the journal's records as NDJSON (one JSON object per line, oldest first)
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  kubectl krply export > journal.ndjson
+  kubectl krply export --since 2h | jq 'select(.record == \"gap\")'
+  kubectl krply export --cluster-id 127.0.0.1-3f2a9b1c --until 2026-11-29T12:00:00Z
+
+Every line has seq, record (event, baseline, gap, checkpoint, coverage, snapshot),
+cluster, stream, observed_at, watch_type, synthetic, resource_version, uid, kind,
+apiVersion, namespace, name and object (null where they do not apply); gaps add from,
+to and reason. docs/journal.md describes the format.")]
+pub struct ExportArgs {
+    /// Only records observed at or after this time (now, 30m, 2h, RFC 3339)
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Only records observed at or before this time
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+}
+
+pub fn run(global: &GlobalArgs, args: ExportArgs) -> CliResult {
+    if global.output.as_deref().is_some_and(|o| o != "json") {
+        return Err(CliError::usage("export writes NDJSON; -o takes only json"));
+    }
+    let now = Millis::now();
+    let since = args
+        .since
+        .as_deref()
+        .map(|s| answer::time_flag("--since", s, now))
+        .transpose()?;
+    let until = args
+        .until
+        .as_deref()
+        .map(|s| answer::time_flag("--until", s, now))
+        .transpose()?;
+    if let (Some(s), Some(u)) = (since, until)
+        && s > u
+    {
+        return Err(CliError::usage(format!(
+            "--since ({s}) is after --until ({u})"
+        )));
+    }
+    let journal = Journal::open(&global.store_path()?)?;
+    let opts = ExportOptions {
+        since: since.map(Millis::as_ms),
+        until: until.map(Millis::as_ms),
+        cluster: global.cluster_id.clone(),
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match export(&journal, &opts, &mut out) {
+        Ok(_) => Ok(()),
+        Err(crate::journal::JournalError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::BrokenPipe =>
+        {
+            std::process::exit(0)
+        }
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,275 @@
+//! `export`: the journal's records as NDJSON, oldest first, one JSON object per
+//! line, for other tools. The shape is CONTRACT.md's (fields that do not apply
+//! are null); object bodies are embedded byte for byte as recorded.
+
+use super::read::StreamInfo;
+use super::schema::kind;
+use super::versions::BaselineRef;
+use super::{Journal, JournalError, StreamId};
+use crate::time::Millis;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use std::collections::HashMap;
+use std::io::Write;
+
+/// Which records to export.
+#[derive(Debug, Clone, Default)]
+pub struct ExportOptions {
+    /// Only records observed at or after this time.
+    pub since: Option<i64>,
+    /// Only records observed at or before this time.
+    pub until: Option<i64>,
+    /// Only this cluster's records.
+    pub cluster: Option<String>,
+}
+
+/// One exported line.
+#[derive(Serialize)]
+struct Line<'a> {
+    seq: Option<i64>,
+    record: &'static str,
+    cluster: &'a str,
+    stream: Option<String>,
+    observed_at: String,
+    watch_type: Option<&'static str>,
+    synthetic: bool,
+    resource_version: Option<&'a str>,
+    uid: Option<String>,
+    kind: Option<&'a str>,
+    #[serde(rename = "apiVersion")]
+    api_version: Option<String>,
+    namespace: Option<&'a str>,
+    name: Option<&'a str>,
+    object: Option<Box<RawValue>>,
+    /// Baseline items: the list they belong to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    list_resource_version: Option<&'a str>,
+    /// Gaps: the missing window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    to: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    /// Coverage changes, checkpoints, snapshots: their own fields.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    info: Option<Box<RawValue>>,
+}
+
+struct StreamMeta {
+    info: StreamInfo,
+    name: String,
+    api_version: String,
+    baselines: Vec<BaselineRef>,
+}
+
+fn time(t: i64) -> String {
+    Millis::from_ms(t).to_string()
+}
+
+fn raw(bytes: Vec<u8>) -> Option<Box<RawValue>> {
+    String::from_utf8(bytes)
+        .ok()
+        .and_then(|s| RawValue::from_string(s).ok())
+}
+
+fn uid_of(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct M {
+        metadata: Option<Meta>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        uid: Option<String>,
+    }
+    serde_json::from_slice::<M>(body)
+        .ok()
+        .and_then(|m| m.metadata)
+        .and_then(|m| m.uid)
+}
+
+/// Writes the records as NDJSON; returns how many lines were written.
+pub fn export(
+    journal: &Journal,
+    opts: &ExportOptions,
+    out: &mut dyn Write,
+) -> Result<u64, JournalError> {
+    let io = |source| JournalError::Io {
+        path: "stdout".into(),
+        source,
+    };
+    let mut streams: HashMap<StreamId, StreamMeta> = HashMap::new();
+    for info in journal.streams(opts.cluster.as_deref())? {
+        streams.insert(
+            info.id,
+            StreamMeta {
+                name: info.name(),
+                api_version: info.resource.api_version(),
+                baselines: journal.baselines(info.id)?,
+                info,
+            },
+        );
+    }
+    let in_window = |t: i64| opts.since.is_none_or(|s| t >= s) && opts.until.is_none_or(|u| t <= u);
+    let mut snapshots = journal
+        .snapshots(opts.cluster.as_deref())?
+        .into_iter()
+        .peekable();
+    let mut lines = 0u64;
+    let mut write = |line: &Line<'_>, out: &mut dyn Write| -> Result<(), JournalError> {
+        serde_json::to_writer(&mut *out, line).map_err(|e| {
+            let kind = e.io_error_kind().unwrap_or(std::io::ErrorKind::Other);
+            io(std::io::Error::new(kind, e))
+        })?;
+        out.write_all(b"\n").map_err(io)?;
+        lines += 1;
+        Ok(())
+    };
+    let mut after = i64::MIN;
+    loop {
+        let page = journal.records_after(after, 2_000)?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for r in page {
+            // Saved snapshots go where they fall in time.
+            while let Some(s) = snapshots.next_if(|s| s.created_at <= r.observed_at) {
+                if in_window(s.created_at) {
+                    write(&snapshot_line(&s), out)?;
+                }
+            }
+            let Some(stream) = streams.get(&r.stream) else {
+                continue;
+            };
+            if !in_window(r.observed_at) {
+                continue;
+            }
+            let mut line = Line {
+                seq: Some(r.seq),
+                record: "checkpoint",
+                cluster: &stream.info.cluster,
+                stream: Some(stream.name.clone()),
+                observed_at: time(r.observed_at),
+                watch_type: None,
+                synthetic: false,
+                resource_version: r.resource_version.as_deref(),
+                uid: None,
+                kind: Some(&stream.info.resource.kind),
+                api_version: Some(stream.api_version.clone()),
+                namespace: None,
+                name: None,
+                object: None,
+                list_resource_version: None,
+                from: None,
+                to: None,
+                reason: None,
+                info: None,
+            };
+            match r.kind {
+                kind::EVENT | kind::BASELINE_ITEM => {
+                    if r.kind == kind::BASELINE_ITEM {
+                        // Items of a list that never completed are not a baseline.
+                        let Some(b) = stream.baselines.iter().find(|b| Some(b.token) == r.aux)
+                        else {
+                            continue;
+                        };
+                        line.record = "baseline";
+                        line.synthetic = true;
+                        line.list_resource_version = Some(&b.resource_version);
+                    } else {
+                        line.record = "event";
+                        line.watch_type = r.watch_type.map(|w| w.as_str());
+                    }
+                    line.namespace = r.namespace.as_deref().filter(|n| !n.is_empty());
+                    line.name = r.name.as_deref();
+                    if let Some(body) = r.body.clone() {
+                        line.uid = uid_of(&body);
+                        line.object = raw(body);
+                    }
+                    write(&line, out)?;
+                }
+                kind::BASELINE => {
+                    // A list with items is its items' lines; an empty one is one line.
+                    let empty = stream
+                        .baselines
+                        .iter()
+                        .find(|b| b.seq == r.seq)
+                        .is_some_and(|b| b.items == 0);
+                    if empty {
+                        line.record = "baseline";
+                        line.synthetic = true;
+                        line.list_resource_version = r.resource_version.as_deref();
+                        write(&line, out)?;
+                    }
+                }
+                kind::GAP => {
+                    let gap: super::records::GapInfo = r
+                        .info
+                        .as_deref()
+                        .and_then(|i| serde_json::from_str(i).ok())
+                        .unwrap_or(super::records::GapInfo {
+                            from: r.observed_at,
+                            from_rv: None,
+                            reason: "gap".into(),
+                        });
+                    let to = stream
+                        .baselines
+                        .iter()
+                        .find(|b| b.seq > r.seq)
+                        .map(|b| time(b.observed_at));
+                    line.record = "gap";
+                    line.kind = None;
+                    line.api_version = None;
+                    line.resource_version = None;
+                    line.from = Some(time(gap.from));
+                    line.to = Some(to);
+                    line.reason = Some(gap.reason);
+                    line.info = r.info.clone().and_then(|i| RawValue::from_string(i).ok());
+                    write(&line, out)?;
+                }
+                kind::COVERAGE | kind::CHECKPOINT => {
+                    line.record = if r.kind == kind::COVERAGE {
+                        "coverage"
+                    } else {
+                        "checkpoint"
+                    };
+                    line.kind = None;
+                    line.api_version = None;
+                    line.info = r.info.clone().and_then(|i| RawValue::from_string(i).ok());
+                    write(&line, out)?;
+                }
+                _ => {}
+            }
+        }
+    }
+    for s in snapshots {
+        if in_window(s.created_at) {
+            write(&snapshot_line(&s), out)?;
+        }
+    }
+    out.flush().map_err(io)?;
+    Ok(lines)
+}
+
+fn snapshot_line(s: &super::snapshots::SavedSnapshot) -> Line<'_> {
+    Line {
+        seq: None,
+        record: "snapshot",
+        cluster: &s.cluster,
+        stream: None,
+        observed_at: time(s.created_at),
+        watch_type: None,
+        synthetic: false,
+        resource_version: None,
+        uid: None,
+        kind: None,
+        api_version: None,
+        namespace: None,
+        name: Some(&s.name),
+        object: None,
+        list_resource_version: None,
+        from: None,
+        to: None,
+        reason: None,
+        info: RawValue::from_string(s.info.clone()).ok(),
+    }
+}
