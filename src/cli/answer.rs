@@ -65,16 +65,22 @@ pub fn scope(
 
 /// Says on stderr what an answer lacks (text modes).
 pub fn warn(completeness: &Completeness, paint: Paint) {
+    eprint!("{}", warning_text(completeness, paint));
+}
+
+/// What an answer lacks, as lines for people (empty when complete).
+pub fn warning_text(completeness: &Completeness, paint: Paint) -> String {
     if completeness.complete() {
-        return;
+        return String::new();
     }
-    eprintln!(
-        "{} this answer is incomplete; the journal does not cover:",
+    let mut out = format!(
+        "{} this answer is incomplete; the journal does not cover:\n",
         paint.yellow("warning:")
     );
     for w in completeness.summary() {
-        eprintln!("  {w}");
+        out.push_str(&format!("  {w}\n"));
     }
+    out
 }
 
 /// With `--strict`, an incomplete answer ends in exit 3 (after it was printed).

@@ -57,8 +57,18 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     ));
 
     let journal = Journal::open(&store)?;
+    let reader = super::reader::Reader {
+        cluster: journal
+            .clusters()?
+            .into_iter()
+            .find(|c| c.id == outcome.cluster_id)
+            .ok_or_else(|| CliError::runtime("the demo journal lost its cluster"))?,
+        namespace: Some(crate::demo::NAMESPACE.to_string()),
+        journal,
+    };
+    let history = reader.history()?;
     let coverage = super::coverage::report(
-        &journal,
+        &reader.journal,
         &outcome.cluster_id,
         Some(crate::demo::NAMESPACE),
         Format::Table,
@@ -68,9 +78,61 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
         "\n{}\n{coverage}",
         paint.bold("$ kubectl krply coverage -n shop")
     ))?;
+
+    // What changed since just before the incident, field by field.
+    // Up to where the recording ends, so the answer covers only watched time.
+    let since = outcome.before_incident;
+    let until = history
+        .streams
+        .iter()
+        .filter_map(|s| s.coverage.to)
+        .min()
+        .map_or_else(crate::time::Millis::now, crate::time::Millis::from_ms);
+    let window =
+        crate::time::TimeWindow::new(since, until).map_err(|e| CliError::runtime(e.to_string()))?;
+    let scope = crate::history::Scope {
+        namespace: reader.namespace.clone(),
+        types: None,
+    };
+    let changes = history
+        .diff(
+            &scope,
+            &Default::default(),
+            since.as_ms(),
+            until.as_ms(),
+            &Default::default(),
+        )
+        .map_err(|e| CliError::runtime(e.to_string()))?;
     super::out(&format!(
-        "\nThe 410 left a gap in every stream: the relist restored current state, but what\nhappened in between is not in the journal, and krply says so.\n\nExplore the journal yourself:\n  export KRPLY_STORE={}\n  kubectl krply status\n  kubectl krply coverage --cluster-id {}\n",
+        "\n{}\n{}{}",
+        paint.bold(&format!(
+            "$ kubectl krply diff -n shop --since {since} --until {until}"
+        )),
+        super::diff::text(&changes, &reader, &window, paint),
+        super::answer::warning_text(&changes.completeness, paint)
+    ))?;
+
+    // The object that changed most, version by version, with the gap.
+    let ids: Vec<_> = history.streams.iter().map(|s| s.info.id).collect();
+    if let Some(object) = reader.journal.busiest_object(&ids)?
+        && let Some(stream) = history.stream(object.stream)
+    {
+        let t = history
+            .timeline(stream, &object, &Default::default())
+            .map_err(|e| CliError::runtime(e.to_string()))?;
+        super::out(&format!(
+            "\n{}\n{}",
+            paint.bold(&format!(
+                "$ kubectl krply timeline {}/{} -n shop",
+                stream.info.resource.singular, object.name
+            )),
+            super::timeline::table(&t.entries, paint)
+        ))?;
+    }
+    super::out(&format!(
+        "\nThe 410 left a gap in every stream: the relist restored current state (it shows\nfrontend-config's new log_level), but what happened in between is not in the\njournal, and krply says so.\n\nExplore the journal yourself (the simulator is gone; the journal answers offline):\n  export KRPLY_STORE={} KUBECONFIG={}\n  kubectl krply status\n  kubectl krply timeline cm/frontend-config -n shop\n  kubectl krply get deploy/frontend -n shop --at {}\n",
         store.display(),
-        outcome.cluster_id
+        outcome.kubeconfig.display(),
+        outcome.before_incident
     ))
 }

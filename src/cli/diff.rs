@@ -159,7 +159,7 @@ fn who(o: &ObjectDiff, all_namespaces: bool) -> String {
 }
 
 /// Grouped by object, one line per field.
-fn text(
+pub(super) fn text(
     result: &DiffAnswer,
     reader: &Reader,
     window: &crate::time::TimeWindow,

@@ -134,7 +134,7 @@ fn entry_out(e: &Entry) -> EntryOut {
     }
 }
 
-fn table(entries: &[Entry], paint: Paint) -> String {
+pub(super) fn table(entries: &[Entry], paint: Paint) -> String {
     let rows: Vec<Vec<String>> = entries
         .iter()
         .map(|e| {

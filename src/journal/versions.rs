@@ -271,6 +271,33 @@ impl Journal {
         Ok(out)
     }
 
+    /// The object with the most live events among `streams`.
+    pub fn busiest_object(&self, streams: &[StreamId]) -> Result<Option<ObjectRow>, JournalError> {
+        let mut best: Option<(i64, i64)> = None;
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT object_id, count(*) FROM records WHERE stream_id = ?1 AND kind = ?2
+                 GROUP BY object_id ORDER BY count(*) DESC, object_id LIMIT 1",
+            )
+            .map_err(|e| self.err(e))?;
+        for stream in streams {
+            let top: Option<(i64, i64)> = stmt
+                .query_row(params![stream, kind::EVENT], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+                .map_err(|e| self.err(e))?;
+            if let Some((object, n)) = top
+                && best.is_none_or(|(_, m)| n > m)
+            {
+                best = Some((object, n));
+            }
+        }
+        match best {
+            Some((object, _)) => self.object(object),
+            None => Ok(None),
+        }
+    }
+
     /// The resourceVersion a stream was known complete at, at time `at`: the
     /// last checkpoint, baseline or event observed by then.
     pub fn watermark_at(
