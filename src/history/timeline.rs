@@ -124,8 +124,9 @@ impl History<'_> {
             stream.end(self.now)
         };
         if let (Some(first), Some(end)) = (first, end) {
+            // A window starts after its `from` (covered up to and including it).
             for w in &stream.coverage.windows {
-                if w.to.is_none_or(|to| to >= first) && w.from <= end {
+                if w.to.is_none_or(|to| to > first) && w.from < end {
                     entries.push(Entry {
                         observed_at: w.from,
                         resource_version: w.from_rv.clone(),
@@ -138,8 +139,8 @@ impl History<'_> {
                 }
             }
         }
-        // Stable: at the same time a gap comes before the version that ends it.
-        entries.sort_by_key(|e| (e.observed_at, e.kind != EntryType::Gap));
+        // Stable; a gap starts after the versions observed at its start time.
+        entries.sort_by_key(|e| (e.observed_at, e.kind == EntryType::Gap));
 
         let scope = Scope {
             namespace: stream

@@ -1,0 +1,877 @@
+//! History answers end to end: a scripted incident recorded from the simulator,
+//! then diff, timeline, get --at, snapshot, prune and export through the real
+//! binary, offline.
+
+mod common;
+
+use common::Env;
+use krply::time::Millis;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const DEPLOY: &str = "deployments.v1.apps@shop";
+const CM: &str = "configmaps.v1@shop";
+
+struct Incident {
+    env: Env,
+    /// After the first baselines, before any change.
+    t0: Millis,
+    /// After frontend was scaled to 3.
+    t_scaled: Millis,
+    /// After productcatalogservice got its new image.
+    t_image: Millis,
+    /// Inside the 410 gap (midpoint of the configmaps window).
+    t_gap: Millis,
+    /// After the last change, before the recorder stopped.
+    t_end: Millis,
+    /// When the recorder had stopped.
+    t_stopped: Millis,
+}
+
+fn now() -> Millis {
+    Millis::now()
+}
+
+fn wait_events(env: &Env, stream: &str, n: usize) {
+    env.wait_for(&format!("{n} events in {stream}"), || {
+        std::panic::catch_unwind(|| env.events(stream).len()).unwrap_or(0) >= n
+    });
+}
+
+fn edit(env: &Env, api_version: &str, kind: &str, name: &str, change: impl FnOnce(&mut Value)) {
+    let mut obj = env.sim.get(api_version, kind, Some("shop"), name).unwrap();
+    change(&mut obj);
+    env.sim.update(obj).unwrap();
+}
+
+/// Scale, image change, ConfigMap edit, label added, object deleted, object
+/// created, a 410 gap with a change inside it, and a change after it.
+fn incident() -> Incident {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["deploy", "cm"]);
+    env.wait_baselines(1);
+    let t0 = now();
+
+    env.sim
+        .patch_merge(
+            "apps/v1",
+            "Deployment",
+            Some("shop"),
+            "frontend",
+            &json!({"spec": {"replicas": 3}}),
+        )
+        .unwrap();
+    wait_events(&env, DEPLOY, 1);
+    let t_scaled = now();
+
+    edit(
+        &env,
+        "apps/v1",
+        "Deployment",
+        "productcatalogservice",
+        |d| {
+            d["spec"]["template"]["spec"]["containers"][0]["image"] =
+                json!("example.com/productcatalog:v2");
+        },
+    );
+    wait_events(&env, DEPLOY, 2);
+    let t_image = now();
+
+    env.sim
+        .patch_merge(
+            "v1",
+            "ConfigMap",
+            Some("shop"),
+            "feature-flags",
+            &json!({"data": {"new-checkout": "true"}}),
+        )
+        .unwrap();
+    env.sim
+        .patch_merge(
+            "apps/v1",
+            "Deployment",
+            Some("shop"),
+            "adservice",
+            &json!({"metadata": {"labels": {"team": "ads"}}}),
+        )
+        .unwrap();
+    env.sim
+        .delete("v1", "ConfigMap", Some("shop"), "currency-rates")
+        .unwrap();
+    env.sim
+        .create(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "promo", "namespace": "shop"}, "data": {"code": "BF2026"}}))
+        .unwrap();
+    wait_events(&env, CM, 3);
+    wait_events(&env, DEPLOY, 3);
+
+    // History lost: every request of the recorder waits while the change below
+    // happens, so it falls into the gap.
+    env.sim.set_delay(Duration::from_millis(400));
+    env.sim.compact();
+    env.sim.expire_watches();
+    env.sim
+        .patch_merge(
+            "v1",
+            "ConfigMap",
+            Some("shop"),
+            "frontend-config",
+            &json!({"data": {"log_level": "debug"}}),
+        )
+        .unwrap();
+    env.sim.set_delay(Duration::ZERO);
+    env.wait_baselines(2);
+
+    env.sim
+        .patch_merge(
+            "apps/v1",
+            "Deployment",
+            Some("shop"),
+            "cartservice",
+            &json!({"spec": {"replicas": 2}}),
+        )
+        .unwrap();
+    wait_events(&env, DEPLOY, 4);
+    let t_end = now();
+
+    // Readers work while the recorder holds the journal.
+    let live = env.run(&["diff", "--since", &t0.to_string(), "-o", "json"]);
+    assert_eq!(live.code, Some(0), "{}", live.stderr);
+
+    assert_eq!(rec.stop().code, Some(0));
+    let t_stopped = now();
+    let gap = env.coverage(CM).windows[0].clone();
+    let t_gap = Millis::from_ms((gap.from + gap.to.unwrap()) / 2);
+    Incident {
+        env,
+        t0,
+        t_scaled,
+        t_image,
+        t_gap,
+        t_end,
+        t_stopped,
+    }
+}
+
+fn json_of(env: &Env, args: &[&str]) -> Value {
+    let out = env.run(args);
+    assert!(
+        matches!(out.code, Some(0) | Some(3)),
+        "{args:?}: {}",
+        out.stderr
+    );
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", out.stdout))
+}
+
+fn changes(diff: &Value) -> Vec<(String, String, String)> {
+    diff["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                format!(
+                    "{}/{}",
+                    o["kind"].as_str().unwrap(),
+                    o["name"].as_str().unwrap()
+                ),
+                o["change"].as_str().unwrap().to_string(),
+                o["fields"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| {
+                        format!(
+                            "{}: {} -> {}",
+                            f["path"].as_str().unwrap(),
+                            f["before"],
+                            f["after"]
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn diff_reports_exactly_the_incident_and_says_where_it_is_blind() {
+    let i = incident();
+    let diff = json_of(
+        &i.env,
+        &[
+            "diff",
+            "--since",
+            &i.t0.to_string(),
+            "--until",
+            &i.t_end.to_string(),
+            "-o",
+            "json",
+        ],
+    );
+    let got = changes(&diff);
+    let expect = |who: &str, change: &str, fields: &str| {
+        (who.to_string(), change.to_string(), fields.to_string())
+    };
+    assert_eq!(
+        got,
+        vec![
+            expect("ConfigMap/currency-rates", "deleted", ""),
+            expect(
+                "ConfigMap/feature-flags",
+                "modified",
+                r#"data.new-checkout: null -> "true""#
+            ),
+            expect(
+                "ConfigMap/frontend-config",
+                "modified",
+                r#"data.log_level: null -> "debug""#
+            ),
+            expect("ConfigMap/promo", "added", ""),
+            expect(
+                "Deployment/adservice",
+                "modified",
+                r#"metadata.labels.team: null -> "ads""#
+            ),
+            expect(
+                "Deployment/cartservice",
+                "modified",
+                "spec.replicas: 1 -> 2"
+            ),
+            expect("Deployment/frontend", "modified", "spec.replicas: 1 -> 3"),
+            expect(
+                "Deployment/productcatalogservice",
+                "modified",
+                r#"spec.template.spec.containers[0].image: "us-central1-docker.pkg.dev/online-boutique-ci/microservices-demo/productcatalogservice:v0.10.6" -> "example.com/productcatalog:v2""#
+            ),
+        ],
+        "no phantom change from the relist, every real change with its before/after"
+    );
+    assert_eq!(diff["complete"], false);
+    let warnings = diff["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| w.as_str().unwrap().contains("410")),
+        "{warnings:?}"
+    );
+    let manager = &diff["objects"][6]["fields"][0]["manager"];
+    assert_eq!(
+        manager, "krply-sim",
+        "the field manager owning spec.replicas"
+    );
+
+    // Text: grouped by object, warnings on stderr.
+    let text = i.env.run(&[
+        "diff",
+        "--since",
+        &i.t0.to_string(),
+        "--until",
+        &i.t_end.to_string(),
+    ]);
+    assert_eq!(text.code, Some(0));
+    assert!(
+        text.stdout
+            .contains("Deployment frontend  modified\n  spec.replicas  1 -> 3"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stderr
+            .starts_with("warning: this answer is incomplete"),
+        "{}",
+        text.stderr
+    );
+    // --strict turns an incomplete answer into exit 3, after printing it.
+    let strict = i.env.run(&[
+        "diff",
+        "--since",
+        &i.t0.to_string(),
+        "--until",
+        &i.t_end.to_string(),
+        "--strict",
+    ]);
+    assert_eq!(strict.code, Some(3));
+    assert!(strict.stdout.contains("8 object(s) changed."));
+    // Before the gap, the same question is complete.
+    let before_gap = json_of(
+        &i.env,
+        &[
+            "diff",
+            "--since",
+            &i.t0.to_string(),
+            "--until",
+            &i.t_image.to_string(),
+            "-o",
+            "json",
+            "--strict",
+        ],
+    );
+    assert_eq!(before_gap["complete"], true, "{}", before_gap["warnings"]);
+    assert_eq!(changes(&before_gap).len(), 2);
+    // Narrowed to one object and one type.
+    let one = json_of(
+        &i.env,
+        &[
+            "diff",
+            "deploy/frontend",
+            "cm",
+            "--since",
+            &i.t0.to_string(),
+            "--until",
+            &i.t_end.to_string(),
+            "-o",
+            "json",
+        ],
+    );
+    let names: Vec<String> = changes(&one).into_iter().map(|c| c.0).collect();
+    assert_eq!(
+        names,
+        [
+            "ConfigMap/currency-rates",
+            "ConfigMap/feature-flags",
+            "ConfigMap/frontend-config",
+            "ConfigMap/promo",
+            "Deployment/frontend"
+        ]
+    );
+    // Unified YAML diffs.
+    let unified = i.env.run(&[
+        "diff",
+        "deploy/frontend",
+        "--since",
+        &i.t0.to_string(),
+        "--until",
+        &i.t_end.to_string(),
+        "-o",
+        "unified",
+    ]);
+    assert!(
+        unified
+            .stdout
+            .contains("--- a/Deployment/shop/frontend\n+++ b/Deployment/shop/frontend\n"),
+        "{}",
+        unified.stdout
+    );
+    assert!(
+        unified.stdout.contains("-  replicas: 1\n+  replicas: 3\n"),
+        "{}",
+        unified.stdout
+    );
+    assert!(
+        !unified.stdout.contains("resourceVersion"),
+        "noise stays out: {}",
+        unified.stdout
+    );
+}
+
+#[test]
+fn a_stopped_recorder_covers_nothing_after_it_stopped() {
+    let i = incident();
+    let later = Millis::from_ms(i.t_stopped.as_ms() + 3_600_000);
+    let diff = json_of(
+        &i.env,
+        &[
+            "diff",
+            "--since",
+            &i.t_end.to_string(),
+            "--until",
+            &later.to_string(),
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(diff["objects"].as_array().unwrap().len(), 0);
+    assert_eq!(
+        diff["complete"], false,
+        "an hour after the stop is not 'no changes'"
+    );
+    assert!(
+        diff["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("no recorder was watching")),
+        "{}",
+        diff["warnings"]
+    );
+}
+
+#[test]
+fn timeline_shows_every_version_and_the_gap() {
+    let i = incident();
+    let t = json_of(&i.env, &["timeline", "deploy/frontend", "-o", "json"]);
+    let types: Vec<&str> = t["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["BASELINE", "MODIFIED", "GAP", "BASELINE"]);
+    let e = &t["entries"];
+    assert_eq!(e[0]["synthetic"], true);
+    assert_eq!(e[1]["synthetic"], false);
+    assert_eq!(e[1]["fields"][0]["path"], "spec.replicas");
+    assert_eq!(
+        (
+            e[1]["fields"][0]["before"].clone(),
+            e[1]["fields"][0]["after"].clone()
+        ),
+        (json!(1), json!(3))
+    );
+    assert!(e[2]["gap"]["reason"].as_str().unwrap().contains("410"));
+    assert_eq!(
+        e[3]["fields"].as_array().unwrap().len(),
+        0,
+        "the relist saw no change"
+    );
+    assert_eq!(t["complete"], false);
+
+    // The change nobody saw happen shows up with the relist.
+    let fc = json_of(&i.env, &["timeline", "cm/frontend-config", "-o", "json"]);
+    let last = fc["entries"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["type"], "BASELINE");
+    assert_eq!(last["fields"][0]["path"], "data.log_level");
+    // A deleted object still has its timeline.
+    let gone = json_of(
+        &i.env,
+        &["timeline", "configmap/currency-rates", "-o", "json"],
+    );
+    let types: Vec<&str> = gone["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["BASELINE", "DELETED"]);
+    let table = i.env.run(&["timeline", "deploy/frontend"]);
+    assert!(table.stdout.starts_with("OBSERVED"), "{}", table.stdout);
+    assert!(table.stdout.contains("GAP"));
+}
+
+#[test]
+fn get_at_three_times() {
+    let i = incident();
+    let at = |t: Millis, what: &str| {
+        json_of(&i.env, &["get", what, "--at", &t.to_string(), "-o", "json"])
+    };
+    assert_eq!(at(i.t0, "deploy/frontend")["spec"]["replicas"], 1);
+    assert_eq!(at(i.t_scaled, "deploy/frontend")["spec"]["replicas"], 3);
+    let image = |t| {
+        at(t, "deploy/productcatalogservice")["spec"]["template"]["spec"]["containers"][0]["image"]
+            .clone()
+    };
+    assert!(image(i.t_scaled).as_str().unwrap().ends_with(":v0.10.6"));
+    assert_eq!(image(i.t_end), "example.com/productcatalog:v2");
+    // Objects carry apiVersion and kind even when listed without them.
+    let listed = at(i.t0, "cm/feature-flags");
+    assert_eq!(
+        (listed["apiVersion"].as_str(), listed["kind"].as_str()),
+        (Some("v1"), Some("ConfigMap"))
+    );
+    // YAML by default.
+    let yaml = i
+        .env
+        .run(&["get", "deploy/frontend", "--at", &i.t0.to_string()]);
+    assert!(
+        yaml.stdout
+            .starts_with("apiVersion: apps/v1\nkind: Deployment\n"),
+        "{}",
+        yaml.stdout
+    );
+    // Not there: say when it existed.
+    let gone = i
+        .env
+        .run(&["get", "cm/currency-rates", "--at", &i.t_end.to_string()]);
+    assert_eq!(gone.code, Some(1));
+    assert!(
+        gone.stderr
+            .starts_with("error: configmaps/currency-rates did not exist at"),
+        "{}",
+        gone.stderr
+    );
+    assert!(
+        gone.stderr.contains("until it was deleted at"),
+        "{}",
+        gone.stderr
+    );
+    let never = i.env.run(&["get", "cm/nope", "--at", &i.t_end.to_string()]);
+    assert_eq!(never.code, Some(1));
+    assert!(
+        never
+            .stderr
+            .starts_with("error: configmaps/nope was never recorded in namespace shop")
+    );
+    let reconstruct = i.env.run(&[
+        "reconstruct",
+        "deploy/frontend",
+        "--at",
+        &i.t_scaled.to_string(),
+        "-o",
+        "json",
+    ]);
+    assert_eq!(reconstruct.code, Some(0));
+}
+
+#[test]
+fn snapshot_completeness_flips_inside_a_gap_and_saves_by_name() {
+    let i = incident();
+    let before = json_of(
+        &i.env,
+        &["snapshot", "--at", &i.t_scaled.to_string(), "-o", "json"],
+    );
+    assert_eq!(before["complete"], true, "{}", before["warnings"]);
+    let deploys = before["watermarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["stream"] == DEPLOY)
+        .unwrap()
+        .clone();
+    assert_eq!(deploys["objects"], 12);
+    assert_eq!(before["items"].as_array().unwrap().len(), 12 + 4);
+    assert!(
+        before["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|o| o["apiVersion"].is_string() && o["kind"].is_string())
+    );
+    let inside = json_of(
+        &i.env,
+        &["snapshot", "--at", &i.t_gap.to_string(), "-o", "json"],
+    );
+    assert_eq!(inside["complete"], false);
+    assert!(
+        inside["missing"].as_array().unwrap().contains(&json!(CM)),
+        "{}",
+        inside["missing"]
+    );
+
+    let saved = i.env.run(&[
+        "snapshot",
+        "--at",
+        &i.t_scaled.to_string(),
+        "--save",
+        "before-image",
+    ]);
+    assert_eq!(saved.code, Some(0), "{}", saved.stderr);
+    let again = i.env.run(&["snapshot", "--save", "before-image"]);
+    assert_eq!(again.code, Some(1));
+    let list = i.env.run(&["snapshot", "--list"]);
+    assert!(
+        list.stdout
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("before-image"),
+        "{}",
+        list.stdout
+    );
+    let typed = i.env.run(&["snapshot", "deploy/frontend"]);
+    assert_eq!(typed.code, Some(2));
+}
+
+#[test]
+fn prune_leaves_answers_after_the_cut_identical() {
+    let i = incident();
+    let cut = i.t_image;
+    let answers = |env: &Env| -> Vec<String> {
+        [
+            vec![
+                "diff",
+                "--since",
+                &cut.to_string(),
+                "--until",
+                &i.t_end.to_string(),
+                "-o",
+                "json",
+            ],
+            vec![
+                "diff",
+                "--since",
+                &i.t_gap.to_string(),
+                "--until",
+                &i.t_end.to_string(),
+            ],
+            vec![
+                "get",
+                "deploy/frontend",
+                "--at",
+                &i.t_end.to_string(),
+                "-o",
+                "json",
+            ],
+            vec![
+                "get",
+                "deploy/productcatalogservice",
+                "--at",
+                &cut.to_string(),
+            ],
+            vec!["snapshot", "--at", &i.t_end.to_string(), "-o", "json"],
+            vec!["snapshot", "--at", &cut.to_string(), "-o", "yaml"],
+        ]
+        .iter()
+        .map(|args| {
+            let out = env.run(args);
+            format!(
+                "{args:?} exit {:?}\n{}\n{}",
+                out.code, out.stdout, out.stderr
+            )
+        })
+        .collect()
+    };
+    let before = answers(&i.env);
+    let pruned = i.env.run(&["prune", "--before", &cut.to_string()]);
+    assert_eq!(pruned.code, Some(0), "{}", pruned.stderr);
+    assert!(
+        pruned.stdout.contains("baseline of 12 object(s)"),
+        "{}",
+        pruned.stdout
+    );
+    let after = answers(&i.env);
+    for (b, a) in before.iter().zip(&after) {
+        assert_eq!(b, a);
+    }
+    // History before the cut is gone; a fresh question before it is not covered.
+    let old = i
+        .env
+        .run(&["get", "deploy/frontend", "--at", &i.t0.to_string()]);
+    assert_eq!(old.code, Some(1));
+    let conn = rusqlite::Connection::open(&i.env.store).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+}
+
+#[test]
+fn prune_is_refused_while_a_recorder_runs() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(1);
+    let out = env.run(&["prune", "--before", "1h"]);
+    assert_eq!(out.code, Some(1));
+    assert!(
+        out.stderr.contains("already being recorded by"),
+        "{}",
+        out.stderr
+    );
+    rec.stop();
+}
+
+#[test]
+fn export_round_trips_the_journal() {
+    let i = incident();
+    let out = i.env.run(&["export"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let lines: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for l in &lines {
+        for key in [
+            "seq",
+            "record",
+            "cluster",
+            "stream",
+            "observed_at",
+            "watch_type",
+            "synthetic",
+            "resource_version",
+            "uid",
+            "kind",
+            "namespace",
+            "name",
+            "object",
+        ] {
+            assert!(l.get(key).is_some(), "{key} missing in {l}");
+        }
+    }
+    // Oldest first.
+    let seqs: Vec<i64> = lines.iter().filter_map(|l| l["seq"].as_i64()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]));
+    // Every recorded event is there, with the object exactly as the server sent it.
+    for stream in [CM, DEPLOY] {
+        let journal = i.env.events(stream);
+        let exported: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l["record"] == "event" && l["stream"] == stream)
+            .collect();
+        assert_eq!(exported.len(), journal.len());
+        for (line, (kind_, who, rv, body)) in exported.iter().zip(&journal) {
+            assert_eq!(line["watch_type"], kind_.as_str());
+            assert_eq!(
+                format!(
+                    "{}/{}",
+                    line["namespace"].as_str().unwrap(),
+                    line["name"].as_str().unwrap()
+                ),
+                *who
+            );
+            assert_eq!(line["resource_version"], rv.as_str());
+            let recorded: Value = serde_json::from_slice(body).unwrap();
+            assert_eq!(line["object"], recorded);
+            assert_eq!(line["uid"], recorded["metadata"]["uid"]);
+        }
+    }
+    // Baselines: one line per listed object, synthetic.
+    let baseline_items = lines
+        .iter()
+        .filter(|l| l["record"] == "baseline" && !l["object"].is_null())
+        .count();
+    let listed: usize = [CM, DEPLOY]
+        .iter()
+        .map(|s| {
+            i.env
+                .records(s)
+                .iter()
+                .filter(|r| r.kind == krply::journal::schema::kind::BASELINE_ITEM)
+                .count()
+        })
+        .sum();
+    assert_eq!(baseline_items, listed);
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l["record"] == "baseline")
+            .all(|l| l["synthetic"] == true)
+    );
+    let gaps: Vec<&Value> = lines.iter().filter(|l| l["record"] == "gap").collect();
+    assert_eq!(gaps.len(), 2);
+    assert!(gaps.iter().all(|g| g["from"].is_string()
+        && g["to"].is_string()
+        && g["reason"].as_str().unwrap().contains("410")));
+    // A window.
+    let window = i.env.run(&["export", "--since", &i.t_end.to_string()]);
+    assert!(window.stdout.lines().count() < lines.len());
+    let bad = i.env.run(&["export", "--since", "1m", "--until", "2h"]);
+    assert_eq!(bad.code, Some(2));
+}
+
+#[test]
+fn a_forbidden_resource_leaves_namespace_wide_answers_incomplete_until_narrowed() {
+    let env = Env::shop();
+    env.sim.forbid("configmaps", None);
+    let rec = env.start_recorder(&["cm", "deploy"]);
+    env.wait_for("deployments listed", || {
+        std::panic::catch_unwind(|| env.coverage(DEPLOY).from.is_some()).unwrap_or(false)
+    });
+    let t0 = now();
+    env.sim
+        .patch_merge(
+            "apps/v1",
+            "Deployment",
+            Some("shop"),
+            "frontend",
+            &json!({"spec": {"replicas": 4}}),
+        )
+        .unwrap();
+    wait_events(&env, DEPLOY, 1);
+    let t1 = now();
+    let wide = json_of(
+        &env,
+        &[
+            "diff",
+            "--since",
+            &t0.to_string(),
+            "--until",
+            &t1.to_string(),
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(wide["complete"], false);
+    assert!(
+        wide["warnings"].to_string().contains("403"),
+        "{}",
+        wide["warnings"]
+    );
+    let narrow = json_of(
+        &env,
+        &[
+            "diff",
+            "deploy",
+            "--since",
+            &t0.to_string(),
+            "--until",
+            &t1.to_string(),
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(narrow["complete"], true, "{}", narrow["warnings"]);
+    assert_eq!(changes(&narrow).len(), 1);
+    rec.stop();
+}
+
+#[test]
+fn bad_questions_get_one_clear_line() {
+    let i = incident();
+    let cases: &[(&[&str], i32, &str)] = &[
+        (
+            &["timeline", "deploy/nope"],
+            1,
+            "error: deployments.apps/nope was never recorded",
+        ),
+        (
+            &["timeline", "deploy/a/b"],
+            2,
+            "error: malformed resource argument",
+        ),
+        (
+            &["timeline", "frobs/x"],
+            2,
+            "error: no recorded resource type \"frobs\"",
+        ),
+        (&["get", "deploy/"], 2, "error: malformed resource argument"),
+        (
+            &["diff", "--since", "1h", "--until", "2h"],
+            2,
+            "error: --since",
+        ),
+        (
+            &["diff", "--since", "yesterday"],
+            2,
+            "error: invalid --since",
+        ),
+        (
+            &["get", "deploy/frontend", "--at", "soon"],
+            2,
+            "error: invalid --at",
+        ),
+        (
+            &["diff", "-o", "table"],
+            2,
+            "error: unsupported output format",
+        ),
+        (&["timeline", "deploy"], 2, "error: \"deploy\" names a type"),
+    ];
+    for (args, code, start) in cases {
+        let out = i.env.run(args);
+        assert_eq!(out.code, Some(*code), "{args:?}: {}", out.stderr);
+        assert!(out.stderr.starts_with(start), "{args:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("panicked"));
+    }
+    // An empty journal (created, nothing recorded) and no journal at all.
+    let empty = Env::shop();
+    drop(krply::journal::Journal::open_or_create(&empty.store).unwrap());
+    for args in [
+        &["diff"][..],
+        &["timeline", "deploy/x"],
+        &["snapshot"],
+        &["get", "deploy/x"],
+    ] {
+        let out = empty.run(args);
+        assert_eq!(out.code, Some(1), "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.starts_with("error: the journal"),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+    let none = Env::shop();
+    let out = none.run(&["diff"]);
+    assert_eq!(out.code, Some(1));
+    assert!(out.stderr.starts_with("error: no journal at"));
+}
