@@ -88,6 +88,8 @@ pub fn run(global: &GlobalArgs, args: SnapshotArgs) -> CliResult {
     let snap = history
         .snapshot(&scope, at.as_ms(), with_objects)
         .map_err(|e| CliError::runtime(e.to_string()))?;
+    // The answer is computed: end the read transaction before saving it.
+    drop(history);
     let out = SnapshotOut {
         name: args.save.clone(),
         cluster: reader.cluster.id.clone(),

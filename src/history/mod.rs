@@ -90,6 +90,12 @@ pub struct History<'j> {
     bodies: std::cell::RefCell<BodyReader>,
 }
 
+impl Drop for History<'_> {
+    fn drop(&mut self) {
+        self.journal.end_read();
+    }
+}
+
 impl<'j> History<'j> {
     pub fn load(
         journal: &'j Journal,

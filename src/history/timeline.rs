@@ -42,8 +42,6 @@ pub struct Entry {
     pub fields: Vec<FieldChange>,
     /// For a gap entry: the missing window.
     pub gap: Option<GapWindow>,
-    /// The object as it was after this entry (`None` when absent, or for gaps).
-    pub object: Option<Value>,
 }
 
 pub struct TimelineAnswer {
@@ -104,7 +102,6 @@ impl History<'_> {
                 synthetic: v.synthetic(),
                 fields,
                 gap: None,
-                object: (!deleted).then(|| current.clone()),
             });
             previous = (!deleted).then_some(current);
             last_seq = v.seq;
@@ -134,7 +131,6 @@ impl History<'_> {
                         synthetic: true,
                         fields: Vec::new(),
                         gap: Some(w.clone()),
-                        object: None,
                     });
                 }
             }
@@ -171,6 +167,5 @@ fn vanished(at: i64, list_rv: &str) -> Entry {
         synthetic: true,
         fields: Vec::new(),
         gap: None,
-        object: None,
     }
 }

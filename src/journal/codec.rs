@@ -91,6 +91,43 @@ impl Codec {
     }
 }
 
+/// A keyframe prepared for decoding many deltas against it (a timeline reads
+/// dozens of versions of one object in a row).
+pub struct PreparedKeyframe {
+    pub id: i64,
+    ddict: zstd_safe::DDict<'static>,
+}
+
+impl PreparedKeyframe {
+    pub fn new(id: i64, raw: &[u8]) -> Result<PreparedKeyframe, CodecError> {
+        let ddict = zstd_safe::DDict::try_create(raw)
+            .ok_or_else(|| CodecError("cannot prepare a keyframe".into()))?;
+        Ok(PreparedKeyframe { id, ddict })
+    }
+}
+
+impl Codec {
+    /// Restores a delta against a prepared keyframe.
+    pub fn decode_prepared(
+        &mut self,
+        data: &[u8],
+        raw_len: usize,
+        base: &PreparedKeyframe,
+    ) -> Result<Vec<u8>, CodecError> {
+        let mut out = Vec::with_capacity(raw_len);
+        let written = self
+            .dctx
+            .decompress_using_ddict(&mut out, data, &base.ddict)
+            .map_err(zstd_err)?;
+        if written != raw_len {
+            return Err(CodecError(format!(
+                "body decoded to {written} bytes, expected {raw_len}"
+            )));
+        }
+        Ok(out)
+    }
+}
+
 /// A bounded cache of decoded keyframes, keyed by body id.
 ///
 /// Two generations: lookups promote into the young one; when the young one
@@ -162,6 +199,16 @@ mod tests {
         let back2 = c.decode(&d, v2.len(), Some(&back1)).unwrap();
         assert_eq!(back1, v1);
         assert_eq!(back2, v2);
+    }
+
+    #[test]
+    fn prepared_keyframes_decode_the_same() {
+        let mut c = Codec::new();
+        let v1 = version(1, "a");
+        let v2 = version(2, "b");
+        let d = c.delta(&v2, &v1).unwrap();
+        let prepared = PreparedKeyframe::new(7, &v1).unwrap();
+        assert_eq!(c.decode_prepared(&d, v2.len(), &prepared).unwrap(), v2);
     }
 
     #[test]

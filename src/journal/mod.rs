@@ -248,6 +248,26 @@ impl Journal {
         &self.conn
     }
 
+    /// Starts a read transaction: the queries until [`Journal::end_read`] see one
+    /// snapshot, and pay for the shared lock once instead of per statement.
+    pub fn begin_read(&self) -> Result<(), JournalError> {
+        if self.conn.is_autocommit() {
+            self.conn.execute_batch("BEGIN").map_err(|e| self.err(e))?;
+            // A deferred transaction takes its snapshot at the first read.
+            self.conn
+                .query_row("SELECT count(*) FROM clusters", [], |_| Ok(()))
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
+    /// Ends the read transaction started by [`Journal::begin_read`].
+    pub fn end_read(&self) {
+        if !self.conn.is_autocommit() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
+
     /// Runs SQLite's own consistency check; used before a recorder appends.
     pub fn check_integrity(&self) -> Result<(), JournalError> {
         let mut stmt = self

@@ -2,7 +2,7 @@
 //! time, what changed in a window, the timeline of one object). Every query goes
 //! through an index on object, stream or time; none scans the whole journal.
 
-use super::codec::{Codec, KeyframeCache};
+use super::codec::{Codec, KeyframeCache, PreparedKeyframe};
 use super::records::BaselineInfo;
 use super::schema::kind;
 use super::{Journal, JournalError, StreamId};
@@ -328,6 +328,8 @@ impl Journal {
 pub struct BodyReader {
     codec: Codec,
     keyframes: KeyframeCache,
+    /// The keyframe the last delta was read against, ready for the next.
+    prepared: Option<PreparedKeyframe>,
 }
 
 impl Default for BodyReader {
@@ -341,6 +343,7 @@ impl BodyReader {
         BodyReader {
             codec: Codec::new(),
             keyframes: KeyframeCache::new(32 << 20),
+            prepared: None,
         }
     }
 
@@ -350,14 +353,20 @@ impl BodyReader {
         match base {
             None => Ok(self.keyframe(journal, id, raw_len, &data)?.to_vec()),
             Some(base) => {
-                let (_, base_len, base_data) = body_row(journal, base)?;
-                let base_raw = self.keyframe(journal, base, base_len, &base_data)?;
+                let codec_err = |source| JournalError::Codec {
+                    path: journal.path().to_path_buf(),
+                    source,
+                };
+                if self.prepared.as_ref().is_none_or(|p| p.id != base) {
+                    let (_, base_len, base_data) = body_row(journal, base)?;
+                    let base_raw = self.keyframe(journal, base, base_len, &base_data)?;
+                    self.prepared =
+                        Some(PreparedKeyframe::new(base, &base_raw).map_err(codec_err)?);
+                }
+                let prepared = self.prepared.as_ref().expect("prepared above");
                 self.codec
-                    .decode(&data, raw_len, Some(&base_raw))
-                    .map_err(|source| JournalError::Codec {
-                        path: journal.path().to_path_buf(),
-                        source,
-                    })
+                    .decode_prepared(&data, raw_len, prepared)
+                    .map_err(codec_err)
             }
         }
     }
