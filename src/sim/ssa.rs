@@ -351,7 +351,8 @@ fn merge_value(
                 Some(Value::Array(l)) => l,
                 _ => &[],
             };
-            let (rk, lk) = match list_type(field, ritems.first().or(litems.first()), keyed) {
+            let lt = list_type(field, ritems.first().or(litems.first()), keyed);
+            let (rk, lk) = match lt {
                 ListType::Atomic => return Ok(Some(rhs.clone())),
                 ListType::Set => (
                     ritems.iter().map(|i| (value_key(i), i)).collect(),
@@ -365,6 +366,8 @@ fn merge_value(
             let mut out = Vec::with_capacity(rk.len().max(lk.len()));
             for (k, l, r) in merged_order(&lk, &rk) {
                 match r {
+                    // Set items are values, taken as they are.
+                    Some(r) if lt == ListType::Set => out.push(r.clone()),
                     Some(r) => {
                         path.push(k);
                         let merged = merge_value("", l, r, keyed, path)?;
@@ -1282,6 +1285,103 @@ mod tests {
         let again = apply(&out.object, &out.managed, &fewer, &req("m", false)).unwrap();
         assert_eq!(again.object, out.object);
         assert_eq!(again.managed, out.managed);
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        const KEYS: [&str; 16] = [
+            "spec",
+            "containers",
+            "ports",
+            "env",
+            "name",
+            "containerPort",
+            "port",
+            "protocol",
+            "labels",
+            "data",
+            "finalizers",
+            "selector",
+            "matchLabels",
+            "image",
+            "a",
+            "b",
+        ];
+
+        fn leaf() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                (0i64..3).prop_map(Value::from),
+                prop::sample::select(vec!["", "a", "TCP", "UDP"]).prop_map(Value::from),
+            ]
+        }
+
+        /// Random objects over the names the type rules key on, so keyed
+        /// lists, set lists, maps and selectors all occur, well-formed or not.
+        fn tree() -> impl Strategy<Value = Value> {
+            leaf().prop_recursive(4, 40, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                    prop::collection::btree_map(
+                        prop::sample::select(KEYS.to_vec()).prop_map(str::to_owned),
+                        inner,
+                        0..4
+                    )
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        fn object() -> impl Strategy<Value = Value> {
+            prop::collection::btree_map(
+                prop::sample::select(vec!["spec", "metadata", "data", "status"])
+                    .prop_map(str::to_owned),
+                tree(),
+                0..3,
+            )
+            .prop_map(|m| Value::Object(m.into_iter().collect()))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(200))]
+
+            /// Any configuration onto any object: an answer, never a panic;
+            /// once applied, the same configuration again changes nothing.
+            #[test]
+            fn applies_are_total_and_idempotent(live in object(), a in object(), b in object()) {
+                let empty = ManagedFields::default();
+                let Ok(first) = apply(&live, &empty, &a, &req("a", false)) else {
+                    return Ok(());
+                };
+                let again = apply(&first.object, &first.managed, &a, &req("a", false));
+                let Ok(again) = again else {
+                    panic!("a configuration that applied once failed the second time");
+                };
+                prop_assert_eq!(&again.object, &first.object);
+                prop_assert_eq!(&again.managed, &first.managed);
+                // A second applier, polite then forced.
+                let _ = apply(&first.object, &first.managed, &b, &req("b", false));
+                if let Ok(forced) = apply(&first.object, &first.managed, &b, &req("b", true)) {
+                    let (changed, _) = compare(&first.object, &forced.object, true);
+                    let _ = conflict_status(
+                        &changed
+                            .member_paths()
+                            .into_iter()
+                            .map(|path| Conflict {
+                                manager: "a".into(),
+                                operation: "Apply".into(),
+                                api_version: "v1".into(),
+                                subresource: None,
+                                path,
+                            })
+                            .collect::<Vec<_>>(),
+                    );
+                }
+            }
+        }
     }
 
     #[test]
