@@ -747,6 +747,27 @@ mod tests {
     }
 
     #[test]
+    fn allocations_are_not_the_creators() {
+        let svc = def("", "services");
+        let mut a = Allocator::default();
+        let sent = json!({"spec": {"type": "NodePort", "ports": [{"port": 80}, {"port": 81, "nodePort": 30100}]}});
+        let mut stored = sent.clone();
+        apply(&svc, &mut stored, None, &mut a).unwrap();
+        assert_eq!(
+            allocated(&svc, &sent, &stored).to_fields_v1(),
+            json!({
+                "f:spec": {
+                    "f:clusterIP": {}, "f:clusterIPs": {}, "f:ipFamilies": {}, "f:ipFamilyPolicy": {},
+                    "f:ports": {"k:{\"port\":80,\"protocol\":\"TCP\"}": {"f:nodePort": {}}}
+                }
+            }),
+            "the node port it asked for stays its own"
+        );
+        let cm = def("", "configmaps");
+        assert!(allocated(&cm, &json!({}), &json!({"data": {}})).is_empty());
+    }
+
+    #[test]
     fn deployments_converge() {
         let d = def("apps", "deployments");
         let mut a = Allocator::default();

@@ -333,7 +333,9 @@ impl Store {
         } else {
             &mut self.alloc
         };
-        let sent = matches!(owner, Owner::Update).then(|| obj.clone());
+        // What a Service asked for, to tell its allocations from its own fields.
+        let sent = (matches!(owner, Owner::Update) && def.builtin && def.kind == "Service")
+            .then(|| obj.clone());
         defaults::apply(def, &mut obj, None, alloc)
             .map_err(|c| error::invalid(&def.kind, &def.group, &name, &c))?;
         let api_version = text(&obj, "/apiVersion").to_string();
@@ -341,9 +343,8 @@ impl Store {
             Owner::Apply(mf) => mf,
             Owner::Update => {
                 let mut owned = managed::fields_of_object(&obj, def.builtin);
-                if let Some(sent) = &sent {
-                    owned.remove_paths(&defaults::allocated(def, sent, &obj));
-                }
+                let sent = sent.as_ref().unwrap_or(&Value::Null);
+                owned.remove_paths(&defaults::allocated(def, sent, &obj));
                 let mut mf = ManagedFields::default();
                 mf.record_update(
                     &ctx.manager,
