@@ -429,3 +429,195 @@ fn protobuf_creates_are_refused_and_json_ones_work() {
 fn path_str(p: &Path) -> &str {
     p.to_str().expect("UTF-8 temp path")
 }
+
+fn deployment_yaml(replicas: u32, image: &str) -> String {
+    format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: shop
+  labels:
+    app: web
+spec:
+  replicas: {replicas}
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: server
+        image: {image}
+        ports:
+        - containerPort: 8080
+"
+    )
+}
+
+#[test]
+fn server_side_apply_dry_run_create_conflict_and_force() {
+    let sim = shop();
+    let Some(k) = Kubectl::new(&sim, &in_shop()) else {
+        return;
+    };
+    let manifest = k.dir.path().join("web.yaml");
+    std::fs::write(&manifest, deployment_yaml(2, "web:1")).unwrap();
+    let file = path_str(&manifest);
+    // Without OpenAPI documents, client-side validation must be off.
+    let out = k.ok(&[
+        "apply",
+        "--server-side",
+        "--dry-run=server",
+        "--validate=false",
+        "-f",
+        file,
+    ]);
+    assert!(
+        out.contains("deployment.apps/web serverside-applied (server dry run)"),
+        "{out}"
+    );
+    assert!(
+        sim.get("apps/v1", "Deployment", Some("shop"), "web")
+            .is_none()
+    );
+    let patch = sim
+        .request_log()
+        .into_iter()
+        .find(|r| r.method == "PATCH")
+        .expect("the dry-run PATCH");
+    assert_eq!(
+        patch.content_type.as_deref(),
+        Some("application/apply-patch+yaml")
+    );
+    assert!(
+        patch.path_and_query.contains("dryRun=All")
+            && patch.path_and_query.contains("fieldManager=kubectl"),
+        "{}",
+        patch.path_and_query
+    );
+    assert_eq!(patch.status, 201);
+
+    let out = k.ok(&["apply", "--server-side", "--validate=false", "-f", file]);
+    assert!(
+        out.contains("deployment.apps/web serverside-applied"),
+        "{out}"
+    );
+    let d = sim
+        .get("apps/v1", "Deployment", Some("shop"), "web")
+        .expect("created");
+    assert_eq!(d["spec"]["replicas"], 2);
+    let kubectl = d["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["manager"] == "kubectl")
+        .expect("kubectl's entry");
+    assert_eq!(kubectl["operation"], "Apply");
+    assert!(kubectl["fieldsV1"].pointer("/f:spec/f:replicas").is_some());
+    let ready = k.ok(&["get", "deploy", "web"]);
+    assert!(ready.contains("2/2"), "{ready}");
+
+    // A second manager with another replica count conflicts.
+    let other = k.dir.path().join("web-ops.yaml");
+    std::fs::write(&other, deployment_yaml(5, "web:1")).unwrap();
+    let other = path_str(&other);
+    let r = k.run(&[
+        "apply",
+        "--server-side",
+        "--validate=false",
+        "--field-manager=ops",
+        "-f",
+        other,
+    ]);
+    assert_ne!(r.status, Some(0));
+    assert!(
+        r.stderr
+            .contains("Apply failed with 1 conflict: conflict with \"kubectl\": .spec.replicas"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("--force-conflicts"), "{}", r.stderr);
+    assert_eq!(
+        sim.get("apps/v1", "Deployment", Some("shop"), "web")
+            .unwrap()["spec"]["replicas"],
+        2
+    );
+    // The same count is no conflict; forcing another takes the field.
+    let same = k.dir.path().join("web-same.yaml");
+    std::fs::write(&same, deployment_yaml(2, "web:1")).unwrap();
+    k.ok(&[
+        "apply",
+        "--server-side",
+        "--validate=false",
+        "--field-manager=ops",
+        "-f",
+        path_str(&same),
+    ]);
+    let out = k.ok(&[
+        "apply",
+        "--server-side",
+        "--validate=false",
+        "--field-manager=ops",
+        "--force-conflicts",
+        "-f",
+        other,
+    ]);
+    assert!(
+        out.contains("deployment.apps/web serverside-applied"),
+        "{out}"
+    );
+    let d = sim
+        .get("apps/v1", "Deployment", Some("shop"), "web")
+        .unwrap();
+    assert_eq!(d["spec"]["replicas"], 5);
+    let owners: Vec<&str> = d["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["fieldsV1"].pointer("/f:spec/f:replicas").is_some())
+        .filter_map(|m| m["manager"].as_str())
+        .collect();
+    assert_eq!(owners, ["ops"]);
+    // kubectl now sees the conflict the other way round.
+    let r = k.run(&["apply", "--server-side", "--validate=false", "-f", file]);
+    assert_ne!(r.status, Some(0));
+    assert!(
+        r.stderr
+            .contains("Apply failed with 1 conflict: conflict with \"ops\": .spec.replicas"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn server_side_apply_into_a_missing_namespace_is_not_found() {
+    let sim = shop();
+    let Some(k) = Kubectl::new(&sim, &in_shop()) else {
+        return;
+    };
+    let manifest = k.dir.path().join("cm.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: flags\n  namespace: replay-9\ndata:\n  a: b\n",
+    )
+    .unwrap();
+    let r = k.run(&[
+        "apply",
+        "--server-side",
+        "--dry-run=server",
+        "--validate=false",
+        "-f",
+        path_str(&manifest),
+    ]);
+    assert_ne!(r.status, Some(0));
+    assert!(
+        r.stderr.contains("Error from server (NotFound)")
+            && r.stderr.contains("namespaces \"replay-9\" not found"),
+        "{}",
+        r.stderr
+    );
+}

@@ -9,6 +9,8 @@ use serde_json::{Map, Value, json};
 
 use super::catalog::ResourceDef;
 use super::jsonx;
+use super::keyed_lists;
+use super::managed::FieldSet;
 
 const CLUSTER_IP_BASE: u32 = (10 << 24) | (96 << 16); // 10.96.0.0/12
 const CLUSTER_IP_SIZE: u32 = 1 << 20;
@@ -408,6 +410,52 @@ fn service(
     Ok(())
 }
 
+/// What the server set on a new object that its creator does not own
+/// (managedFields paths): the status of a resource with a status
+/// subresource, and a Service's allocations (cluster IPs, IP families,
+/// node ports) the request did not ask for. Defaults proper (a Service's
+/// `type`, a port's `protocol`) stay the creator's, as in a real cluster.
+pub(crate) fn allocated(def: &ResourceDef, sent: &Value, stored: &Value) -> FieldSet {
+    let mut out = FieldSet::default();
+    if def.status && stored.get("status").is_some() {
+        out.children.insert("f:status".into(), FieldSet::leaf());
+    }
+    if !is(def, "", "Service") {
+        return out;
+    }
+    let mut spec = FieldSet::default();
+    for f in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+        if jsonx::get(sent, &format!("/spec/{f}")).is_none()
+            && jsonx::get(stored, &format!("/spec/{f}")).is_some()
+        {
+            spec.children.insert(format!("f:{f}"), FieldSet::leaf());
+        }
+    }
+    let sent_ports = jsonx::get(sent, "/spec/ports").and_then(Value::as_array);
+    let stored_ports = jsonx::get(stored, "/spec/ports").and_then(Value::as_array);
+    let mut ports = FieldSet::default();
+    for (i, p) in stored_ports.into_iter().flatten().enumerate() {
+        let asked = sent_ports
+            .and_then(|s| s.get(i))
+            .is_some_and(|s| s.get("nodePort").is_some());
+        if asked || p.get("nodePort").is_none() {
+            continue;
+        }
+        if let Some(k) = keyed_lists::item_key(&["port", "protocol"], p) {
+            let mut item = FieldSet::default();
+            item.children.insert("f:nodePort".into(), FieldSet::leaf());
+            ports.children.insert(format!("k:{k}"), item);
+        }
+    }
+    if !ports.is_empty() {
+        spec.children.insert("f:ports".into(), ports);
+    }
+    if !spec.is_empty() {
+        out.children.insert("f:spec".into(), spec);
+    }
+    out
+}
+
 /// `k8s.io/apimachinery/pkg/util/rand.SafeEncodeString` of an FNV-1a hash:
 /// how ReplicaSet and revision names get their suffix.
 pub(crate) fn template_hash(v: Option<&Value>) -> String {
@@ -696,6 +744,27 @@ mod tests {
         a.release(&svc, &s2);
         let mut again = json!({"spec": {"clusterIP": "10.96.0.12", "ports": [{"port": 1}]}});
         assert!(apply(&svc, &mut again, None, &mut a).is_ok());
+    }
+
+    #[test]
+    fn allocations_are_not_the_creators() {
+        let svc = def("", "services");
+        let mut a = Allocator::default();
+        let sent = json!({"spec": {"type": "NodePort", "ports": [{"port": 80}, {"port": 81, "nodePort": 30100}]}});
+        let mut stored = sent.clone();
+        apply(&svc, &mut stored, None, &mut a).unwrap();
+        assert_eq!(
+            allocated(&svc, &sent, &stored).to_fields_v1(),
+            json!({
+                "f:spec": {
+                    "f:clusterIP": {}, "f:clusterIPs": {}, "f:ipFamilies": {}, "f:ipFamilyPolicy": {},
+                    "f:ports": {"k:{\"port\":80,\"protocol\":\"TCP\"}": {"f:nodePort": {}}}
+                }
+            }),
+            "the node port it asked for stays its own"
+        );
+        let cm = def("", "configmaps");
+        assert!(allocated(&cm, &json!({}), &json!({"data": {}})).is_empty());
     }
 
     #[test]

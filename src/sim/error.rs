@@ -21,7 +21,44 @@ pub struct ApiStatus {
     pub retry_after_secs: Option<u32>,
 }
 
+/// One entry of a Status's `details.causes`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusCause {
+    /// `FieldManagerConflict`, `FieldValueInvalid`, `FieldValueRequired`, ...
+    pub reason: String,
+    /// Human-readable: `conflict with "kubectl" using apps/v1`.
+    pub message: String,
+    /// The field, in the server's notation: `.spec.replicas` for apply
+    /// conflicts, `spec.clusterIPs[0]` for validation errors.
+    pub field: String,
+}
+
 impl ApiStatus {
+    /// `details.causes`, in order (empty when there are none).
+    pub fn causes(&self) -> Vec<StatusCause> {
+        let text = |c: &Value, k: &str| {
+            c.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        self.details
+            .as_deref()
+            .and_then(|d| d.get("causes"))
+            .and_then(Value::as_array)
+            .map(|causes| {
+                causes
+                    .iter()
+                    .map(|c| StatusCause {
+                        reason: text(c, "reason"),
+                        message: text(c, "message"),
+                        field: text(c, "field"),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     pub(crate) fn new(code: u16, reason: &str, message: impl Into<String>) -> Self {
         ApiStatus {
             code,
@@ -60,6 +97,12 @@ impl ApiStatus {
             "reason": self.reason,
             "code": self.code,
         });
+        // An unknown reason is left out, as Go's `omitempty` does.
+        if self.reason.is_empty()
+            && let Some(map) = status.as_object_mut()
+        {
+            map.shift_remove("reason");
+        }
         if let (Some(d), Some(map)) = (details, status.as_object_mut()) {
             map.insert("details".into(), d);
         }
@@ -104,6 +147,16 @@ impl SimError {
     /// The Status reason (`NotFound`, `Conflict`, ...), for an API error.
     pub fn reason(&self) -> Option<&str> {
         self.status().map(|s| s.reason.as_str())
+    }
+
+    /// The Status message, for an API error.
+    pub fn message(&self) -> Option<&str> {
+        self.status().map(|s| s.message.as_str())
+    }
+
+    /// The Status `details.causes` (empty for other errors).
+    pub fn causes(&self) -> Vec<StatusCause> {
+        self.status().map(ApiStatus::causes).unwrap_or_default()
     }
 }
 
@@ -173,6 +226,23 @@ pub(crate) fn conflict(resource: &str, group: &str, name: &str, why: &str) -> Ap
 pub(crate) const MODIFIED_CONFLICT: &str =
     "the object has been modified; please apply your changes to the latest version and try again";
 
+/// The cause type of a validation message (`field.ErrorType`), read from
+/// the message's prefix.
+fn cause_reason(message: &str) -> &'static str {
+    const PREFIXES: [(&str, &str); 6] = [
+        ("Required value", "FieldValueRequired"),
+        ("Forbidden", "FieldValueForbidden"),
+        ("Unsupported value", "FieldValueNotSupported"),
+        ("Duplicate value", "FieldValueDuplicate"),
+        ("Too long", "FieldValueTooLong"),
+        ("Not found", "FieldValueNotFound"),
+    ];
+    PREFIXES
+        .iter()
+        .find(|(p, _)| message.starts_with(p))
+        .map_or("FieldValueInvalid", |(_, r)| r)
+}
+
 /// 422 Invalid with one cause per `(field, message)`.
 pub(crate) fn invalid(
     kind: &str,
@@ -198,7 +268,7 @@ pub(crate) fn invalid(
         Value::Array(
             causes
                 .iter()
-                .map(|(f, m)| json!({"reason": "FieldValueInvalid", "message": m, "field": f}))
+                .map(|(f, m)| json!({"reason": cause_reason(m), "message": m, "field": f}))
                 .collect(),
         ),
     );
@@ -362,6 +432,40 @@ mod tests {
         );
         let s = forbidden("u", "watch", "secrets", "", None, None);
         assert!(s.message.ends_with("at the cluster scope"));
+    }
+
+    #[test]
+    fn invalid_causes_are_typed_by_their_message() {
+        let s = invalid(
+            "PatchOptions",
+            "meta.k8s.io",
+            "",
+            &[
+                (
+                    "fieldManager".into(),
+                    "Required value: is required for apply patch".into(),
+                ),
+                ("force".into(), "Forbidden: may not be specified".into()),
+                ("x".into(), "Invalid value: 1: bad".into()),
+            ],
+        );
+        let causes = s.causes();
+        assert_eq!(
+            causes.iter().map(|c| c.reason.as_str()).collect::<Vec<_>>(),
+            [
+                "FieldValueRequired",
+                "FieldValueForbidden",
+                "FieldValueInvalid"
+            ]
+        );
+        assert_eq!(causes[0].field, "fieldManager");
+        assert!(
+            s.message
+                .starts_with("PatchOptions.meta.k8s.io \"\" is invalid: [")
+        );
+        let unknown = ApiStatus::new(500, "", "boom").to_json();
+        assert!(unknown.get("reason").is_none());
+        assert_eq!(SimError::from(s).causes().len(), 3);
     }
 
     #[test]

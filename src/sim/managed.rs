@@ -11,9 +11,8 @@
 //! fields the write removed leave every set; managers left with an empty set
 //! are dropped.
 //!
-//! Server-side apply (operation `Apply`, conflicts) is not implemented yet;
-//! [`ManagedFields::entries`] keeps the operation so that an apply handler can
-//! compute conflicts against the `Update` owners.
+//! Server-side apply (operation `Apply`) computes its ownership changes in
+//! [`super::ssa`]; the member-wise set operations it needs live here.
 
 use std::collections::BTreeMap;
 
@@ -30,7 +29,7 @@ pub(crate) struct FieldSet {
 }
 
 impl FieldSet {
-    fn leaf() -> Self {
+    pub(crate) fn leaf() -> Self {
         FieldSet {
             member: true,
             children: BTreeMap::new(),
@@ -45,6 +44,70 @@ impl FieldSet {
         self.member |= other.member;
         for (k, o) in &other.children {
             self.children.entry(k.clone()).or_default().union_with(o);
+        }
+    }
+
+    /// The members of both sets (as structured-merge-diff's `Intersection`).
+    pub(crate) fn intersection(&self, other: &FieldSet) -> FieldSet {
+        let mut out = FieldSet {
+            member: self.member && other.member,
+            children: BTreeMap::new(),
+        };
+        for (k, a) in &self.children {
+            if let Some(b) = other.children.get(k) {
+                let c = a.intersection(b);
+                if !c.is_empty() {
+                    out.children.insert(k.clone(), c);
+                }
+            }
+        }
+        out
+    }
+
+    /// The members of this set that are not members of `other` (member by
+    /// member, as structured-merge-diff's `Difference`: removing a path does
+    /// not remove what lies below it).
+    pub(crate) fn difference(&self, other: &FieldSet) -> FieldSet {
+        let mut out = FieldSet {
+            member: self.member && !other.member,
+            children: BTreeMap::new(),
+        };
+        for (k, a) in &self.children {
+            let c = match other.children.get(k) {
+                Some(b) => a.difference(b),
+                None => a.clone(),
+            };
+            if !c.is_empty() {
+                out.children.insert(k.clone(), c);
+            }
+        }
+        out
+    }
+
+    /// Every member path, as path elements (`f:spec`, `k:{"name":"a"}`,
+    /// ...), in structured-merge-diff's iteration order: at each level the
+    /// members first, then what lies below each child.
+    pub(crate) fn member_paths(&self) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        let mut prefix = Vec::new();
+        self.collect_members(&mut prefix, &mut out);
+        out
+    }
+
+    fn collect_members(&self, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        for (k, c) in &self.children {
+            if c.member {
+                let mut p = prefix.clone();
+                p.push(k.clone());
+                out.push(p);
+            }
+        }
+        for (k, c) in &self.children {
+            if !c.children.is_empty() {
+                prefix.push(k.clone());
+                c.collect_members(prefix, out);
+                prefix.pop();
+            }
         }
     }
 
@@ -143,7 +206,8 @@ impl FieldSet {
 
 /// The metadata fields that managedFields track; the rest of metadata is
 /// identity or server-owned.
-const TRACKED_METADATA: [&str; 4] = ["labels", "annotations", "finalizers", "ownerReferences"];
+pub(crate) const TRACKED_METADATA: [&str; 4] =
+    ["labels", "annotations", "finalizers", "ownerReferences"];
 
 /// The fields of a whole object (as owned by its creator).
 pub(crate) fn fields_of_object(obj: &Value, keyed: bool) -> FieldSet {
@@ -388,6 +452,29 @@ impl PartialEq for ManagedEntry {
 }
 
 impl ManagedEntry {
+    pub(crate) fn new(
+        manager: &str,
+        operation: &str,
+        api_version: &str,
+        time: &str,
+        fields: FieldSet,
+    ) -> ManagedEntry {
+        ManagedEntry {
+            manager: manager.to_string(),
+            operation: operation.to_string(),
+            api_version: api_version.to_string(),
+            time: time.to_string(),
+            subresource: None,
+            fields,
+            dirty: true,
+        }
+    }
+
+    /// Whether this is the entry of `manager`'s applies to the main resource.
+    pub(crate) fn is_apply_of(&self, manager: &str) -> bool {
+        self.manager == manager && self.operation == "Apply" && self.subresource.is_none()
+    }
+
     fn to_json(&self) -> Value {
         let mut m = Map::new();
         if !self.manager.is_empty() {
@@ -481,6 +568,23 @@ impl ManagedFields {
         self.reshaped = false;
         for e in &mut self.entries {
             e.dirty = false;
+        }
+    }
+
+    /// The entries, for edits that touch many of them at once (server-side
+    /// apply); the JSON list is rebuilt in full at the next sync.
+    pub(crate) fn entries_mut(&mut self) -> &mut Vec<ManagedEntry> {
+        self.reshaped = true;
+        &mut self.entries
+    }
+
+    /// Gives `manager`'s Apply entry the time `time` (its applied object changed).
+    pub(crate) fn touch_apply(&mut self, manager: &str, time: &str) {
+        if let Some(e) = self.entries.iter_mut().find(|e| e.is_apply_of(manager))
+            && e.time != time
+        {
+            e.time = time.to_string();
+            e.dirty = true;
         }
     }
 

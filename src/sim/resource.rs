@@ -9,6 +9,7 @@ use bytes::Bytes;
 use http::{Method, Response};
 use serde_json::{Map, Value, json};
 
+use super::apply::{self, FieldValidation};
 use super::body::SimBody;
 use super::catalog::ResourceDef;
 use super::error::{self, ApiStatus};
@@ -287,13 +288,7 @@ fn patch_object(
 ) -> Result<Response<SimBody>, ApiStatus> {
     let pt = negotiate::patch_type(r.content_type);
     match pt {
-        PatchType::Apply => {
-            return Err(ApiStatus::new(
-                415,
-                "UnsupportedMediaType",
-                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (server-side apply is not implemented by the krply simulator yet)",
-            ));
-        }
+        PatchType::Apply => return apply_object(shared, r, def, ns, name, sub),
         PatchType::Unsupported => return Err(error::unsupported_media_type(PATCH_TYPES)),
         PatchType::Strategic if !def.builtin => {
             return Err(error::unsupported_media_type(&[
@@ -302,6 +297,12 @@ fn patch_object(
             ]));
         }
         _ => {}
+    }
+    if r.query.get("force").is_some() {
+        return Err(patch_options_invalid(vec![(
+            "force".into(),
+            "Forbidden: may not be specified for non-apply patch".into(),
+        )]));
     }
     let body = if pt == PatchType::Json {
         serde_json::from_slice::<Value>(&r.body)
@@ -331,6 +332,55 @@ fn patch_object(
         apply_patch(pt, old, &body)
     })?;
     Ok(respond::json_bytes(200, w.bytes))
+}
+
+fn patch_options_invalid(causes: Vec<(String, String)>) -> ApiStatus {
+    error::invalid("PatchOptions", "meta.k8s.io", "", &causes)
+}
+
+/// Server-side apply (`application/apply-patch+yaml`): 201 when it created
+/// the object, else 200.
+fn apply_object(
+    shared: &Arc<Shared>,
+    r: &Req<'_>,
+    def: &Arc<ResourceDef>,
+    ns: &str,
+    name: &str,
+    sub: Option<&str>,
+) -> Result<Response<SimBody>, ApiStatus> {
+    let mut causes = Vec::new();
+    let manager = r.query.get("fieldManager").unwrap_or_default();
+    if manager.is_empty() {
+        causes.push((
+            "fieldManager".to_string(),
+            "Required value: is required for apply patch".to_string(),
+        ));
+    }
+    let validation = FieldValidation::parse(r.query.get("fieldValidation"))
+        .map_err(|c| causes.push(c))
+        .unwrap_or(FieldValidation::Warn);
+    if !causes.is_empty() {
+        return Err(patch_options_invalid(causes));
+    }
+    let force = r.query.flag("force").map_err(bad)?;
+    let ctx = write_ctx(r)?;
+    if let Some(sub) = sub {
+        return Err(ApiStatus::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {} (the krply simulator serves server-side apply on the main resource, not on {sub})",
+                PATCH_TYPES.join(", ")
+            ),
+        ));
+    }
+    let config = apply::decode_body(&r.body, validation)?;
+    let (w, created) =
+        lock(&shared.store).apply(def, &r.path.version, ns, name, config, &ctx, force)?;
+    Ok(respond::json_bytes(
+        if created { 201 } else { 200 },
+        w.bytes,
+    ))
 }
 
 /// Whether a patch reads or writes `metadata.managedFields` (it then

@@ -62,6 +62,17 @@ impl Sub {
     }
 }
 
+/// How a write changes managedFields.
+#[derive(Debug)]
+pub(crate) enum Owner {
+    /// Operation `Update`: the writer takes every field it changes.
+    Update,
+    /// Operation `Apply`: ownership as server-side apply computed it
+    /// ([`super::ssa::apply`]); the applier's entry gets the write's time
+    /// when the object changes.
+    Apply(ManagedFields),
+}
+
 /// The result of a write: the object as served, and (if asked for) parsed.
 #[derive(Debug, Clone)]
 pub(crate) struct Written {
@@ -191,8 +202,21 @@ impl Store {
         def: &Arc<ResourceDef>,
         version: &str,
         path_ns: Option<&str>,
+        obj: Value,
+        ctx: &WriteCtx,
+    ) -> Result<Written, ApiStatus> {
+        self.create_owned(def, version, path_ns, obj, ctx, Owner::Update)
+    }
+
+    /// [`Store::create`] with the managedFields of `owner`.
+    pub(crate) fn create_owned(
+        &mut self,
+        def: &Arc<ResourceDef>,
+        version: &str,
+        path_ns: Option<&str>,
         mut obj: Value,
         ctx: &WriteCtx,
+        owner: Owner,
     ) -> Result<Written, ApiStatus> {
         check_type(def, version, &mut obj)?;
         let mut name = text(&obj, "/metadata/name").to_string();
@@ -309,18 +333,30 @@ impl Store {
         } else {
             &mut self.alloc
         };
+        // What a Service asked for, to tell its allocations from its own fields.
+        let sent = (matches!(owner, Owner::Update) && def.builtin && def.kind == "Service")
+            .then(|| obj.clone());
         defaults::apply(def, &mut obj, None, alloc)
             .map_err(|c| error::invalid(&def.kind, &def.group, &name, &c))?;
         let api_version = text(&obj, "/apiVersion").to_string();
-        let mut mf = ManagedFields::default();
-        mf.record_update(
-            &ctx.manager,
-            None,
-            &api_version,
-            &ctx.now,
-            &managed::fields_of_object(&obj, def.builtin),
-            &FieldSet::default(),
-        );
+        let mut mf = match owner {
+            Owner::Apply(mf) => mf,
+            Owner::Update => {
+                let mut owned = managed::fields_of_object(&obj, def.builtin);
+                let sent = sent.as_ref().unwrap_or(&Value::Null);
+                owned.remove_paths(&defaults::allocated(def, sent, &obj));
+                let mut mf = ManagedFields::default();
+                mf.record_update(
+                    &ctx.manager,
+                    None,
+                    &api_version,
+                    &ctx.now,
+                    &owned,
+                    &FieldSet::default(),
+                );
+                mf
+            }
+        };
         let pre = obj.get("status").cloned();
         if let Some(ctrl) = defaults::simulate_controllers(def, &mut obj, &ctx.now, alloc) {
             let (c, r) = status_diff(pre.as_ref(), obj.get("status"), def.builtin);
@@ -356,6 +392,24 @@ impl Store {
         sub: Sub,
         ctx: &WriteCtx,
         make: &mut dyn FnMut(&Value) -> Result<Value, ApiStatus>,
+    ) -> Result<Written, ApiStatus> {
+        self.replace_owned(def, ns, name, sub, ctx, make, Owner::Update)
+    }
+
+    /// [`Store::replace`] with the managedFields of `owner`.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "replace's arguments plus who owns the result"
+    )]
+    pub(crate) fn replace_owned(
+        &mut self,
+        def: &Arc<ResourceDef>,
+        ns: &str,
+        name: &str,
+        sub: Sub,
+        ctx: &WriteCtx,
+        make: &mut dyn FnMut(&Value) -> Result<Value, ApiStatus>,
+        owner: Owner,
     ) -> Result<Written, ApiStatus> {
         let Some(cur) = self
             .resources
@@ -505,11 +559,17 @@ impl Store {
             }
         }
         let base = client_managed(sent_managed.as_ref(), cur.managed.json());
-        let unchanged = base.is_none()
-            && changed.is_empty()
-            && removed.is_empty()
-            && controller.is_none()
-            && new == *old;
+        let unchanged = match &owner {
+            Owner::Update => {
+                base.is_none()
+                    && changed.is_empty()
+                    && removed.is_empty()
+                    && controller.is_none()
+                    && new == *old
+            }
+            Owner::Apply(mf) => controller.is_none() && new == *old && *mf == cur.managed,
+        };
+        let object_changed = new != *old;
         if unchanged {
             // A no-op write: nothing is stored, the resourceVersion stays.
             return Ok(Written {
@@ -527,25 +587,36 @@ impl Store {
                 .is_none_or(Vec::is_empty);
         let old_service = (def.builtin && def.kind == "Service").then(|| old.clone());
         let api_version = text(&new, "/apiVersion").to_string();
-        let mut mf = match base {
-            Some(b) => b,
-            None if ctx.dry_run => cur.managed.clone(),
-            None => self
-                .resources
-                .get_mut(&def.instance)
-                .and_then(|rs| rs.objects.get_mut(ns))
-                .and_then(|m| m.get_mut(name))
-                .map(|c| std::mem::take(&mut c.managed))
-                .unwrap_or_default(),
+        let mut mf = match owner {
+            Owner::Apply(mut mf) => {
+                if object_changed {
+                    mf.touch_apply(&ctx.manager, &ctx.now);
+                }
+                mf
+            }
+            Owner::Update => {
+                let mut mf = match base {
+                    Some(b) => b,
+                    None if ctx.dry_run => cur.managed.clone(),
+                    None => self
+                        .resources
+                        .get_mut(&def.instance)
+                        .and_then(|rs| rs.objects.get_mut(ns))
+                        .and_then(|m| m.get_mut(name))
+                        .map(|c| std::mem::take(&mut c.managed))
+                        .unwrap_or_default(),
+                };
+                mf.record_update(
+                    &ctx.manager,
+                    sub.name(),
+                    &api_version,
+                    &ctx.now,
+                    &changed,
+                    &removed,
+                );
+                mf
+            }
         };
-        mf.record_update(
-            &ctx.manager,
-            sub.name(),
-            &api_version,
-            &ctx.now,
-            &changed,
-            &removed,
-        );
         if let Some((ctrl, c, r)) = controller {
             mf.record_update(ctrl, Some("status"), &api_version, &ctx.now, &c, &r);
         }
