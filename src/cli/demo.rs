@@ -101,6 +101,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
             since.as_ms(),
             until.as_ms(),
             &Default::default(),
+            false,
         )
         .map_err(|e| CliError::runtime(e.to_string()))?;
     super::out(&format!(

@@ -96,6 +96,7 @@ pub fn run(global: &GlobalArgs, args: DiffArgs) -> CliResult {
             window.since().as_ms(),
             window.until().as_ms(),
             &opts,
+            format == Format::Unified,
         )
         .map_err(|e| crate::error::CliError::runtime(e.to_string()))?;
     let paint = global.paint();

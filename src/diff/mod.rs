@@ -38,6 +38,7 @@ mod lists;
 mod noise;
 mod owner;
 mod path;
+mod reduce;
 mod render;
 mod walk;
 
@@ -54,6 +55,7 @@ use serde_json::Value;
 pub use noise::{LAST_APPLIED_ANNOTATION, REVISION_ANNOTATION, is_noise, strip_noise};
 pub use owner::{FieldOwner, field_manager, field_owner};
 pub use path::{FieldPath, PathError, PathSegment, parse_path};
+pub use reduce::{managed_fields, reduce_pair};
 pub use render::render_value;
 
 use path::SegRef;

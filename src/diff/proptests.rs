@@ -330,6 +330,15 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
+    fn reducing_first_changes_nothing(before in tree(), after in tree(), b in object(), a in object(), include_status: bool) {
+        let opts = DiffOptions { include_status };
+        for (before, after) in [(&before, &after), (&b, &a)] {
+            let (rb, ra) = reduce_pair(&before.to_string(), &after.to_string(), &opts, &[]).unwrap();
+            prop_assert_eq!(diff_objects(&rb, &ra, &opts), diff_objects(before, after, &opts));
+        }
+    }
+
+    #[test]
     fn diff_with_itself_is_empty(v in tree(), o in object()) {
         prop_assert!(diff_objects(&v, &v, &DiffOptions::default()).is_empty());
         let all = DiffOptions { include_status: true };

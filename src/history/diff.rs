@@ -4,9 +4,11 @@
 //! its state at both ends. A relist that saw an unchanged object is no change.
 
 use super::complete::Completeness;
-use super::state::ObjectState;
 use super::{History, HistoryError, Scope, StreamHistory};
-use crate::diff::{DiffOptions, FieldChange, diff_objects, field_manager};
+use crate::diff::{
+    DiffOptions, FieldChange, diff_objects, field_manager, managed_fields, reduce_pair,
+};
+use crate::journal::versions::{Decoder, ObjectRow, StoredBody};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 
@@ -43,6 +45,7 @@ pub struct ObjectDiff {
     pub name: String,
     pub stream: String,
     pub change: Change,
+    /// Both versions, when asked for (`None` for the side where it is absent).
     pub before: Option<Value>,
     pub after: Option<Value>,
     /// Field changes (for `modified`; empty for added and deleted objects).
@@ -77,6 +80,8 @@ pub struct DiffAnswer {
 
 impl History<'_> {
     /// Objects added, deleted and modified between `since` and `until`.
+    /// With `keep_objects`, each [`ObjectDiff`] also carries both versions (for
+    /// unified diffs); otherwise only the field changes are kept.
     pub fn diff(
         &self,
         scope: &Scope,
@@ -84,12 +89,13 @@ impl History<'_> {
         since: i64,
         until: i64,
         opts: &DiffOptions,
+        keep_objects: bool,
     ) -> Result<DiffAnswer, HistoryError> {
         let streams = self.streams_in(scope);
         let completeness = self.completeness(scope, &streams, Some(since), until);
         let ids: HashSet<_> = streams.iter().map(|s| s.info.id).collect();
         let touched = self.journal.touched_objects(&ids, since, until)?;
-        let mut objects = Vec::new();
+        let mut pairs = Vec::new();
         for stream in &streams {
             // Each stream answers for the part of the window it covers: changes
             // count from its first baseline, and end where its watch ended.
@@ -126,11 +132,29 @@ impl History<'_> {
             for o in mine {
                 let before = self.object_at(stream, o.id, t1)?;
                 let after = self.object_at(stream, o.id, t2)?;
-                if let Some(d) = self.compare(stream, o, before, after, opts)? {
-                    objects.push(d);
+                let (b, a) = (before.version(), after.version());
+                if b.is_none() && a.is_none()
+                    || matches!((b, a), (Some(b), Some(a)) if b.body == a.body)
+                {
+                    continue;
                 }
+                let after = a
+                    .map(|v| self.journal.stored_body(v.body, None))
+                    .transpose()?;
+                let known = after.as_ref().and_then(|s| s.base.as_ref());
+                let before = b
+                    .map(|v| self.journal.stored_body(v.body, known))
+                    .transpose()?;
+                pairs.push(Pair {
+                    stream,
+                    object: o.clone(),
+                    before,
+                    after,
+                });
             }
         }
+        // All reading is done; decoding, parsing and comparing run on every core.
+        let mut objects = compare_all(&pairs, opts, keep_objects)?;
         objects.sort_by(|a, b| {
             (&a.namespace, &a.kind, &a.name).cmp(&(&b.namespace, &b.kind, &b.name))
         });
@@ -139,56 +163,157 @@ impl History<'_> {
             completeness,
         })
     }
+}
 
-    fn compare(
-        &self,
-        stream: &StreamHistory,
-        o: &crate::journal::versions::ObjectRow,
-        before: ObjectState,
-        after: ObjectState,
-        opts: &DiffOptions,
-    ) -> Result<Option<ObjectDiff>, HistoryError> {
-        let (b, a) = (before.version(), after.version());
-        if let (Some(b), Some(a)) = (b, a)
-            && b.body == a.body
-        {
-            return Ok(None);
-        }
-        let before = b.map(|v| self.object_json(stream, v)).transpose()?;
-        let after = a.map(|v| self.object_json(stream, v)).transpose()?;
-        let (change, fields) = match (&before, &after) {
-            (None, None) => return Ok(None),
-            (None, Some(_)) => (Change::Added, Vec::new()),
-            (Some(_), None) => (Change::Deleted, Vec::new()),
-            (Some(b), Some(a)) => {
-                let fields: Vec<Field> = diff_objects(b, a, opts)
-                    .into_iter()
-                    .map(|change| {
-                        // Who owns the field now; for a removed field, who owned it.
-                        let owner = if change.after.is_some() { a } else { b };
-                        Field {
-                            manager: field_manager(owner, &change.path),
-                            change,
+/// One object's two ends, read and not yet decoded.
+struct Pair<'h> {
+    stream: &'h StreamHistory,
+    object: ObjectRow,
+    before: Option<StoredBody>,
+    after: Option<StoredBody>,
+}
+
+/// Compares every pair, in order, spread over the available cores.
+fn compare_all(
+    pairs: &[Pair<'_>],
+    opts: &DiffOptions,
+    keep_objects: bool,
+) -> Result<Vec<ObjectDiff>, HistoryError> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(pairs.len().div_ceil(64).max(1));
+    let chunk = pairs.len().div_ceil(threads).max(1);
+    let results: Vec<Result<Vec<ObjectDiff>, HistoryError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = pairs
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    let mut decoder = Decoder::default();
+                    let mut out = Vec::new();
+                    for p in part {
+                        if let Some(d) = compare(&mut decoder, p, opts, keep_objects)? {
+                            out.push(d);
                         }
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(HistoryError::Body {
+                        object: "diff".into(),
+                        detail: "a comparison thread panicked".into(),
                     })
-                    .collect();
-                if fields.is_empty() {
-                    return Ok(None);
-                }
-                (Change::Modified, fields)
+                })
+            })
+            .collect()
+    });
+    let mut objects = Vec::with_capacity(pairs.len());
+    for r in results {
+        objects.extend(r?);
+    }
+    Ok(objects)
+}
+
+/// Decodes one pair and compares it field by field. Without `keep_objects`,
+/// only the parts of the two versions that differ are parsed.
+fn compare(
+    decoder: &mut Decoder,
+    p: &Pair<'_>,
+    opts: &DiffOptions,
+    keep_objects: bool,
+) -> Result<Option<ObjectDiff>, HistoryError> {
+    let resource = &p.stream.info.resource;
+    let what = || format!("{}/{}", resource.group_resource(), p.object.name);
+    let body_error = |detail: String| HistoryError::Body {
+        object: what(),
+        detail,
+    };
+    let decode = |decoder: &mut Decoder, body: &StoredBody| -> Result<String, HistoryError> {
+        let raw = decoder
+            .decode(body)
+            .map_err(|e| body_error(e.to_string()))?;
+        String::from_utf8(raw).map_err(|e| body_error(e.to_string()))
+    };
+    let full = |text: &str| -> Result<Value, HistoryError> {
+        let value = serde_json::from_str(text).map_err(|e| body_error(e.to_string()))?;
+        Ok(resource.fill_type_meta(value))
+    };
+    let before = p.before.as_ref().map(|b| decode(decoder, b)).transpose()?;
+    let after = p.after.as_ref().map(|b| decode(decoder, b)).transpose()?;
+    let (change, fields) = match (&before, &after) {
+        (None, None) => return Ok(None),
+        (None, Some(_)) => (Change::Added, Vec::new()),
+        (Some(_), None) => (Change::Deleted, Vec::new()),
+        (Some(b), Some(a)) => {
+            let api_version = resource.api_version();
+            let defaults = [
+                ("apiVersion", api_version.as_str()),
+                ("kind", resource.kind.as_str()),
+            ];
+            let (mut rb, mut ra) = if keep_objects {
+                (full(b)?, full(a)?)
+            } else {
+                reduce_pair(b, a, opts, &defaults).map_err(|e| body_error(e.to_string()))?
+            };
+            let changes = diff_objects(&rb, &ra, opts);
+            if changes.is_empty() {
+                return Ok(None);
             }
-        };
-        Ok(Some(ObjectDiff {
-            kind: stream.info.resource.kind.clone(),
-            api_version: stream.info.resource.api_version(),
-            namespace: o.namespace.clone(),
-            name: o.name.clone(),
-            stream: stream.info.name(),
-            change,
-            before,
-            after,
-            fields,
-        }))
+            // Who owns each field: the reduced versions carry the changed parts,
+            // the managedFields come from the whole documents.
+            if !keep_objects {
+                with_managed_fields(&mut rb, b);
+                with_managed_fields(&mut ra, a);
+            }
+            let fields = changes
+                .into_iter()
+                .map(|change| {
+                    // Who owns the field now; for a removed field, who owned it.
+                    let owner = if change.after.is_some() { &ra } else { &rb };
+                    Field {
+                        manager: field_manager(owner, &change.path),
+                        change,
+                    }
+                })
+                .collect();
+            (Change::Modified, fields)
+        }
+    };
+    let keep = |text: &Option<String>| -> Result<Option<Value>, HistoryError> {
+        match text {
+            Some(t) if keep_objects => Ok(Some(full(t)?)),
+            _ => Ok(None),
+        }
+    };
+    Ok(Some(ObjectDiff {
+        kind: resource.kind.clone(),
+        api_version: resource.api_version(),
+        namespace: p.object.namespace.clone(),
+        name: p.object.name.clone(),
+        stream: p.stream.info.name(),
+        change,
+        before: keep(&before)?,
+        after: keep(&after)?,
+        fields,
+    }))
+}
+
+/// Puts a document's managedFields into its reduced value.
+pub(crate) fn with_managed_fields(reduced: &mut Value, doc: &str) {
+    let Some(fields) = managed_fields(doc) else {
+        return;
+    };
+    if let Some(obj) = reduced.as_object_mut() {
+        let metadata = obj
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(m) = metadata.as_object_mut() {
+            m.insert("managedFields".into(), fields);
+        }
     }
 }
 

@@ -5,11 +5,10 @@
 
 use super::complete::Completeness;
 use super::{History, HistoryError, Scope, StreamHistory};
-use crate::diff::{DiffOptions, FieldChange, diff_objects};
+use crate::diff::{DiffOptions, FieldChange, diff_objects, reduce_pair};
 use crate::journal::read::GapWindow;
 use crate::journal::versions::ObjectRow;
 use crate::model::WatchType;
-use serde_json::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryType {
@@ -66,8 +65,15 @@ impl History<'_> {
             .filter(|v| v.list_token.is_none_or(|t| stream.lists.contains(&t)))
             .collect();
         let mut entries = Vec::new();
-        let mut previous: Option<Value> = None;
-        let mut last_seq = 0;
+        // The previous present version, as recorded (versions are compared
+        // where they differ only, see `diff::reduce_pair`).
+        let mut previous: Option<String> = None;
+        let mut last_seq = i64::MIN;
+        let api_version = stream.info.resource.api_version();
+        let defaults = [
+            ("apiVersion", api_version.as_str()),
+            ("kind", stream.info.resource.kind.as_str()),
+        ];
         for v in &versions {
             // A list that started after the previous version and completed before
             // this one did not see the object: it was gone by then, whatever
@@ -81,7 +87,7 @@ impl History<'_> {
                 entries.push(vanished(b.observed_at, &b.resource_version));
                 previous = None;
             }
-            let current = self.object_json(stream, v)?;
+            let current = self.object_text(stream, v)?;
             let kind = match v.watch_type {
                 Some(WatchType::Added) => EntryType::Added,
                 Some(WatchType::Modified) => EntryType::Modified,
@@ -90,7 +96,13 @@ impl History<'_> {
             };
             let fields = match (&previous, kind) {
                 (Some(p), EntryType::Modified | EntryType::Baseline | EntryType::Added) => {
-                    diff_objects(p, &current, opts)
+                    let (rb, ra) = reduce_pair(p, &current, opts, &defaults).map_err(|e| {
+                        HistoryError::Body {
+                            object: format!("{} {}", stream.info.name(), object.name),
+                            detail: e.to_string(),
+                        }
+                    })?;
+                    diff_objects(&rb, &ra, opts)
                 }
                 _ => Vec::new(),
             };

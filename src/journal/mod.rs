@@ -227,6 +227,10 @@ impl Journal {
             conn.busy_timeout(std::time::Duration::from_secs(5))?;
             if writer {
                 conn.pragma_update(None, "journal_mode", "WAL")?;
+            } else {
+                // Answers read scattered pages (one object's versions, its
+                // bodies) and some twice: keep more of them cached.
+                conn.pragma_update(None, "cache_size", -32_000)?;
             }
             conn.pragma_update(None, "synchronous", "NORMAL")?;
             conn.pragma_update(None, "foreign_keys", true)?;
@@ -355,7 +359,7 @@ impl Journal {
         self.conn
             .query_row(
                 "SELECT observed_at, resource_version FROM records
-                 WHERE stream_id = ?1 AND kind IN (?2, ?3)
+                 WHERE stream_id = ?1 AND kind IN (?2, ?3) AND kind <> 1
                  ORDER BY seq DESC LIMIT 1",
                 params![stream, schema::kind::CHECKPOINT, schema::kind::BASELINE],
                 |r| {

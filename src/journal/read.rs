@@ -184,7 +184,7 @@ impl Journal {
         let mut stmt = conn
             .prepare_cached(
                 "SELECT kind, observed_at, resource_version, info FROM records
-                 WHERE stream_id = ?1 AND kind IN (?2, ?3, ?4) ORDER BY seq",
+                 WHERE stream_id = ?1 AND kind IN (?2, ?3, ?4) AND kind <> 1 ORDER BY seq",
             )
             .map_err(err)?;
         let rows: Vec<(i64, i64, Option<String>, Option<String>)> = stmt
@@ -244,7 +244,7 @@ impl Journal {
         let last_checkpoint: Option<(i64, Option<String>, String)> = conn
             .prepare_cached(
                 "SELECT observed_at, resource_version, info FROM records
-                 WHERE stream_id = ?1 AND kind = ?2 ORDER BY seq DESC LIMIT 1",
+                 WHERE stream_id = ?1 AND kind = ?2 AND kind <> 1 ORDER BY seq DESC LIMIT 1",
             )
             .and_then(|mut s| {
                 s.query_row(params![stream.id, kind::CHECKPOINT], |r| {
@@ -308,7 +308,7 @@ impl Journal {
             .map_err(err)?;
         let gaps: i64 = conn
             .query_row(
-                "SELECT count(*) FROM records WHERE kind = ?1",
+                "SELECT count(*) FROM records WHERE kind = ?1 AND kind <> 1",
                 params![kind::GAP],
                 |r| r.get(0),
             )
@@ -316,7 +316,7 @@ impl Journal {
         let mut stmt = conn
             .prepare(
                 "SELECT r.info FROM records r JOIN (
-                     SELECT stream_id, max(seq) AS seq FROM records WHERE kind = ?1 GROUP BY stream_id
+                     SELECT stream_id, max(seq) AS seq FROM records WHERE kind = ?1 AND kind <> 1 GROUP BY stream_id
                  ) last ON last.seq = r.seq",
             )
             .map_err(err)?;

@@ -14,6 +14,10 @@ pub const APPLICATION_ID: i64 = 0x6b72_706c;
 pub const SCHEMA_VERSION: i64 = 2;
 
 /// Record kinds stored in `records.kind`.
+///
+/// `records_stream_meta` indexes every kind but [`kind::EVENT`] (`kind <> 1`);
+/// SQLite uses a partial index only when the query says so literally, so every
+/// query meant for it carries `AND kind <> 1`.
 pub mod kind {
     /// A live ADDED/MODIFIED/DELETED watch event.
     pub const EVENT: i64 = 1;

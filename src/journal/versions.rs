@@ -98,7 +98,7 @@ impl Journal {
             .conn()
             .prepare_cached(
                 "SELECT seq, aux, observed_at, resource_version, info FROM records
-                 WHERE stream_id = ?1 AND kind = ?2 ORDER BY seq",
+                 WHERE stream_id = ?1 AND kind = ?2 AND kind <> 1 ORDER BY seq",
             )
             .map_err(|e| self.err(e))?;
         stmt.query_map(params![stream, kind::BASELINE], |r| {
@@ -128,7 +128,7 @@ impl Journal {
             .conn()
             .prepare_cached(&format!(
                 "SELECT {VERSION_COLUMNS} FROM records
-                 WHERE stream_id = ?1 AND kind = ?2 AND seq >= ?3 AND seq < ?4 AND aux = ?3
+                 WHERE stream_id = ?1 AND kind = ?2 AND kind <> 1 AND seq >= ?3 AND seq < ?4 AND aux = ?3
                  ORDER BY seq"
             ))
             .map_err(|e| self.err(e))?;
@@ -309,7 +309,7 @@ impl Journal {
             .conn()
             .prepare_cached(
                 "SELECT seq, observed_at, resource_version FROM records
-                 WHERE stream_id = ?1 AND kind IN (?2, ?3) AND observed_at <= ?4
+                 WHERE stream_id = ?1 AND kind IN (?2, ?3) AND kind <> 1 AND observed_at <= ?4
                  ORDER BY seq DESC LIMIT 1",
             )
             .and_then(|mut s| {
@@ -323,13 +323,94 @@ impl Journal {
     }
 }
 
+/// A body as stored: compressed bytes, and its keyframe's when it is a delta.
+/// Fetched on one thread, decoded on any.
+#[derive(Debug, Clone)]
+pub struct StoredBody {
+    pub id: i64,
+    pub raw_len: usize,
+    pub data: Vec<u8>,
+    /// The keyframe of a delta (shared when two bodies use the same one).
+    pub base: Option<Arc<StoredBody>>,
+}
+
+/// Decodes stored bodies, remembering the last keyframe: the two ends of an
+/// object's diff are usually deltas against the same one.
+pub struct Decoder {
+    codec: Codec,
+    last: Option<PreparedKeyframe>,
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Decoder {
+            codec: Codec::new(),
+            last: None,
+        }
+    }
+}
+
+impl Decoder {
+    /// The exact recorded bytes of `body`.
+    pub fn decode(&mut self, body: &StoredBody) -> Result<Vec<u8>, super::codec::CodecError> {
+        match &body.base {
+            None => self.codec.decode(&body.data, body.raw_len, None),
+            Some(base) => {
+                if self.last.as_ref().is_none_or(|p| p.id != base.id) {
+                    let base_raw = self.codec.decode(&base.data, base.raw_len, None)?;
+                    self.last = Some(PreparedKeyframe::new(base.id, &base_raw)?);
+                }
+                let prepared = self.last.as_ref().expect("prepared above");
+                self.codec
+                    .decode_prepared(&body.data, body.raw_len, prepared)
+            }
+        }
+    }
+}
+
+impl Journal {
+    /// A body with its keyframe, undecoded; `known` is a keyframe already read
+    /// (reused when it is this body's).
+    pub fn stored_body(
+        &self,
+        id: i64,
+        known: Option<&Arc<StoredBody>>,
+    ) -> Result<StoredBody, JournalError> {
+        let (base, raw_len, data) = body_row(self, id)?;
+        let base = match base {
+            None => None,
+            Some(b) => match known.filter(|k| k.id == b) {
+                Some(k) => Some(k.clone()),
+                None => {
+                    let (_, base_len, base_data) = body_row(self, b)?;
+                    Some(Arc::new(StoredBody {
+                        id: b,
+                        raw_len: base_len,
+                        data: base_data,
+                        base: None,
+                    }))
+                }
+            },
+        };
+        Ok(StoredBody {
+            id,
+            raw_len,
+            data,
+            base,
+        })
+    }
+}
+
 /// Reads bodies back, sharing decoded keyframes between the versions that need
 /// them (a timeline decodes each keyframe once).
 pub struct BodyReader {
     codec: Codec,
     keyframes: KeyframeCache,
-    /// The keyframe the last delta was read against, ready for the next.
+    /// The keyframe the last deltas were read against, prepared once it was
+    /// used twice in a row (a timeline); one-off reads (a diff touching many
+    /// objects once) do not pay for preparing.
     prepared: Option<PreparedKeyframe>,
+    last_base: Option<i64>,
 }
 
 impl Default for BodyReader {
@@ -344,6 +425,7 @@ impl BodyReader {
             codec: Codec::new(),
             keyframes: KeyframeCache::new(32 << 20),
             prepared: None,
+            last_base: None,
         }
     }
 
@@ -357,15 +439,27 @@ impl BodyReader {
                     path: journal.path().to_path_buf(),
                     source,
                 };
-                if self.prepared.as_ref().is_none_or(|p| p.id != base) {
-                    let (_, base_len, base_data) = body_row(journal, base)?;
-                    let base_raw = self.keyframe(journal, base, base_len, &base_data)?;
-                    self.prepared =
-                        Some(PreparedKeyframe::new(base, &base_raw).map_err(codec_err)?);
+                let repeated = self.last_base == Some(base);
+                self.last_base = Some(base);
+                if let Some(p) = self.prepared.as_ref().filter(|p| p.id == base) {
+                    return self
+                        .codec
+                        .decode_prepared(&data, raw_len, p)
+                        .map_err(codec_err);
                 }
-                let prepared = self.prepared.as_ref().expect("prepared above");
+                let (_, base_len, base_data) = body_row(journal, base)?;
+                let base_raw = self.keyframe(journal, base, base_len, &base_data)?;
+                if repeated {
+                    let p = PreparedKeyframe::new(base, &base_raw).map_err(codec_err)?;
+                    let out = self
+                        .codec
+                        .decode_prepared(&data, raw_len, &p)
+                        .map_err(codec_err);
+                    self.prepared = Some(p);
+                    return out;
+                }
                 self.codec
-                    .decode_prepared(&data, raw_len, prepared)
+                    .decode(&data, raw_len, Some(&base_raw))
                     .map_err(codec_err)
             }
         }

@@ -646,7 +646,7 @@ fn stream_state<'a>(
         )?;
         let last: Option<(String, Option<String>)> = tx
             .query_row(
-                "SELECT info, resource_version FROM records WHERE stream_id = ?1 AND kind = ?2
+                "SELECT info, resource_version FROM records WHERE stream_id = ?1 AND kind = ?2 AND kind <> 1
                  ORDER BY seq DESC LIMIT 1",
                 params![stream, kind::CHECKPOINT],
                 |r| Ok((r.get(0)?, r.get(1)?)),
