@@ -336,18 +336,10 @@ pub struct StoredBody {
 
 /// Decodes stored bodies, remembering the last keyframe: the two ends of an
 /// object's diff are usually deltas against the same one.
+#[derive(Default)]
 pub struct Decoder {
     codec: Codec,
     last: Option<PreparedKeyframe>,
-}
-
-impl Default for Decoder {
-    fn default() -> Self {
-        Decoder {
-            codec: Codec::new(),
-            last: None,
-        }
-    }
 }
 
 impl Decoder {
