@@ -2,6 +2,7 @@
 //! own module and only wires library pieces together.
 
 pub mod args;
+pub mod completion;
 pub mod coverage;
 pub mod demo;
 pub mod record;
@@ -47,10 +48,14 @@ pub enum Command {
     Coverage(coverage::CoverageArgs),
     Demo(demo::DemoArgs),
     Version(version::VersionArgs),
+    Completion(completion::CompletionArgs),
 }
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
+    if let Some(code) = completion::answer_kubectl() {
+        return code;
+    }
     let matches = match Cli::command().try_get_matches() {
         Ok(m) => m,
         Err(e) => return clap_error(e),
@@ -126,6 +131,7 @@ fn run(cli: Cli) -> CliResult {
             Command::Coverage(a) => coverage::run(&global, a),
             Command::Demo(a) => demo::run(&global, a).await,
             Command::Version(a) => version::run(&global, a),
+            Command::Completion(a) => completion::run(&global, a),
         }
     })
 }
