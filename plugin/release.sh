@@ -176,7 +176,7 @@ cmd_pack() {
     echo "$dist/$name"
 }
 
-# Builds TARGET in release mode and packs it. The host target builds with
+# Builds TARGET in release mode, without symbols, and packs it. The host target builds with
 # cargo; other targets build with `cross` when asked (--cross), else with cargo
 # (which needs `rustup target add TARGET` and a C cross toolchain for the
 # bundled SQLite, ring and zstd).
@@ -211,7 +211,11 @@ cmd_build() {
             builder=(cross)
         fi
         note "building $target for $platform with ${builder[*]}"
-        (cd "$ROOT" && "${builder[@]}" build --release --locked --target "$target")
+        # Shipped binaries carry no symbols or line tables: about 15 MB instead
+        # of 100 MB for Linux x86_64 (the release profile keeps line tables for
+        # local profiling).
+        (cd "$ROOT" && "${builder[@]}" build --release --locked --target "$target" \
+            --config 'profile.release.strip="symbols"')
         local target_dir="${CARGO_TARGET_DIR:-$ROOT/target}"
         case "$target_dir" in /*) ;; *) target_dir="$ROOT/$target_dir" ;; esac
         local exe="$BIN"

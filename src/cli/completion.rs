@@ -70,8 +70,8 @@ These scripts complete the binary by its own name: `kubectl-krply <TAB>`.
 To complete `kubectl krply <TAB>`, turn on kubectl's own completion (kubectl
 1.26 or newer, e.g. `source <(kubectl completion bash)`) and put an executable
 named kubectl_complete-krply on PATH next to kubectl-krply; kubectl runs it to
-complete plugin arguments. The release archives for Linux and macOS contain it
-(krew does not link it into ~/.krew/bin, so link or copy it yourself); or write it:
+complete plugin arguments. The release archives for Linux and macOS contain it,
+but krew does not link it into ~/.krew/bin: copy it there, or write it:
 
   printf '#!/bin/sh\\nexec kubectl-krply __complete \"$@\"\\n' > ~/.krew/bin/kubectl_complete-krply
   chmod +x ~/.krew/bin/kubectl_complete-krply
