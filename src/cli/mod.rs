@@ -3,6 +3,7 @@
 
 pub mod answer;
 pub mod args;
+pub mod completion;
 pub mod coverage;
 pub mod demo;
 pub mod diff;
@@ -62,10 +63,14 @@ pub enum Command {
     Prune(prune::PruneArgs),
     Demo(demo::DemoArgs),
     Version(version::VersionArgs),
+    Completion(completion::CompletionArgs),
 }
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
+    if let Some(code) = completion::answer_kubectl() {
+        return code;
+    }
     let matches = match Cli::command().try_get_matches() {
         Ok(m) => m,
         Err(e) => return clap_error(e),
@@ -147,6 +152,7 @@ fn run(cli: Cli) -> CliResult {
             Command::Prune(a) => prune::run(&global, a),
             Command::Demo(a) => demo::run(&global, a).await,
             Command::Version(a) => version::run(&global, a),
+            Command::Completion(a) => completion::run(&global, a),
         }
     })
 }
