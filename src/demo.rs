@@ -50,7 +50,14 @@ pub struct DemoOutcome {
 /// simulator's kubeconfig). `say` receives each narration line.
 pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOutcome, DemoError> {
     let dir = store.parent().unwrap_or(Path::new(".")).to_path_buf();
-    std::fs::create_dir_all(&dir).map_err(|source| DemoError::Io {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(&dir).map_err(|source| DemoError::Io {
         path: dir.clone(),
         source,
     })?;

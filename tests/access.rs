@@ -314,3 +314,72 @@ fn the_context_chooses_the_default_namespace() {
         ]
     );
 }
+
+#[test]
+fn proxies_are_chosen_as_kubectl_chooses_them() {
+    let env = Env::shop();
+    let run = |vars: &[(&str, &str)]| {
+        let mut c = env.command();
+        c.env_remove("NO_PROXY");
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        c.args(["record", "cm", "--for", "300ms"]).output().unwrap()
+    };
+    let dead = "http://127.0.0.1:9";
+    // HTTPS_PROXY is for https:// servers only.
+    assert_eq!(run(&[("HTTPS_PROXY", dead)]).status.code(), Some(0));
+    // HTTP_PROXY applies to http:// servers...
+    let through = run(&[("HTTP_PROXY", dead)]);
+    assert_eq!(through.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&through.stderr).starts_with("error: cannot reach the API server")
+    );
+    // ...unless NO_PROXY names the server, in any of its forms.
+    for no_proxy in [
+        "127.0.0.1",
+        "localhost,127.0.0.0/8",
+        "*",
+        "example.com, 127.0.0.1",
+    ] {
+        let out = run(&[("http_proxy", dead), ("no_proxy", no_proxy)]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "NO_PROXY={no_proxy}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn credentials_never_reach_the_journal_or_the_logs() {
+    let env = secure();
+    let rec = env.start_recorder(&["cm", "-v"]);
+    env.wait_baselines(1);
+    env.sim
+        .patch_merge(
+            "v1",
+            "ConfigMap",
+            Some("shop"),
+            "feature-flags",
+            &json!({"data": {"x": "1"}}),
+        )
+        .unwrap();
+    env.wait_for("the event", || {
+        std::panic::catch_unwind(|| !env.events("configmaps.v1@shop").is_empty()).unwrap_or(false)
+    });
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0));
+    let mut bytes = std::fs::read(&env.store).unwrap();
+    bytes.extend(std::fs::read(format!("{}-wal", env.store.display())).unwrap_or_default());
+    bytes.extend(std::fs::read(krply::journal::lock::lock_path(&env.store)).unwrap_or_default());
+    bytes.extend(out.stdout.as_bytes());
+    bytes.extend(out.stderr.as_bytes());
+    let export = env.run(&["export"]);
+    bytes.extend(export.stdout.as_bytes());
+    assert!(
+        !bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes()),
+        "the token leaked"
+    );
+}

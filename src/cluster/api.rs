@@ -13,6 +13,9 @@ use std::time::Duration;
 /// The largest watch line accepted (a single object); anything larger is a
 /// broken stream, not an object.
 const MAX_LINE: usize = 64 << 20;
+/// The largest response read whole (one page of a list: 500 objects of at most
+/// the 1.5 MiB etcd allows fit with room to spare).
+const MAX_BODY: usize = 1 << 30;
 
 /// A failed API call, classified for the recorder's state machine.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -223,16 +226,19 @@ async fn send(
 }
 
 async fn read_all(body: kube::client::Body, timeout: Option<Duration>) -> Result<Bytes, ApiError> {
-    let fut = body.collect();
+    let fut = http_body_util::Limited::new(body, MAX_BODY).collect();
     let collected = match timeout {
         Some(t) => tokio::time::timeout(t, fut)
             .await
             .map_err(|_| ApiError::Timeout(t))?,
         None => fut.await,
     };
-    collected
-        .map(|c| c.to_bytes())
-        .map_err(|e| ApiError::Transport(describe_chain(&e)))
+    collected.map(|c| c.to_bytes()).map_err(|e| {
+        match e.downcast_ref::<http_body_util::LengthLimitError>() {
+            Some(_) => ApiError::Decode(format!("a response larger than {MAX_BODY} bytes")),
+            None => ApiError::Transport(describe_chain(&*e)),
+        }
+    })
 }
 
 /// Fetches one page of `resource` (in `namespace` when given).

@@ -9,6 +9,7 @@ pub mod api;
 pub mod discovery;
 pub mod id;
 pub mod kubeconfig;
+pub mod proxy;
 
 use kube::config::{AuthInfo, Cluster, Context, KubeConfigOptions, Kubeconfig, NamedAuthInfo};
 use kube::config::{NamedCluster, NamedContext};
@@ -321,6 +322,23 @@ pub async fn connect(
             kube::Config::incluster().map_err(|e| ClusterError::Config(describe_chain(&e)))?
         }
     };
+    // A kubeconfig proxy-url wins; otherwise the environment decides, as for
+    // kubectl (see `proxy`).
+    let configured = match &target.source {
+        Source::Kubeconfig(kc) => kc
+            .contexts
+            .iter()
+            .find(|c| c.name == SELECTED)
+            .and_then(|c| c.context.as_ref())
+            .and_then(|ctx| kc.clusters.iter().find(|c| c.name == ctx.cluster))
+            .and_then(|c| c.cluster.as_ref())
+            .and_then(|c| c.proxy_url.clone())
+            .is_some(),
+        Source::InCluster => false,
+    };
+    if !configured {
+        config.proxy_url = proxy::from_env(&config.cluster_url);
+    }
     if let Ok(value) = http::HeaderValue::from_str(&user_agent()) {
         config.headers.push((http::header::USER_AGENT, value));
     }

@@ -136,6 +136,9 @@ enum WatchEnd {
     /// History is lost: record a gap and relist.
     Expired(String),
     Unavailable(ApiError),
+    /// The stream could not be read (an event too large, or cut off): retried
+    /// from the same resourceVersion, but not forever.
+    Unreadable(String),
     /// Reconnect from the same resourceVersion after a delay.
     Retry {
         why: String,
@@ -226,6 +229,8 @@ impl Stream {
         let mut unavailable: Option<String> = None;
         let mut resume: Option<String> = None;
         let mut expired_in_a_row = 0u32;
+        // Where the stream last failed to be read, and how often in a row.
+        let mut unreadable: Option<(String, u32)> = None;
 
         loop {
             if self.stopped() {
@@ -280,7 +285,32 @@ impl Stream {
                 }
             };
 
-            match self.watch(&rv, &mut durable, &mut backoff).await? {
+            let end = match self.watch(&rv, &mut durable, &mut backoff).await? {
+                // The same event cannot be read three times: skip past it with a
+                // gap and a relist rather than retry forever.
+                WatchEnd::Unreadable(why) => {
+                    let at = durable.as_ref().map_or(rv.clone(), |(_, r)| r.clone());
+                    let n = match &unreadable {
+                        Some((r, n)) if *r == at => n + 1,
+                        _ => 1,
+                    };
+                    unreadable = Some((at.clone(), n));
+                    if n >= 3 {
+                        unreadable = None;
+                        WatchEnd::Expired(format!(
+                            "the watch cannot be read past resourceVersion {at}: {why}"
+                        ))
+                    } else {
+                        WatchEnd::Retry {
+                            why,
+                            retry_after: None,
+                            healthy: false,
+                        }
+                    }
+                }
+                other => other,
+            };
+            match end {
                 WatchEnd::Stop => {
                     if let Some((_, rv)) = &durable {
                         self.send(Op::Checkpoint {
@@ -293,6 +323,7 @@ impl Stream {
                     }
                     return Ok(());
                 }
+                WatchEnd::Unreadable(_) => {}
                 WatchEnd::Expired(reason) => {
                     expired_in_a_row += 1;
                     let (from, from_rv) = durable
@@ -587,6 +618,7 @@ impl Stream {
                         healthy: true,
                     });
                 }
+                Err(ApiError::Decode(why)) => return Ok(WatchEnd::Unreadable(why)),
                 Err(e) => {
                     return Ok(WatchEnd::Retry {
                         why: short(&e),
