@@ -13,6 +13,7 @@ pub mod journal;
 pub mod model;
 pub mod recorder;
 pub mod render;
+pub mod replay;
 pub mod selector;
 pub mod sim;
 pub mod time;

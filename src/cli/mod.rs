@@ -13,6 +13,7 @@ pub mod object_arg;
 pub mod prune;
 pub mod reader;
 pub mod record;
+pub mod replay;
 pub mod snapshot;
 pub mod status;
 pub mod timeline;
@@ -61,6 +62,7 @@ pub enum Command {
     Snapshot(snapshot::SnapshotArgs),
     Export(export::ExportArgs),
     Prune(prune::PruneArgs),
+    Replay(replay::ReplayArgs),
     Demo(demo::DemoArgs),
     Version(version::VersionArgs),
     Completion(completion::CompletionArgs),
@@ -150,6 +152,7 @@ fn run(cli: Cli) -> CliResult {
             Command::Snapshot(a) => snapshot::run(&global, a),
             Command::Export(a) => export::run(&global, a),
             Command::Prune(a) => prune::run(&global, a),
+            Command::Replay(a) => replay::run(&global, a).await,
             Command::Demo(a) => demo::run(&global, a).await,
             Command::Version(a) => version::run(&global, a),
             Command::Completion(a) => completion::run(&global, a),

@@ -108,7 +108,7 @@ pub fn run(global: &GlobalArgs, args: SnapshotArgs) -> CliResult {
                 complete: s.complete,
             })
             .collect(),
-        items: snap.items,
+        items: snap.items.into_iter().map(|(_, o)| o).collect(),
     };
     if let Some(name) = &args.save {
         let info = serde_json::to_string(&SnapshotOut {

@@ -30,6 +30,8 @@ pub enum ApiError {
         retry_after: Option<Duration>,
         /// A fresh continue token offered with an expired one (410 on a list).
         continue_token: Option<String>,
+        /// `details.causes`: the fields behind a conflict or an invalid object.
+        causes: Vec<Cause>,
     },
     /// The connection failed or broke.
     #[error("{0}")]
@@ -73,6 +75,19 @@ struct StatusBody {
 struct StatusDetails {
     #[serde(default, rename = "retryAfterSeconds")]
     retry_after_seconds: Option<u64>,
+    #[serde(default)]
+    causes: Vec<Cause>,
+}
+
+/// One cause of a failed request, as the API server names it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+pub struct Cause {
+    #[serde(default)]
+    pub reason: String,
+    #[serde(default)]
+    pub message: String,
+    #[serde(default)]
+    pub field: String,
 }
 
 #[derive(Deserialize, Default)]
@@ -92,9 +107,11 @@ pub fn parse_status(body: &[u8], http_code: u16, retry_header: Option<Duration>)
             message: s.message.unwrap_or_default(),
             retry_after: retry_header.or_else(|| {
                 s.details
+                    .as_ref()
                     .and_then(|d| d.retry_after_seconds)
                     .map(Duration::from_secs)
             }),
+            causes: s.details.map(|d| d.causes).unwrap_or_default(),
             continue_token: s
                 .metadata
                 .and_then(|m| m.continue_token)
@@ -110,6 +127,7 @@ pub fn parse_status(body: &[u8], http_code: u16, retry_header: Option<Duration>)
                 .collect(),
             retry_after: retry_header,
             continue_token: None,
+            causes: Vec::new(),
         },
     }
 }
@@ -203,6 +221,14 @@ async fn send(
     let req = req
         .body(kube::client::Body::from(Vec::new()))
         .map_err(|e| ApiError::Transport(e.to_string()))?;
+    send_request(access, req, watch).await
+}
+
+async fn send_request(
+    access: &ClusterAccess,
+    req: http::Request<kube::client::Body>,
+    watch: bool,
+) -> Result<http::Response<kube::client::Body>, ApiError> {
     let fut = access.client.send(req);
     let res = match access.request_timeout.filter(|_| !watch) {
         Some(t) => tokio::time::timeout(t, fut)
@@ -264,6 +290,73 @@ pub async fn list_page(
         continue_token: list.metadata.continue_token.filter(|c| !c.is_empty()),
         items: list.items.unwrap_or_default(),
     })
+}
+
+/// The path of one object of `resource`.
+pub fn object_path(resource: &ResourceType, namespace: Option<&str>, name: &str) -> String {
+    format!(
+        "{}/{}",
+        resource.collection_path(namespace),
+        encode_query(name)
+    )
+}
+
+/// Reads one object; `Ok(None)` when it does not exist.
+pub async fn get(
+    access: &ClusterAccess,
+    resource: &ResourceType,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<Option<serde_json::Value>, ApiError> {
+    match send(access, &object_path(resource, namespace, name), false).await {
+        Ok(res) => {
+            let body = read_all(res.into_body(), access.request_timeout).await?;
+            serde_json::from_slice(&body)
+                .map(Some)
+                .map_err(|e| ApiError::Decode(e.to_string()))
+        }
+        Err(e) if e.code() == Some(404) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// What a server-side apply did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Applied {
+    /// 201 when the object was created, 200 otherwise.
+    pub code: u16,
+    pub object: serde_json::Value,
+}
+
+/// Server-side apply of `body` (JSON is YAML) as `manager`, never forcing
+/// conflicts; with `dry_run`, nothing is stored.
+pub async fn apply(
+    access: &ClusterAccess,
+    resource: &ResourceType,
+    namespace: Option<&str>,
+    name: &str,
+    body: Vec<u8>,
+    manager: &str,
+    dry_run: bool,
+) -> Result<Applied, ApiError> {
+    let mut path = format!(
+        "{}?fieldManager={}&force=false",
+        object_path(resource, namespace, name),
+        encode_query(manager)
+    );
+    if dry_run {
+        path.push_str("&dryRun=All");
+    }
+    let req = http::Request::patch(path)
+        .header(http::header::ACCEPT, "application/json")
+        .header(http::header::CONTENT_TYPE, "application/apply-patch+yaml")
+        .body(kube::client::Body::from(body))
+        .map_err(|e| ApiError::Transport(e.to_string()))?;
+    let res = send_request(access, req, false).await?;
+    let code = res.status().as_u16();
+    let body = read_all(res.into_body(), access.request_timeout).await?;
+    let object = serde_json::from_slice(&body).map_err(|e| ApiError::Decode(e.to_string()))?;
+    Ok(Applied { code, object })
 }
 
 /// Opens a watch of `resource` from exactly `resource_version`.

@@ -4,6 +4,7 @@
 
 use super::complete::Completeness;
 use super::{History, HistoryError, Scope};
+use crate::model::ResourceType;
 use serde_json::Value;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,8 +19,8 @@ pub struct StreamSnapshot {
 pub struct SnapshotAnswer {
     pub at: i64,
     pub streams: Vec<StreamSnapshot>,
-    /// The objects (with apiVersion and kind), when asked for.
-    pub items: Vec<Value>,
+    /// The objects (with apiVersion and kind) and their types, when asked for.
+    pub items: Vec<(ResourceType, Value)>,
     pub completeness: Completeness,
 }
 
@@ -51,7 +52,10 @@ impl History<'_> {
                 }
                 count += 1;
                 if with_objects {
-                    items.push(self.object_json(stream, version)?);
+                    items.push((
+                        stream.info.resource.clone(),
+                        self.object_json(stream, version)?,
+                    ));
                 }
             }
             out.push(StreamSnapshot {

@@ -9,6 +9,7 @@
 pub mod codec;
 pub mod export;
 pub mod lock;
+pub mod plans;
 pub mod prune;
 pub mod read;
 pub mod records;

@@ -11,7 +11,7 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i64 = 0x6b72_706c;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Record kinds stored in `records.kind`.
 ///
@@ -165,7 +165,19 @@ pub fn initialise(conn: &mut Connection, created_by: &str, now_ms: i64) -> rusql
 
 /// Migrations from each older version to the next, `(from_version, sql)`,
 /// applied in order by [`migrate`] (and by [`initialise`] after version 1).
-const MIGRATIONS: &[(i64, &str)] = &[(1, MIGRATE_V1_TO_V2)];
+const MIGRATIONS: &[(i64, &str)] = &[(1, MIGRATE_V1_TO_V2), (2, MIGRATE_V2_TO_V3)];
+
+/// Version 3: replay plans (`replay plan`), with their verdict; `status`
+/// moves to `applied` when a plan is applied, `info` holds the whole plan.
+const MIGRATE_V2_TO_V3: &str = r#"
+CREATE TABLE plans (
+    id         TEXT PRIMARY KEY,
+    cluster_id TEXT NOT NULL REFERENCES clusters(id),
+    created_at INTEGER NOT NULL,
+    status     TEXT NOT NULL,
+    info       TEXT NOT NULL
+) WITHOUT ROWID;
+"#;
 
 /// Version 2: history queries.
 ///
@@ -240,6 +252,15 @@ mod tests {
             .unwrap();
         old.pragma_update(None, "user_version", 1).unwrap();
         migrate(&mut old, 1).unwrap();
+        // Each step, not only the whole way.
+        let mut step = Connection::open_in_memory().unwrap();
+        step.execute_batch(SCHEMA_V1).unwrap();
+        step.execute_batch(MIGRATE_V1_TO_V2).unwrap();
+        step.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
+        step.pragma_update(None, "user_version", 2).unwrap();
+        migrate(&mut step, 2).unwrap();
+        assert_eq!(schema(&step), schema(&fresh));
         assert_eq!(
             inspect(&old).unwrap(),
             FileState::Journal {

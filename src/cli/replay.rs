@@ -1,0 +1,537 @@
+//! `replay plan|show|list|apply`: past declarative state into a test namespace,
+//! planned, dry-run, and applied only when asked.
+
+use super::answer;
+use super::args::GlobalArgs;
+use super::reader::Reader;
+use crate::cluster::{self, ConnectOptions};
+use crate::error::{CliError, CliResult};
+use crate::history::resolve::Target as ArgTarget;
+use crate::history::{Scope, state::ObjectState};
+use crate::journal::Journal;
+use crate::journal::plans::SavedPlan;
+use crate::render::{self, Format, Paint};
+use crate::replay::{self, Inputs, Plan, Recorded, Source, Target, policy, run};
+use crate::time::Millis;
+use clap::{Args, Subcommand};
+
+/// Rebuild a namespace's past state into a test namespace: plan with a dry run, then apply
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    #[command(subcommand)]
+    pub command: ReplayCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReplayCommand {
+    Plan(PlanArgs),
+    Show(ShowArgs),
+    List(ListArgs),
+    Apply(ApplyArgs),
+}
+
+/// Plan a replay of the source namespace (-n) at a time into another namespace, with a server-side dry run
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  # The shop namespace as it was 2 hours ago, into shop-repro on the current context
+  kubectl krply replay plan -n shop --at 2h --to-namespace shop-repro
+
+  # Into a test cluster, jobs included, even though the recording has a gap
+  kubectl krply replay plan -n shop --at 2026-11-29T10:00:00Z --to-namespace shop \\
+      --target-context kind-test --include Job --allow-gaps
+
+Server-owned fields are removed; Secrets, service accounts, RBAC, pods, controller-owned
+objects, jobs, claims and LoadBalancer Services are left out with a reason (--include
+brings back the kinds that can safely be replayed). Nothing is written to the target:
+the dry run is a server-side apply with dryRun=All.")]
+pub struct PlanArgs {
+    /// Only these resource types of the source namespace
+    #[arg(value_name = "TYPE")]
+    pub types: Vec<String>,
+    /// The namespace to replay into
+    #[arg(long, value_name = "NS")]
+    pub to_namespace: String,
+    /// The time to rebuild: now, a duration ago (2h) or an RFC 3339 time
+    #[arg(long, default_value = "now", value_name = "TIME")]
+    pub at: String,
+    /// The kubeconfig context of the target cluster (default: the current context)
+    #[arg(long, value_name = "CONTEXT")]
+    pub target_context: Option<String>,
+    /// Replay this excluded kind too (repeatable: Job, CronJob, Pod, ServiceAccount, Role,
+    /// RoleBinding, PersistentVolumeClaim, ReplicaSet, LoadBalancer)
+    #[arg(long, value_name = "KIND")]
+    pub include: Vec<String>,
+    /// Plan even though the recording has gaps at that time (every gap is listed)
+    #[arg(long)]
+    pub allow_gaps: bool,
+}
+
+/// Show a saved plan (-o yaml prints its manifests, ready for kubectl apply --server-side)
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  kubectl krply replay show 3f2a9b1c\n  kubectl krply replay show 3f2a9b1c -o yaml | kubectl apply --server-side -f -"
+)]
+pub struct ShowArgs {
+    /// The plan id
+    pub plan: String,
+}
+
+/// List the saved plans
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  kubectl krply replay list\n  kubectl krply replay list -o json"
+)]
+pub struct ListArgs {}
+
+/// Apply a plan whose dry run passed (needs --confirm; never forces, never deletes)
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  kubectl krply replay apply 3f2a9b1c --confirm")]
+pub struct ApplyArgs {
+    /// The plan id
+    pub plan: String,
+    /// Really write to the target cluster
+    #[arg(long)]
+    pub confirm: bool,
+}
+
+pub async fn run(global: &GlobalArgs, args: ReplayArgs) -> CliResult {
+    match args.command {
+        ReplayCommand::Plan(a) => plan(global, a).await,
+        ReplayCommand::Show(a) => show(global, a),
+        ReplayCommand::List(a) => list(global, a),
+        ReplayCommand::Apply(a) => apply(global, a).await,
+    }
+}
+
+fn check_name(ns: &str) -> CliResult {
+    let ok = !ns.is_empty()
+        && ns.len() <= 63
+        && ns
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !ns.starts_with('-')
+        && !ns.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(CliError::usage(format!(
+            "invalid --to-namespace \"{ns}\": a namespace name is lowercase letters, digits and '-', at most 63"
+        )))
+    }
+}
+
+async fn plan(global: &GlobalArgs, args: PlanArgs) -> CliResult {
+    let format = global.format(Format::Text, &[Format::Text, Format::Json, Format::Yaml])?;
+    check_name(&args.to_namespace)?;
+    if global.all_namespaces {
+        return Err(CliError::usage(
+            "replay plans one namespace: use -n, not -A",
+        ));
+    }
+    let at = answer::time_flag("--at", &args.at, Millis::now())?;
+    for kind in &args.include {
+        if !policy::includable(kind) && !kind.eq_ignore_ascii_case("LoadBalancer") {
+            return Err(CliError::usage(format!(
+                "--include {kind}: only kinds left out by default can be included (Job, CronJob, Pod, ServiceAccount, Role, RoleBinding, PersistentVolumeClaim, ReplicaSet, LoadBalancer){}",
+                if kind.eq_ignore_ascii_case("Secret") {
+                    "; Secrets are never replayed"
+                } else {
+                    ""
+                }
+            )));
+        }
+    }
+    let reader = Reader::open(global)?;
+    let source_ns = reader
+        .namespace
+        .clone()
+        .ok_or_else(|| CliError::usage("replay needs a source namespace (-n)"))?;
+    let history = reader.history()?;
+    let mut types = Vec::new();
+    for t in &args.types {
+        match history
+            .target(t)
+            .map_err(|e| CliError::usage(e.to_string()))?
+        {
+            ArgTarget::Type(r) => {
+                if let Some(rule) = policy::kind_rule(&r.kind)
+                    && !args.include.iter().any(|k| k.eq_ignore_ascii_case(&r.kind))
+                {
+                    return Err(CliError::runtime(format!(
+                        "refusing to replay {}: {}",
+                        r.group_resource(),
+                        rule.reason()
+                    )));
+                }
+                types.push(r);
+            }
+            ArgTarget::Object(..) => {
+                return Err(CliError::usage(
+                    "replay plan takes resource types, not TYPE/NAME",
+                ));
+            }
+        }
+    }
+
+    // The target, resolved offline first: refuse the source itself.
+    let opts = ConnectOptions {
+        context: args.target_context.clone().or(global.context.clone()),
+        ..global.connect_options()?
+    };
+    let target = cluster::resolve_target(&opts)?;
+    if target.cluster_id == reader.cluster.id && args.to_namespace == source_ns {
+        return Err(CliError::runtime(format!(
+            "refusing to replay namespace {source_ns} into itself on the cluster it was recorded from"
+        ))
+        .hint("pick another --to-namespace, or another cluster with --target-context"));
+    }
+
+    let scope = Scope {
+        namespace: Some(source_ns.clone()),
+        types: (!types.is_empty()).then_some(types),
+    };
+    let snap = history
+        .snapshot(&scope, at.as_ms(), true)
+        .map_err(|e| CliError::runtime(e.to_string()))?;
+    let namespace_object = namespace_object(&history, &source_ns, at)?;
+    let id = replay::new_id();
+    let mut plan = replay::build(Inputs {
+        id: id.clone(),
+        created_at: Millis::now().to_string(),
+        source: Source {
+            cluster: reader.cluster.id.clone(),
+            namespace: source_ns.clone(),
+            at: at.to_string(),
+        },
+        target: Target {
+            context: target.context.clone(),
+            cluster: target.cluster_id.clone(),
+            server: target.server.clone(),
+            namespace: args.to_namespace.clone(),
+            namespace_exists: false,
+        },
+        complete: snap.completeness.complete(),
+        gaps: snap.completeness.warnings(),
+        namespace_object: namespace_object.as_ref(),
+        objects: snap
+            .items
+            .into_iter()
+            .map(|(resource, object)| Recorded { resource, object })
+            .collect(),
+        include: &args.include,
+    });
+    drop(history);
+
+    if !plan.complete && !args.allow_gaps {
+        plan.status = "refused".into();
+        plan.refused = Some("the recording is incomplete at that time".into());
+        save(&reader.journal, &plan)?;
+        return Err(CliError::runtime(format!(
+            "refusing to plan: the recording of namespace {source_ns} is incomplete at {at} ({} stretch(es) not covered; plan {id} saved as refused)",
+            snap.completeness.missing.len()
+        ))
+        .hint("--allow-gaps plans anyway and lists every gap in the plan; `kubectl krply coverage` shows them"));
+    }
+
+    let access = cluster::connect(&target, &opts).await?;
+    if let Err(e) = run::dry_run(&mut plan, &access).await {
+        plan.status = "refused".into();
+        plan.refused = Some(format!("the target could not be reached: {e}"));
+        save(&reader.journal, &plan)?;
+        return Err(CliError::runtime(format!(
+            "refusing to plan: cannot reach the target at {} ({e}); plan {id} saved as refused",
+            target.server
+        )));
+    }
+    save(&reader.journal, &plan)?;
+    super::out(&match format {
+        Format::Json => render::json(&plan_json(&plan)),
+        Format::Yaml => render::yaml(&plan_json(&plan)),
+        _ => plan_text(&plan, global.paint()),
+    })
+}
+
+/// The source Namespace object at `at`, when namespaces were recorded.
+fn namespace_object(
+    history: &crate::history::History<'_>,
+    ns: &str,
+    at: Millis,
+) -> CliResult<Option<serde_json::Value>> {
+    for s in history
+        .streams
+        .iter()
+        .filter(|s| s.info.resource.group.is_empty() && s.info.resource.resource == "namespaces")
+    {
+        for o in history.journal.objects_named(&[s.info.id], Some(""), ns)? {
+            if let ObjectState::Present(v) = history
+                .object_at(s, o.id, at.as_ms())
+                .map_err(|e| CliError::runtime(e.to_string()))?
+            {
+                return Ok(Some(
+                    history
+                        .object_json(s, &v)
+                        .map_err(|e| CliError::runtime(e.to_string()))?,
+                ));
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn save(journal: &Journal, plan: &Plan) -> CliResult {
+    let info = serde_json::to_string(plan)
+        .map_err(|e| CliError::runtime(format!("cannot store the plan: {e}")))?;
+    journal.save_plan(&SavedPlan {
+        id: plan.id.clone(),
+        cluster: plan.source.cluster.clone(),
+        created_at: Millis::now().as_ms(),
+        status: plan.status.clone(),
+        info,
+    })?;
+    Ok(())
+}
+
+fn load(journal: &Journal, id: &str) -> CliResult<Plan> {
+    let saved = journal.plan(id)?.ok_or_else(|| {
+        CliError::runtime(format!("no plan \"{id}\" in the journal"))
+            .hint("`kubectl krply replay list` shows the saved plans")
+    })?;
+    serde_json::from_str(&saved.info)
+        .map_err(|e| CliError::runtime(format!("plan {id} cannot be read: {e}")))
+}
+
+/// The plan as CONTRACT.md shapes it (manifests included).
+fn plan_json(plan: &Plan) -> serde_json::Value {
+    serde_json::to_value(plan).unwrap_or_default()
+}
+
+fn plan_text(plan: &Plan, paint: Paint) -> String {
+    let verdict = match plan.status.as_str() {
+        "dry-run-ok" | "applied" => paint.green(&plan.status),
+        _ => paint.red(&plan.status),
+    };
+    let mut t = format!(
+        "Plan {}: {verdict}\n  source   {} namespace {} at {}\n  target   {} namespace {}{}\n  manager  {}\n",
+        plan.id,
+        plan.source.cluster,
+        plan.source.namespace,
+        plan.source.at,
+        plan.target.context.as_deref().map_or_else(
+            || plan.target.server.clone(),
+            |c| format!("context {c} ({})", plan.target.server)
+        ),
+        plan.target.namespace,
+        if plan.target.namespace_exists {
+            ""
+        } else {
+            " (to be created)"
+        },
+        plan.field_manager
+    );
+    if let Some(reason) = &plan.refused {
+        t.push_str(&format!("  refused  {reason}\n"));
+    }
+    t.push('\n');
+    let rows: Vec<Vec<String>> = plan
+        .objects
+        .iter()
+        .map(|o| {
+            let dry = match o.dry_run.as_str() {
+                "ok" => paint.green("ok"),
+                "conflict" | "error" => paint.red(&o.dry_run),
+                other => other.to_string(),
+            };
+            vec![
+                o.order.to_string(),
+                o.kind.clone(),
+                o.namespace.clone().unwrap_or_else(|| "-".into()),
+                o.name.clone(),
+                dry,
+            ]
+        })
+        .collect();
+    t.push_str(&render::table(
+        &["ORDER", "KIND", "NAMESPACE", "NAME", "DRY-RUN"],
+        &rows,
+    ));
+    if !plan.excluded.is_empty() {
+        t.push_str("\nExcluded:\n");
+        for e in &plan.excluded {
+            t.push_str(&format!("  {} {}: {}\n", e.kind, e.name, e.reason));
+        }
+    }
+    if !plan.dry_run.conflicts.is_empty() || !plan.dry_run.errors.is_empty() {
+        t.push_str("\nDry run found:\n");
+        for c in &plan.dry_run.conflicts {
+            t.push_str(&format!(
+                "  conflict  {} {}: {} ({})\n",
+                c.kind,
+                c.name,
+                c.fields.join(", "),
+                c.message.lines().next().unwrap_or("")
+            ));
+        }
+        for e in &plan.dry_run.errors {
+            t.push_str(&format!(
+                "  error     {} {}: {}\n",
+                e.kind, e.name, e.message
+            ));
+        }
+    }
+    if !plan.warnings.is_empty() {
+        t.push_str("\nWarnings:\n");
+        for w in &plan.warnings {
+            t.push_str(&format!("  {w}\n"));
+        }
+    }
+    if !plan.applied.is_empty() {
+        t.push_str("\nApplied:\n");
+        for a in &plan.applied {
+            t.push_str(&format!(
+                "  {:<10} {} {}{}\n",
+                a.result,
+                a.kind,
+                a.name,
+                a.message
+                    .as_deref()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    if plan.status == "dry-run-ok" {
+        t.push_str(&format!(
+            "\nNothing was written. To apply: kubectl krply replay apply {} --confirm\n",
+            plan.id
+        ));
+    }
+    t
+}
+
+fn show(global: &GlobalArgs, args: ShowArgs) -> CliResult {
+    let format = global.format(Format::Text, &[Format::Text, Format::Json, Format::Yaml])?;
+    let journal = Journal::open(&global.store_path()?)?;
+    let plan = load(&journal, &args.plan)?;
+    super::out(&match format {
+        Format::Json => render::json(&plan_json(&plan)),
+        // The manifests, ready for `kubectl apply --server-side -f -`.
+        Format::Yaml => plan
+            .objects
+            .iter()
+            .map(|o| format!("---\n{}", render::yaml(&o.manifest)))
+            .collect::<String>(),
+        _ => plan_text(&plan, global.paint()),
+    })
+}
+
+fn list(global: &GlobalArgs, _args: ListArgs) -> CliResult {
+    let format = global.format(Format::Table, &[Format::Table, Format::Json, Format::Yaml])?;
+    let journal = Journal::open(&global.store_path()?)?;
+    let plans: Vec<Plan> = journal
+        .plans()?
+        .iter()
+        .filter_map(|p| serde_json::from_str(&p.info).ok())
+        .collect();
+    let summary: Vec<serde_json::Value> = plans
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "id": p.id, "status": p.status, "created_at": p.created_at,
+                "source": p.source, "target": {"context": p.target.context, "namespace": p.target.namespace},
+                "objects": p.objects.len(), "excluded": p.excluded.len(), "complete": p.complete,
+            })
+        })
+        .collect();
+    super::out(&match format {
+        Format::Json => render::json(&serde_json::json!({ "plans": summary })),
+        Format::Yaml => render::yaml(&serde_json::json!({ "plans": summary })),
+        _ if plans.is_empty() => "No plans.\n".into(),
+        _ => render::table(
+            &[
+                "ID", "STATUS", "SOURCE", "AT", "TARGET", "OBJECTS", "CREATED",
+            ],
+            &plans
+                .iter()
+                .map(|p| {
+                    vec![
+                        p.id.clone(),
+                        p.status.clone(),
+                        format!("{}/{}", p.source.cluster, p.source.namespace),
+                        p.source.at.clone(),
+                        format!(
+                            "{}/{}",
+                            p.target.context.as_deref().unwrap_or(&p.target.cluster),
+                            p.target.namespace
+                        ),
+                        p.objects.len().to_string(),
+                        p.created_at.clone(),
+                    ]
+                })
+                .collect::<Vec<_>>(),
+        ),
+    })
+}
+
+async fn apply(global: &GlobalArgs, args: ApplyArgs) -> CliResult {
+    let journal = Journal::open(&global.store_path()?)?;
+    let mut plan = load(&journal, &args.plan)?;
+    if !args.confirm {
+        return Err(CliError::runtime(format!(
+            "refusing to apply plan {} without --confirm; nothing was written",
+            plan.id
+        ))
+        .hint(format!(
+            "review it with `kubectl krply replay show {}`, then add --confirm",
+            plan.id
+        )));
+    }
+    if !matches!(plan.status.as_str(), "dry-run-ok" | "applied") {
+        return Err(CliError::runtime(format!(
+            "refusing to apply plan {}: its status is {}, not dry-run-ok; nothing was written",
+            plan.id, plan.status
+        ))
+        .hint("plan again once the dry run can pass"));
+    }
+    if plan.target.cluster == plan.source.cluster && plan.target.namespace == plan.source.namespace
+    {
+        return Err(CliError::runtime(
+            "refusing to apply a plan into its own source namespace",
+        ));
+    }
+    // Exactly the target the plan recorded, and only if it is still that cluster.
+    let opts = ConnectOptions {
+        context: plan.target.context.clone(),
+        ..global.connect_options()?
+    };
+    let target = cluster::resolve_target(&opts)?;
+    if target.cluster_id != plan.target.cluster {
+        return Err(CliError::runtime(format!(
+            "refusing to apply plan {}: context {} now points at {} ({}), not at {} where the plan was checked",
+            plan.id,
+            plan.target.context.as_deref().unwrap_or("(current)"),
+            target.cluster_id,
+            target.server,
+            plan.target.cluster
+        )));
+    }
+    let access = cluster::connect(&target, &opts).await?;
+    let ok = run::apply(&mut plan, &access).await.map_err(|e| {
+        CliError::runtime(format!("cannot reach the target at {}: {e}", target.server))
+    })?;
+    save(&journal, &plan)?;
+    let format = global.format(Format::Text, &[Format::Text, Format::Json, Format::Yaml])?;
+    super::out(&match format {
+        Format::Json => render::json(&plan_json(&plan)),
+        Format::Yaml => render::yaml(&plan_json(&plan)),
+        _ => plan_text(&plan, global.paint()),
+    })?;
+    if ok {
+        Ok(())
+    } else {
+        Err(CliError::runtime(format!(
+            "plan {} was not fully applied (see above)",
+            plan.id
+        )))
+    }
+}

@@ -1,0 +1,220 @@
+//! Dry runs and applies against the target cluster: server-side apply, one
+//! object at a time, in plan order, with the plan's field manager and
+//! `force=false`. A conflict is a finding to show, never resolved here.
+
+use super::{AppliedObject, Conflict, DryRun, ObjectError, Plan, PlanObject, namespace_type};
+use crate::cluster::ClusterAccess;
+use crate::cluster::api::{self, ApiError};
+
+/// What went wrong talking to the target cluster (not a verdict on objects).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Unreachable(pub ApiError);
+
+/// The target cannot be talked to at all (rather than refusing one object).
+fn is_transport(e: &ApiError) -> bool {
+    matches!(e, ApiError::Transport(_) | ApiError::Timeout(_)) || e.code() == Some(401)
+}
+
+async fn apply_one(
+    access: &ClusterAccess,
+    o: &PlanObject,
+    manager: &str,
+    dry_run: bool,
+) -> Result<api::Applied, ApiError> {
+    let body = serde_json::to_vec(&o.manifest).unwrap_or_default();
+    api::apply(
+        access,
+        &o.resource,
+        o.namespace.as_deref(),
+        &o.name,
+        body,
+        manager,
+        dry_run,
+    )
+    .await
+}
+
+/// Whether the target namespace exists now.
+pub async fn namespace_exists(access: &ClusterAccess, name: &str) -> Result<bool, Unreachable> {
+    match api::get(access, &namespace_type(), None, name).await {
+        Ok(o) => Ok(o.is_some()),
+        // Not allowed to read namespaces: assume it exists; the dry runs of the
+        // objects in it will say otherwise.
+        Err(e) if e.code() == Some(403) => Ok(true),
+        Err(e) => Err(Unreachable(e)),
+    }
+}
+
+/// Records one object's dry-run outcome in the plan.
+fn record(dry: &mut DryRun, o: &mut PlanObject, result: Result<api::Applied, ApiError>) {
+    match result {
+        Ok(_) => o.dry_run = "ok".into(),
+        Err(ApiError::Status {
+            code: 409,
+            message,
+            causes,
+            ..
+        }) => {
+            o.dry_run = "conflict".into();
+            o.message = Some(message.clone());
+            dry.conflicts.push(Conflict {
+                kind: o.kind.clone(),
+                name: o.name.clone(),
+                fields: causes
+                    .into_iter()
+                    .map(|c| c.field)
+                    .filter(|f| !f.is_empty())
+                    .collect(),
+                message,
+            });
+        }
+        Err(e) => {
+            o.dry_run = "error".into();
+            o.message = Some(e.to_string());
+            dry.errors.push(ObjectError {
+                kind: o.kind.clone(),
+                name: o.name.clone(),
+                message: e.to_string(),
+            });
+        }
+    }
+}
+
+/// Dry-runs every object against the target. When the target namespace does
+/// not exist yet, only the Namespace can be checked; the objects in it are
+/// "validated at apply" (DESIGN §5 step 6).
+pub async fn dry_run(plan: &mut Plan, access: &ClusterAccess) -> Result<(), Unreachable> {
+    let exists = namespace_exists(access, &plan.target.namespace).await?;
+    plan.target.namespace_exists = exists;
+    let manager = plan.field_manager.clone();
+    let mut dry = DryRun::default();
+    for o in plan.objects.iter_mut() {
+        if o.kind != "Namespace" && !exists {
+            o.dry_run = "validated at apply".into();
+            dry.validated_at_apply
+                .push(format!("{}/{}", o.kind, o.name));
+            continue;
+        }
+        let result = apply_one(access, o, &manager, true).await;
+        if let Err(e) = &result
+            && is_transport(e)
+        {
+            return Err(Unreachable(e.clone()));
+        }
+        record(&mut dry, o, result);
+    }
+    dry.ok = dry.conflicts.is_empty() && dry.errors.is_empty();
+    if !exists && dry.ok {
+        plan.warnings.push(format!(
+            "namespace {} does not exist yet: its objects are validated when apply has created it",
+            plan.target.namespace
+        ));
+    }
+    plan.status = if dry.ok {
+        "dry-run-ok"
+    } else {
+        "dry-run-failed"
+    }
+    .into();
+    plan.dry_run = dry;
+    Ok(())
+}
+
+/// Applies the plan in order. A missing target namespace is created first,
+/// then the rest is dry-run and applied only if that passes. Never deletes,
+/// never forces. Returns whether every object applied.
+pub async fn apply(plan: &mut Plan, access: &ClusterAccess) -> Result<bool, Unreachable> {
+    let manager = plan.field_manager.clone();
+    let mut results = Vec::new();
+    let exists = namespace_exists(access, &plan.target.namespace).await?;
+    if !exists {
+        // The Namespace first, for real; then everything inside it, dry.
+        let ns = plan
+            .objects
+            .iter()
+            .find(|o| o.kind == "Namespace")
+            .cloned()
+            .ok_or_else(|| Unreachable(ApiError::Decode("the plan has no Namespace".into())))?;
+        match apply_one(access, &ns, &manager, false).await {
+            Ok(a) => results.push(applied(&ns, a.code, None)),
+            Err(e) => {
+                results.push(failed(&ns, &e));
+                plan.applied = results;
+                return Ok(false);
+            }
+        }
+        let mut dry = DryRun::default();
+        for o in plan.objects.iter_mut().filter(|o| o.kind != "Namespace") {
+            let result = apply_one(access, o, &manager, true).await;
+            record(&mut dry, o, result);
+        }
+        dry.ok = dry.conflicts.is_empty() && dry.errors.is_empty();
+        plan.dry_run = dry;
+        if !plan.dry_run.ok {
+            plan.status = "dry-run-failed".into();
+            plan.applied = results;
+            return Ok(false);
+        }
+    }
+    let mut all_ok = true;
+    for o in plan
+        .objects
+        .iter()
+        .filter(|o| exists || o.kind != "Namespace")
+    {
+        let before = api::get(access, &o.resource, o.namespace.as_deref(), &o.name)
+            .await
+            .map_err(Unreachable)?
+            .and_then(|v| v.pointer("/metadata/resourceVersion").cloned());
+        match apply_one(access, o, &manager, false).await {
+            Ok(a) => {
+                let after = a.object.pointer("/metadata/resourceVersion").cloned();
+                let result = if a.code == 201 || before.is_none() {
+                    "created"
+                } else if before == after {
+                    "unchanged"
+                } else {
+                    "configured"
+                };
+                results.push(AppliedObject {
+                    kind: o.kind.clone(),
+                    name: o.name.clone(),
+                    result: result.into(),
+                    message: None,
+                });
+            }
+            Err(e) if is_transport(&e) => return Err(Unreachable(e)),
+            Err(e) => {
+                all_ok = false;
+                results.push(failed(o, &e));
+                if o.kind == "Namespace" {
+                    break;
+                }
+            }
+        }
+    }
+    plan.applied = results;
+    if all_ok {
+        plan.status = "applied".into();
+    }
+    Ok(all_ok)
+}
+
+fn applied(o: &PlanObject, code: u16, message: Option<String>) -> AppliedObject {
+    AppliedObject {
+        kind: o.kind.clone(),
+        name: o.name.clone(),
+        result: if code == 201 { "created" } else { "configured" }.into(),
+        message,
+    }
+}
+
+fn failed(o: &PlanObject, e: &ApiError) -> AppliedObject {
+    AppliedObject {
+        kind: o.kind.clone(),
+        name: o.name.clone(),
+        result: "failed".into(),
+        message: Some(e.to_string()),
+    }
+}
