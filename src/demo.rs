@@ -44,6 +44,9 @@ pub struct DemoOutcome {
     pub steps: Vec<(crate::time::Millis, String)>,
     /// A time before the incident began.
     pub before_incident: crate::time::Millis,
+    /// The simulator, still serving, so a replay can be planned against it;
+    /// it stops when dropped.
+    pub sim: Simulator,
 }
 
 /// Runs the demo, writing the journal to `store` (its directory also receives the
@@ -204,7 +207,6 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
         .await
         .map_err(|e| DemoError::Sim(format!("the recorder task failed: {e}")))??;
     drop(lock);
-    sim.shutdown();
     Ok(DemoOutcome {
         store: store.to_path_buf(),
         kubeconfig,
@@ -212,6 +214,7 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
         summary,
         steps,
         before_incident,
+        sim,
     })
 }
 

@@ -25,6 +25,9 @@ pub struct DemoArgs {
     pub dir: Option<PathBuf>,
 }
 
+/// The test namespace the demo replays the shop into.
+const REPLAY_NAMESPACE: &str = "shop-before";
+
 pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     let dir = match args.dir {
         Some(d) => d,
@@ -130,10 +133,45 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
             super::timeline::table(&t.entries, paint)
         ))?;
     }
+    // The namespace as it was before the incident, planned into a test
+    // namespace of the same (simulated) cluster and checked by a dry run.
+    let plan_args = super::replay::PlanArgs {
+        types: Vec::new(),
+        to_namespace: REPLAY_NAMESPACE.into(),
+        at: since.to_string(),
+        target_context: None,
+        include: Vec::new(),
+        allow_gaps: false,
+    };
+    let opts = crate::cluster::ConnectOptions {
+        kubeconfig: Some(outcome.kubeconfig.clone()),
+        ..Default::default()
+    };
+    drop(history);
+    // As a user would: the test namespace exists, so every object gets a full dry run.
+    outcome
+        .sim
+        .create(serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": REPLAY_NAMESPACE}}))
+        .map_err(|e| CliError::runtime(format!("the demo failed: {e}")))?;
     super::out(&format!(
-        "\nThe 410 left a gap in every stream: the relist restored current state (it shows\nfrontend-config's new log_level), but what happened in between is not in the\njournal, and krply says so.\n\nExplore the journal yourself (the simulator is gone; the journal answers offline):\n  export KRPLY_STORE={} KUBECONFIG={}\n  kubectl krply status\n  kubectl krply timeline cm/frontend-config -n shop\n  kubectl krply get deploy/frontend -n shop --at {}\n",
+        "\n{}\nnamespace/{REPLAY_NAMESPACE} created\n",
+        paint.bold(&format!("$ kubectl create namespace {REPLAY_NAMESPACE}"))
+    ))?;
+    let plan = super::replay::make_plan(&reader, &opts, &plan_args).await?;
+    super::out(&format!(
+        "\n{}\n{}",
+        paint.bold(&format!(
+            "$ kubectl krply replay plan -n shop --at {since} --to-namespace {REPLAY_NAMESPACE}"
+        )),
+        super::replay::plan_text(&plan, paint)
+    ))?;
+    outcome.sim.shutdown();
+
+    super::out(&format!(
+        "\nThe 410 left a gap in every stream: the relist restored current state (it shows\nfrontend-config's new log_level), but what happened in between is not in the\njournal, and krply says so.\n\nExplore the journal yourself (the simulator is gone; the journal answers offline):\n  export KRPLY_STORE={} KUBECONFIG={}\n  kubectl krply status\n  kubectl krply timeline cm/frontend-config -n shop\n  kubectl krply get deploy/frontend -n shop --at {}\n  kubectl krply replay show {} -o yaml\n",
         store.display(),
         outcome.kubeconfig.display(),
-        outcome.before_incident
+        outcome.before_incident,
+        plan.id
     ))
 }

@@ -129,8 +129,24 @@ async fn plan(global: &GlobalArgs, args: PlanArgs) -> CliResult {
             "replay plans one namespace: use -n, not -A",
         ));
     }
-    let at = answer::time_flag("--at", &args.at, Millis::now())?;
-    for kind in &args.include {
+    // Flags are checked before anything is opened.
+    answer::time_flag("--at", &args.at, Millis::now())?;
+    check_includes(&args.include)?;
+    let reader = Reader::open(global)?;
+    let opts = ConnectOptions {
+        context: args.target_context.clone().or(global.context.clone()),
+        ..global.connect_options()?
+    };
+    let plan = make_plan(&reader, &opts, &args).await?;
+    super::out(&match format {
+        Format::Json => render::json(&plan_json(&plan)),
+        Format::Yaml => render::yaml(&plan_json(&plan)),
+        _ => plan_text(&plan, global.paint()),
+    })
+}
+
+fn check_includes(include: &[String]) -> CliResult {
+    for kind in include {
         if !policy::includable(kind) && !kind.eq_ignore_ascii_case("LoadBalancer") {
             return Err(CliError::usage(format!(
                 "--include {kind}: only kinds left out by default can be included (Job, CronJob, Pod, ServiceAccount, Role, RoleBinding, PersistentVolumeClaim, ReplicaSet, LoadBalancer){}",
@@ -142,7 +158,19 @@ async fn plan(global: &GlobalArgs, args: PlanArgs) -> CliResult {
             )));
         }
     }
-    let reader = Reader::open(global)?;
+    Ok(())
+}
+
+/// Builds a plan of `reader`'s namespace for `args`, runs its dry run against
+/// the cluster `opts` selects, and saves it. Refusals are saved too, then
+/// returned as errors.
+pub(crate) async fn make_plan(
+    reader: &Reader,
+    opts: &ConnectOptions,
+    args: &PlanArgs,
+) -> CliResult<Plan> {
+    let at = answer::time_flag("--at", &args.at, Millis::now())?;
+    check_includes(&args.include)?;
     let source_ns = reader
         .namespace
         .clone()
@@ -175,11 +203,7 @@ async fn plan(global: &GlobalArgs, args: PlanArgs) -> CliResult {
     }
 
     // The target, resolved offline first: refuse the source itself.
-    let opts = ConnectOptions {
-        context: args.target_context.clone().or(global.context.clone()),
-        ..global.connect_options()?
-    };
-    let target = cluster::resolve_target(&opts)?;
+    let target = cluster::resolve_target(opts)?;
     if target.cluster_id == reader.cluster.id && args.to_namespace == source_ns {
         return Err(CliError::runtime(format!(
             "refusing to replay namespace {source_ns} into itself on the cluster it was recorded from"
@@ -234,7 +258,7 @@ async fn plan(global: &GlobalArgs, args: PlanArgs) -> CliResult {
         .hint("--allow-gaps plans anyway and lists every gap in the plan; `kubectl krply coverage` shows them"));
     }
 
-    let access = cluster::connect(&target, &opts).await?;
+    let access = cluster::connect(&target, opts).await?;
     if let Err(e) = run::dry_run(&mut plan, &access).await {
         plan.status = "refused".into();
         plan.refused = Some(format!("the target could not be reached: {e}"));
@@ -245,11 +269,7 @@ async fn plan(global: &GlobalArgs, args: PlanArgs) -> CliResult {
         )));
     }
     save(&reader.journal, &plan)?;
-    super::out(&match format {
-        Format::Json => render::json(&plan_json(&plan)),
-        Format::Yaml => render::yaml(&plan_json(&plan)),
-        _ => plan_text(&plan, global.paint()),
-    })
+    Ok(plan)
 }
 
 /// The source Namespace object at `at`, when namespaces were recorded.
@@ -306,7 +326,7 @@ fn plan_json(plan: &Plan) -> serde_json::Value {
     serde_json::to_value(plan).unwrap_or_default()
 }
 
-fn plan_text(plan: &Plan, paint: Paint) -> String {
+pub(crate) fn plan_text(plan: &Plan, paint: Paint) -> String {
     let verdict = match plan.status.as_str() {
         "dry-run-ok" | "applied" => paint.green(&plan.status),
         _ => paint.red(&plan.status),
