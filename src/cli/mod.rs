@@ -33,12 +33,30 @@ from it: what changed, when, and whether the recording is complete.
 
 Run `kubectl krply record` in a spare terminal; during an incident, ask the journal.";
 
+const EXAMPLES: &str = "\
+Examples:
+  # In a spare terminal: record the current namespace until Ctrl-C
+  kubectl krply record
+
+  # During an incident: what changed in the last 30 minutes, field by field
+  kubectl krply diff --since 30m
+
+  # Every recorded version of one object, with the gaps of its stream
+  kubectl krply timeline deploy/frontend
+
+  # The namespace as it was 2 hours ago, planned into a test namespace (dry run only)
+  kubectl krply replay plan --at 2h --to-namespace shop-repro
+
+  # Try it all on a simulated cluster
+  kubectl krply demo";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "kubectl krply",
     bin_name = "kubectl krply",
     about = ABOUT,
     long_about = LONG_ABOUT,
+    after_help = EXAMPLES,
     disable_version_flag = true,
     propagate_version = false,
     max_term_width = 100

@@ -17,6 +17,17 @@ use clap::{Args, Subcommand};
 
 /// Rebuild a namespace's past state into a test namespace: plan with a dry run, then apply
 #[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  # Plan: the shop namespace as it was at 10:00, into shop-repro, checked by a server-side dry run
+  kubectl krply replay plan -n shop --at 2026-11-29T10:00:00Z --to-namespace shop-repro
+
+  # Look at the saved plans, and at one plan's manifests
+  kubectl krply replay list
+  kubectl krply replay show 3f2a9b1c -o yaml
+
+  # Apply a plan whose dry run passed
+  kubectl krply replay apply 3f2a9b1c --confirm")]
 pub struct ReplayArgs {
     #[command(subcommand)]
     pub command: ReplayCommand,
