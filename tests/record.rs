@@ -272,6 +272,32 @@ fn sigterm_stops_cleanly_and_verbose_says_what_it_does() {
 }
 
 #[test]
+fn ctrl_c_during_start_up_stops_cleanly() {
+    let env = Env::shop();
+    // A slow server: discovery is still running when the signal comes.
+    env.sim.set_delay(Duration::from_millis(500));
+    let rec = env.start_recorder(&["cm"]);
+    // The journal exists once the writer lock is held, after the signal
+    // handlers are installed.
+    env.wait_for("the journal file", || env.store.exists());
+    rec.signal("INT");
+    env.sim.set_delay(Duration::ZERO);
+    let mut rec = rec;
+    let out = rec.wait();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("recorded 0 event(s)"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stderr.contains("error"), "{}", out.stderr);
+    // The journal is whole and the lock is free: the next recorder starts.
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(1);
+    assert_eq!(rec.stop().code, Some(0));
+}
+
+#[test]
 fn no_bookmarks_means_none_are_asked_for() {
     let env = Env::shop();
     let rec = env.start_recorder(&["cm", "--no-bookmarks"]);

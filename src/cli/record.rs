@@ -65,6 +65,8 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
     };
     let opts = global.connect_options()?;
     let path = global.store_path()?;
+    // From here on, Ctrl-C and SIGTERM stop cleanly, even during start-up.
+    let stop_rx = stop_signal(duration);
 
     // The journal first: a second recorder fails before touching the cluster.
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -130,11 +132,6 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
                 .unwrap_or_else(|| "; Ctrl-C stops".into())
         );
     }
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        wait_for_stop(duration).await;
-        let _ = stop_tx.send(true);
-    });
     let options = RecordOptions {
         stream: StreamOptions {
             bookmarks: !args.no_bookmarks,
@@ -168,30 +165,51 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
     super::out(&text)
 }
 
-/// Ctrl-C, SIGTERM or the end of `--for`.
-async fn wait_for_stop(duration: Option<Duration>) {
-    let timer = async {
+/// A flag raised by Ctrl-C, SIGTERM or the end of `--for`. The signal handlers
+/// are installed before this returns, so no signal is lost to the default
+/// action (which would end the process without closing the journal).
+fn stop_signal(duration: Option<Duration>) -> tokio::sync::watch::Receiver<bool> {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let timer = async move {
         match duration {
             Some(d) => tokio::time::sleep(d).await,
             None => std::future::pending().await,
         }
     };
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut int = signal(SignalKind::interrupt()).ok();
+        let mut term = signal(SignalKind::terminate()).ok();
+        tokio::spawn(async move {
+            let recv = |s: &mut Option<tokio::signal::unix::Signal>| {
+                let s = s.take();
+                async move {
+                    match s {
+                        Some(mut s) => {
+                            s.recv().await;
+                        }
+                        None => std::future::pending().await,
+                    }
+                }
+            };
+            tokio::select! {
+                _ = timer => {}
+                _ = recv(&mut int) => {}
+                _ = recv(&mut term) => {}
             }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = timer => {}
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
+            let _ = tx.send(true);
+        });
     }
+    #[cfg(not(unix))]
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = timer => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        let _ = tx.send(true);
+    });
+    rx
 }
 
 fn ensure_dir(dir: &std::path::Path) -> CliResult {
