@@ -364,6 +364,43 @@ fn incomplete_coverage_is_refused_unless_gaps_are_allowed() {
 }
 
 #[test]
+fn only_the_kinds_a_plan_can_hold_decide_its_completeness() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm", "deploy"]);
+    env.wait_baselines(1);
+    let at = krply::time::Millis::now().to_string();
+    assert_eq!(rec.stop().code, Some(0));
+    // Secrets and jobs recorded only later: not covered at `at`.
+    let rec = env.start_recorder(&["cm", "deploy", "jobs", "secrets", "--include-secrets"]);
+    env.wait_for("the jobs and secrets baselines", || {
+        let j = env.journal();
+        let streams = j.streams(None).unwrap();
+        streams.len() == 4 && streams.iter().all(|s| common::baselines(&j, s) >= 1)
+    });
+    assert_eq!(rec.stop().code, Some(0));
+
+    let (out, p) = plan(&env, &["--at", &at]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(p["complete"], true, "{}", p["gaps"]);
+    // Jobs are planned only with --include: then their coverage counts.
+    let (out, p) = plan(&env, &["--at", &at, "--include", "Job", "--allow-gaps"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(p["complete"], false);
+    assert!(
+        p["gaps"].to_string().contains("jobs.v1.batch@shop"),
+        "{}",
+        p["gaps"]
+    );
+    assert!(!p["gaps"].to_string().contains("secrets"), "{}", p["gaps"]);
+    // A time before anything was recorded is incomplete for every planned kind.
+    let before =
+        krply::time::Millis::from_ms(env.coverage("configmaps.v1@shop").from.unwrap() - 60_000)
+            .to_string();
+    let refused = env.run(&["replay", "plan", "--to-namespace", "x", "--at", &before]);
+    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+}
+
+#[test]
 fn a_conflict_with_another_manager_fails_the_dry_run_and_names_the_field() {
     let env = recorded();
     env.sim

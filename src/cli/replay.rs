@@ -156,6 +156,17 @@ async fn plan(global: &GlobalArgs, args: PlanArgs) -> CliResult {
     })
 }
 
+/// Whether objects of `kind` can be in a plan with these `--include`s.
+fn plannable(kind: &str, include: &[String]) -> bool {
+    match policy::kind_rule(kind) {
+        None => true,
+        Some(policy::Exclusion::ByDefault(_)) => {
+            include.iter().any(|k| k.eq_ignore_ascii_case(kind))
+        }
+        Some(policy::Exclusion::Always(_)) => false,
+    }
+}
+
 fn check_includes(include: &[String]) -> CliResult {
     for kind in include {
         if !policy::includable(kind) && !kind.eq_ignore_ascii_case("LoadBalancer") {
@@ -229,6 +240,23 @@ pub(crate) async fn make_plan(
     let snap = history
         .snapshot(&scope, at.as_ms(), true)
         .map_err(|e| CliError::runtime(e.to_string()))?;
+    // Completeness matters only for the types the plan can hold: a Secret
+    // stream that started later does not make a plan of the rest incomplete.
+    let left_out: std::collections::HashSet<String> = history
+        .streams_in(&scope)
+        .iter()
+        .filter(|s| !plannable(&s.info.resource.kind, &args.include))
+        .map(|s| s.info.name())
+        .collect();
+    let completeness = crate::history::complete::Completeness {
+        missing: snap
+            .completeness
+            .missing
+            .iter()
+            .filter(|m| !left_out.contains(&m.stream))
+            .cloned()
+            .collect(),
+    };
     let namespace_object = namespace_object(&history, &source_ns, at)?;
     let id = replay::new_id();
     let mut plan = replay::build(Inputs {
@@ -246,8 +274,8 @@ pub(crate) async fn make_plan(
             namespace: args.to_namespace.clone(),
             namespace_exists: false,
         },
-        complete: snap.completeness.complete(),
-        gaps: snap.completeness.warnings(),
+        complete: completeness.complete(),
+        gaps: completeness.warnings(),
         namespace_object: namespace_object.as_ref(),
         objects: snap
             .items
@@ -264,7 +292,7 @@ pub(crate) async fn make_plan(
         save(&reader.journal, &plan)?;
         return Err(CliError::runtime(format!(
             "refusing to plan: the recording of namespace {source_ns} is incomplete at {at} ({} stretch(es) not covered; plan {id} saved as refused)",
-            snap.completeness.missing.len()
+            completeness.missing.len()
         ))
         .hint("--allow-gaps plans anyway and lists every gap in the plan; `kubectl krply coverage` shows them"));
     }
