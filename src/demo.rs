@@ -177,12 +177,23 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
     tokio::time::sleep(pace).await;
 
     step("the API server compacts its history: every watch gets 410 Gone".into());
+    // The server answers slowly for a moment, so the recorder's relists come
+    // back only after the change below: it falls into the gap.
+    sim.set_delay(pace);
     sim.compact();
     sim.expire_watches();
+    wait_until(store, "the 410 to be journaled as gaps", |j| {
+        j.streams(None).ok().is_some_and(|ss| {
+            ss.iter()
+                .all(|s| j.coverage(s, 0, true).is_ok_and(|c| c.gaps >= 1))
+        })
+    })
+    .await?;
     step("while nobody watches: configmap/frontend-config changes".into());
     edit(&sim, "v1", "ConfigMap", "frontend-config", |c| {
         c["data"]["log_level"] = json!("debug");
     })?;
+    sim.set_delay(Duration::ZERO);
     wait_until(store, "the relists after the 410", |j| all_listed(j, 2)).await?;
     tokio::time::sleep(pace).await;
 
