@@ -109,18 +109,39 @@ fn main() {
         "diff goal <= 100 ms: {}",
         if diff_ms <= 100.0 { "met" } else { "not met" }
     );
-    // Events pick objects uniformly: each has about events/objects versions.
+    // Three quarters of the events hit a tenth of the objects (the hot set):
+    // time the busiest object's timeline and a quiet one's.
     let busiest = "deploy/frontend-0";
-    let tl = time(
-        &format!(
-            "timeline deploy/frontend-0 (~{} versions)",
-            events / objects
-        ),
-        &["timeline", busiest],
-    );
+    let quiet = format!("deploy/frontend-{}", objects / 20);
+    let versions = |object: &str| {
+        let out = Command::new(BIN)
+            .args(base)
+            .args(["timeline", object, "-o", "json"])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        v["entries"].as_array().map_or(0, Vec::len)
+    };
+    let mut timeline_ms = Vec::new();
+    for (what, object) in [("busiest", busiest), ("quiet", quiet.as_str())] {
+        timeline_ms.push(time(
+            &format!("timeline {object} ({what}, {} versions)", versions(object)),
+            &["timeline", object],
+        ));
+    }
     println!(
-        "timeline goal <= 30 ms: {}",
-        if tl <= 30.0 { "met" } else { "not met" }
+        "timeline goal <= 30 ms: busiest {}, quiet {} (mean versions per object: {})",
+        if timeline_ms[0] <= 30.0 {
+            "met"
+        } else {
+            "not met"
+        },
+        if timeline_ms[1] <= 30.0 {
+            "met"
+        } else {
+            "not met"
+        },
+        events / objects
     );
     time(
         "get deploy/frontend-0 --at 1d",

@@ -255,6 +255,58 @@ mod tests {
     }
 
     #[test]
+    fn pruned_field_sets_give_the_same_owners() {
+        // What diff does: parse only the parts of managedFields on the changed paths.
+        let paths = [
+            "spec.replicas",
+            "metadata.labels",
+            "metadata.labels.app",
+            "metadata.labels.team",
+            "metadata.labels.new",
+            "status.replicas",
+            r#"metadata.annotations["deployment.kubernetes.io/revision"]"#,
+            "spec.template.spec.containers[0].image",
+            "spec.template.spec.containers[1].image",
+            "spec.template.spec.containers[1].ports[0].containerPort",
+            "spec.template.spec.containers[1].args[1]",
+            "spec.template.spec.containers[1].resources.limits",
+            "spec.template.spec.containers[7]",
+            "metadata.finalizers[0]",
+            "spec.paused",
+        ];
+        let full = deployment();
+        let raw = serde_json::to_string(&full["metadata"]["managedFields"]).unwrap();
+        let raw: Box<serde_json::value::RawValue> =
+            serde_json::value::RawValue::from_string(raw).unwrap();
+        let parsed: Vec<FieldPath> = paths.iter().map(|p| parse_path(p).unwrap()).collect();
+        // Each path alone, and all together.
+        let mut sets: Vec<Vec<&FieldPath>> = parsed.iter().map(|p| vec![p]).collect();
+        sets.push(parsed.iter().collect());
+        for set in sets {
+            let mut pruned = full.clone();
+            pruned["metadata"]["managedFields"] =
+                crate::diff::parse_managed_for(&raw, &set).unwrap();
+            let entries = |v: &Value| v["metadata"]["managedFields"].as_array().unwrap().clone();
+            for path in &set {
+                assert_eq!(
+                    field_owner(&pruned, path),
+                    field_owner(&full, path),
+                    "{path}"
+                );
+                // Every entry claims the path as deeply as before.
+                for (p, f) in entries(&pruned).iter().zip(entries(&full).iter()) {
+                    assert_eq!(
+                        claim(&pruned, &p["fieldsV1"], path),
+                        claim(&full, &f["fieldsV1"], path),
+                        "{path} by {}",
+                        f["manager"]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn exact_fields() {
         assert_eq!(
             manager("spec.replicas").as_deref(),

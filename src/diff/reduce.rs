@@ -10,7 +10,7 @@
 
 use super::DiffOptions;
 use super::noise::is_noise_path;
-use super::path::SegRef;
+use super::path::{FieldPath, PathSegment, SegRef};
 use serde::de::{MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -94,11 +94,58 @@ pub fn reduce_pair(
     opts: &DiffOptions,
     defaults: &[(&str, &str)],
 ) -> serde_json::Result<(Value, Value)> {
-    let b: &RawValue = serde_json::from_str(before)?;
-    let a: &RawValue = serde_json::from_str(after)?;
-    let (Some(mut bm), Some(mut am)) = (members(b), members(a)) else {
-        return Ok((parse(b)?, parse(a)?));
+    reduce_documents(before, after, opts, defaults, false).map(|r| (r.before, r.after))
+}
+
+/// Two versions reduced to what differs, with each side's
+/// `metadata.managedFields` left raw (parse them with [`parse_managed_for`] only
+/// when a changed field needs its owner).
+pub struct ReducedPair<'a> {
+    pub before: Value,
+    pub after: Value,
+    pub managed_before: Option<&'a RawValue>,
+    pub managed_after: Option<&'a RawValue>,
+}
+
+/// [`reduce_pair`], also finding both sides' managedFields on the way (no
+/// second pass over either document).
+pub fn reduce_pair_managed<'a>(
+    before: &'a str,
+    after: &'a str,
+    opts: &DiffOptions,
+    defaults: &[(&str, &str)],
+) -> serde_json::Result<ReducedPair<'a>> {
+    reduce_documents(before, after, opts, defaults, true)
+}
+
+fn reduce_documents<'a>(
+    before: &'a str,
+    after: &'a str,
+    opts: &DiffOptions,
+    defaults: &[(&str, &str)],
+    find_managed: bool,
+) -> serde_json::Result<ReducedPair<'a>> {
+    let (Some(bm), Some(am)) = (document_members(before)?, document_members(after)?) else {
+        // Not objects: nothing to reduce, and no metadata.
+        return Ok(ReducedPair {
+            before: serde_json::from_str(before)?,
+            after: serde_json::from_str(after)?,
+            managed_before: None,
+            managed_after: None,
+        });
     };
+    let managed = |m: &Members<'a>| {
+        m.get("metadata")
+            .and_then(members)
+            .and_then(|md| md.get("managedFields"))
+    };
+    let (managed_before, managed_after) = if find_managed {
+        (managed(&bm), managed(&am))
+    } else {
+        (None, None)
+    };
+    // From here on the members may also borrow the defaults below.
+    let (mut bm, mut am): (Members<'_>, Members<'_>) = (bm, am);
     let owned: Vec<(String, Box<RawValue>)> = defaults
         .iter()
         .filter_map(|(k, v)| {
@@ -116,7 +163,86 @@ pub fn reduce_pair(
     }
     let mut path = Vec::new();
     let (rb, ra) = reduce_members(&bm, &am, &mut path, opts)?;
-    Ok((Value::Object(rb), Value::Object(ra)))
+    Ok(ReducedPair {
+        before: Value::Object(rb),
+        after: Value::Object(ra),
+        managed_before,
+        managed_after,
+    })
+}
+
+/// The members of a whole document in one pass, checking that nothing follows
+/// it; `None` when the document is valid JSON but not an object.
+fn document_members(text: &str) -> serde_json::Result<Option<Members<'_>>> {
+    if !text.trim_start().starts_with('{') {
+        // Validate it all the same: the caller parses it whole.
+        serde_json::from_str::<&RawValue>(text)?;
+        return Ok(None);
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let m = Members::deserialize_from(&mut de)?;
+    de.end()?;
+    Ok(Some(m))
+}
+
+/// Parses raw managedFields for finding the owners of `paths` only: each
+/// entry's `fieldsV1` keeps the nodes along those paths; every other node is
+/// an empty stand-in (so a node with children still has children). What
+/// [`field_manager`](super::field_manager) answers for these paths is
+/// unchanged; the large parts of the field sets are skipped, not parsed.
+pub fn parse_managed_for(raw: &RawValue, paths: &[&FieldPath]) -> Option<Value> {
+    let entries: Vec<&RawValue> = serde_json::from_str(raw.get()).ok()?;
+    let paths: Vec<&[PathSegment]> = paths.iter().map(|p| p.segments()).collect();
+    let mut out = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let Some(m) = members(entry) else {
+            out.push(parse(entry).ok()?);
+            continue;
+        };
+        let mut e = Map::new();
+        for (k, v) in &m.0 {
+            let value = if k == "fieldsV1" {
+                prune_fields(v, &paths)?
+            } else {
+                parse(v).ok()?
+            };
+            e.insert(k.to_string(), value);
+        }
+        out.push(Value::Object(e));
+    }
+    Some(Value::Array(out))
+}
+
+/// A FieldsV1 node with only the children on `paths` (their remaining
+/// segments) parsed.
+fn prune_fields(raw: &RawValue, paths: &[&[PathSegment]]) -> Option<Value> {
+    let Some(m) = members(raw) else {
+        return parse(raw).ok();
+    };
+    let mut out = Map::new();
+    for (k, v) in &m.0 {
+        let rest: Vec<&[PathSegment]> = paths
+            .iter()
+            .filter_map(|p| {
+                let (first, rest) = p.split_first()?;
+                let on_path = match first {
+                    PathSegment::Key(key) => k.strip_prefix("f:") == Some(key.as_str()),
+                    // Which item is at an index depends on the object: keep them all.
+                    PathSegment::Index(_) => {
+                        k.starts_with("k:") || k.starts_with("v:") || k.starts_with("i:")
+                    }
+                };
+                on_path.then_some(rest)
+            })
+            .collect();
+        let value = if rest.is_empty() {
+            Value::Object(Map::new())
+        } else {
+            prune_fields(v, &rest)?
+        };
+        out.insert(k.to_string(), value);
+    }
+    Some(Value::Object(out))
 }
 
 fn reduce_members<'a>(

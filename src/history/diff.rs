@@ -6,7 +6,8 @@
 use super::complete::Completeness;
 use super::{History, HistoryError, Scope, StreamHistory};
 use crate::diff::{
-    DiffOptions, FieldChange, diff_objects, field_manager, managed_fields, reduce_pair,
+    DiffOptions, FieldChange, FieldPath, diff_objects, field_manager, parse_managed_for,
+    reduce_pair_managed,
 };
 use crate::journal::versions::{Decoder, ObjectRow, StoredBody};
 use serde_json::Value;
@@ -95,8 +96,68 @@ impl History<'_> {
         let completeness = self.completeness(scope, &streams, Some(since), until);
         let ids: HashSet<_> = streams.iter().map(|s| s.info.id).collect();
         let touched = self.journal.touched_objects(&ids, since, until)?;
-        let mut pairs = Vec::new();
-        for stream in &streams {
+        // This thread reads (the journal connection is not shared); the others
+        // decode, parse and compare what it has read so far.
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(usize, Pair<'_>)>>(workers * 4);
+        // The comparing threads own the receiver: when all have stopped (one
+        // failed or panicked), the reader's next send fails and it stops too.
+        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+        let mut objects = std::thread::scope(|threads| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    let rx = rx.clone();
+                    threads.spawn(move || compare_from(&rx, opts, keep_objects))
+                })
+                .collect();
+            drop(rx);
+            let read = self.read_pairs(&streams, &touched, scope, names, since, until, &tx);
+            drop(tx);
+            let mut objects = Vec::new();
+            let mut failed = None;
+            for h in handles {
+                match h.join() {
+                    Ok(Ok(found)) => objects.extend(found),
+                    Ok(Err(e)) => failed = failed.or(Some(e)),
+                    Err(_) => {
+                        failed = failed.or(Some(HistoryError::Body {
+                            object: "diff".into(),
+                            detail: "a comparison thread panicked".into(),
+                        }))
+                    }
+                }
+            }
+            read?;
+            match failed {
+                Some(e) => Err(e),
+                None => Ok(objects),
+            }
+        })?;
+        objects.sort_by(|(ia, a), (ib, b)| {
+            (&a.namespace, &a.kind, &a.name, ia).cmp(&(&b.namespace, &b.kind, &b.name, ib))
+        });
+        Ok(DiffAnswer {
+            objects: objects.into_iter().map(|(_, d)| d).collect(),
+            completeness,
+        })
+    }
+
+    /// Reads both ends of every object that may differ, in order, and sends
+    /// them in batches to the comparing threads.
+    #[allow(clippy::too_many_arguments)]
+    fn read_pairs<'h>(
+        &'h self,
+        streams: &[&'h StreamHistory],
+        touched: &HashSet<i64>,
+        scope: &Scope,
+        names: &NameFilter,
+        since: i64,
+        until: i64,
+        tx: &std::sync::mpsc::SyncSender<Vec<(usize, Pair<'h>)>>,
+    ) -> Result<(), HistoryError> {
+        let mut index = 0;
+        let mut batch = Vec::with_capacity(BATCH);
+        for stream in streams {
             // Each stream answers for the part of the window it covers: changes
             // count from its first baseline, and end where its watch ended.
             let Some(from) = stream.from() else { continue };
@@ -145,25 +206,29 @@ impl History<'_> {
                 let before = b
                     .map(|v| self.journal.stored_body(v.body, known))
                     .transpose()?;
-                pairs.push(Pair {
+                let pair = Pair {
                     stream,
                     object: o.clone(),
                     before,
                     after,
-                });
+                };
+                batch.push((index, pair));
+                index += 1;
+                if batch.len() >= BATCH && tx.send(std::mem::take(&mut batch)).is_err() {
+                    // Every comparing thread has stopped (one failed).
+                    return Ok(());
+                }
             }
         }
-        // All reading is done; decoding, parsing and comparing run on every core.
-        let mut objects = compare_all(&pairs, opts, keep_objects)?;
-        objects.sort_by(|a, b| {
-            (&a.namespace, &a.kind, &a.name).cmp(&(&b.namespace, &b.kind, &b.name))
-        });
-        Ok(DiffAnswer {
-            objects,
-            completeness,
-        })
+        if !batch.is_empty() {
+            let _ = tx.send(batch);
+        }
+        Ok(())
     }
 }
+
+/// Pairs are handed to the comparing threads this many at a time.
+const BATCH: usize = 16;
 
 /// One object's two ends, read and not yet decoded.
 struct Pair<'h> {
@@ -173,49 +238,30 @@ struct Pair<'h> {
     after: Option<StoredBody>,
 }
 
-/// Compares every pair, in order, spread over the available cores.
-fn compare_all(
-    pairs: &[Pair<'_>],
+/// A comparing thread: takes batches of pairs until the reader is done.
+fn compare_from(
+    rx: &std::sync::Mutex<std::sync::mpsc::Receiver<Vec<(usize, Pair<'_>)>>>,
     opts: &DiffOptions,
     keep_objects: bool,
-) -> Result<Vec<ObjectDiff>, HistoryError> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(pairs.len().div_ceil(64).max(1));
-    let chunk = pairs.len().div_ceil(threads).max(1);
-    let results: Vec<Result<Vec<ObjectDiff>, HistoryError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = pairs
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    let mut decoder = Decoder::default();
-                    let mut out = Vec::new();
-                    for p in part {
-                        if let Some(d) = compare(&mut decoder, p, opts, keep_objects)? {
-                            out.push(d);
-                        }
-                    }
-                    Ok(out)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(HistoryError::Body {
-                        object: "diff".into(),
-                        detail: "a comparison thread panicked".into(),
-                    })
-                })
-            })
-            .collect()
-    });
-    let mut objects = Vec::with_capacity(pairs.len());
-    for r in results {
-        objects.extend(r?);
+) -> Result<Vec<(usize, ObjectDiff)>, HistoryError> {
+    let mut decoder = Decoder::default();
+    let mut out = Vec::new();
+    // Bounded: ends when the reader drops its sender.
+    loop {
+        let batch = match rx.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return Ok(out),
+        };
+        let Ok(batch) = batch else {
+            return Ok(out);
+        };
+        for (index, pair) in batch {
+            // On error this thread stops; the others drain what is left.
+            if let Some(d) = compare(&mut decoder, &pair, opts, keep_objects)? {
+                out.push((index, d));
+            }
+        }
     }
-    Ok(objects)
 }
 
 /// Decodes one pair and compares it field by field. Without `keep_objects`,
@@ -254,20 +300,29 @@ fn compare(
                 ("apiVersion", api_version.as_str()),
                 ("kind", resource.kind.as_str()),
             ];
-            let (mut rb, mut ra) = if keep_objects {
-                (full(b)?, full(a)?)
+            let (mut rb, mut ra, managed) = if keep_objects {
+                (full(b)?, full(a)?, None)
             } else {
-                reduce_pair(b, a, opts, &defaults).map_err(|e| body_error(e.to_string()))?
+                let r = reduce_pair_managed(b, a, opts, &defaults)
+                    .map_err(|e| body_error(e.to_string()))?;
+                (r.before, r.after, Some((r.managed_before, r.managed_after)))
             };
             let changes = diff_objects(&rb, &ra, opts);
             if changes.is_empty() {
                 return Ok(None);
             }
-            // Who owns each field: the reduced versions carry the changed parts,
-            // the managedFields come from the whole documents.
-            if !keep_objects {
-                with_managed_fields(&mut rb, b);
-                with_managed_fields(&mut ra, a);
+            // Who owns each field: the reduced versions carry the changed parts;
+            // the managedFields of a side are parsed only when a change needs them.
+            if let Some((mb, ma)) = managed {
+                let paths = |after: bool| -> Vec<&FieldPath> {
+                    changes
+                        .iter()
+                        .filter(|c| c.after.is_some() == after)
+                        .map(|c| &c.path)
+                        .collect()
+                };
+                with_managed_fields(&mut ra, ma, &paths(true));
+                with_managed_fields(&mut rb, mb, &paths(false));
             }
             let fields = changes
                 .into_iter()
@@ -302,9 +357,16 @@ fn compare(
     }))
 }
 
-/// Puts a document's managedFields into its reduced value.
-pub(crate) fn with_managed_fields(reduced: &mut Value, doc: &str) {
-    let Some(fields) = managed_fields(doc) else {
+/// Puts raw managedFields into a reduced value's metadata.
+fn with_managed_fields(
+    reduced: &mut Value,
+    raw: Option<&serde_json::value::RawValue>,
+    paths: &[&FieldPath],
+) {
+    if paths.is_empty() {
+        return;
+    }
+    let Some(fields) = raw.and_then(|raw| parse_managed_for(raw, paths)) else {
         return;
     };
     if let Some(obj) = reduced.as_object_mut() {

@@ -65,63 +65,112 @@ impl History<'_> {
             .filter(|v| v.list_token.is_none_or(|t| stream.lists.contains(&t)))
             .collect();
         let mut entries = Vec::new();
-        // The previous present version, as recorded (versions are compared
-        // where they differ only, see `diff::reduce_pair`).
-        let mut previous: Option<String> = None;
+        // Whether a present version precedes (versions are compared where they
+        // differ only, see `diff::reduce_pair`).
+        let mut present = false;
         let mut last_seq = i64::MIN;
         let api_version = stream.info.resource.api_version();
         let defaults = [
             ("apiVersion", api_version.as_str()),
             ("kind", stream.info.resource.kind.as_str()),
         ];
-        for v in &versions {
-            // A list that started after the previous version and completed before
-            // this one did not see the object: it was gone by then, whatever
-            // happened in the gap.
-            if previous.is_some()
-                && let Some(b) = stream
-                    .baselines
-                    .iter()
-                    .find(|b| b.token > last_seq && b.seq < v.seq)
-            {
-                entries.push(vanished(b.observed_at, &b.resource_version));
-                previous = None;
-            }
-            let current = self.object_text(stream, v)?;
-            let kind = match v.watch_type {
-                Some(WatchType::Added) => EntryType::Added,
-                Some(WatchType::Modified) => EntryType::Modified,
-                Some(WatchType::Deleted) => EntryType::Deleted,
-                None => EntryType::Baseline,
-            };
-            let fields = match (&previous, kind) {
-                (Some(p), EntryType::Modified | EntryType::Baseline | EntryType::Added) => {
-                    let (rb, ra) = reduce_pair(p, &current, opts, &defaults).map_err(|e| {
-                        HistoryError::Body {
-                            object: format!("{} {}", stream.info.name(), object.name),
-                            detail: e.to_string(),
-                        }
-                    })?;
-                    diff_objects(&rb, &ra, opts)
+        let what = || format!("{} {}", stream.info.name(), object.name);
+        // The previous present version's text, carried from chunk to chunk.
+        let mut carried: Option<String> = None;
+        // Bodies are read a chunk at a time (bounded memory), then compared on
+        // all cores: this thread owns the journal connection.
+        for chunk in versions.chunks(TIMELINE_CHUNK) {
+            let texts = chunk
+                .iter()
+                .map(|v| self.object_text(stream, v))
+                .collect::<Result<Vec<_>, _>>()?;
+            // (entry, previous text, this text); `None` is the carried text.
+            let mut jobs: Vec<(usize, Option<usize>, usize)> = Vec::new();
+            let mut previous: Option<Option<usize>> = carried.is_some().then_some(None);
+            for (i, v) in chunk.iter().enumerate() {
+                // A list that started after the previous version and completed
+                // before this one did not see the object: it was gone by then,
+                // whatever happened in the gap.
+                if present
+                    && let Some(b) = stream
+                        .baselines
+                        .iter()
+                        .find(|b| b.token > last_seq && b.seq < v.seq)
+                {
+                    entries.push(vanished(b.observed_at, &b.resource_version));
+                    previous = None;
                 }
-                _ => Vec::new(),
+                let kind = match v.watch_type {
+                    Some(WatchType::Added) => EntryType::Added,
+                    Some(WatchType::Modified) => EntryType::Modified,
+                    Some(WatchType::Deleted) => EntryType::Deleted,
+                    None => EntryType::Baseline,
+                };
+                if let Some(p) = previous
+                    && kind != EntryType::Deleted
+                {
+                    jobs.push((entries.len(), p, i));
+                }
+                entries.push(Entry {
+                    observed_at: v.observed_at,
+                    resource_version: Some(v.resource_version.clone()),
+                    kind,
+                    synthetic: v.synthetic(),
+                    fields: Vec::new(),
+                    gap: None,
+                });
+                present = kind != EntryType::Deleted;
+                previous = present.then_some(Some(i));
+                last_seq = v.seq;
+            }
+            let text = |t: Option<usize>| match t {
+                Some(i) => texts[i].as_str(),
+                None => carried.as_deref().unwrap_or_default(),
             };
-            let deleted = kind == EntryType::Deleted;
-            entries.push(Entry {
-                observed_at: v.observed_at,
-                resource_version: Some(v.resource_version.clone()),
-                kind,
-                synthetic: v.synthetic(),
-                fields,
-                gap: None,
+            let compare = |jobs: &[(usize, Option<usize>, usize)]| {
+                jobs.iter()
+                    .map(|&(entry, p, c)| {
+                        let (rb, ra) = reduce_pair(text(p), text(Some(c)), opts, &defaults)
+                            .map_err(|e| HistoryError::Body {
+                                object: what(),
+                                detail: e.to_string(),
+                            })?;
+                        Ok((entry, diff_objects(&rb, &ra, opts)))
+                    })
+                    .collect::<Result<Vec<_>, HistoryError>>()
+            };
+            let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let per = jobs.len().div_ceil(workers).max(1);
+            let results = std::thread::scope(|threads| {
+                let handles: Vec<_> = jobs
+                    .chunks(per)
+                    .map(|part| threads.spawn(|| compare(part)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(HistoryError::Body {
+                                object: what(),
+                                detail: "a comparison thread panicked".into(),
+                            })
+                        })
+                    })
+                    .collect::<Vec<_>>()
             });
-            previous = (!deleted).then_some(current);
-            last_seq = v.seq;
+            for part in results {
+                for (entry, fields) in part? {
+                    entries[entry].fields = fields;
+                }
+            }
+            carried = match previous {
+                Some(Some(i)) => texts.into_iter().nth(i),
+                Some(None) => carried,
+                None => None,
+            };
         }
         // Listed last, then missing from a later relist.
-        if previous.is_some()
-            && let Some(b) = stream.baselines.iter().find(|b| b.token > last_seq)
-        {
+        if present && let Some(b) = stream.baselines.iter().find(|b| b.token > last_seq) {
             entries.push(vanished(b.observed_at, &b.resource_version));
         }
 
@@ -170,6 +219,9 @@ impl History<'_> {
         })
     }
 }
+
+/// Versions read and compared per round: bounds the bodies held at once.
+const TIMELINE_CHUNK: usize = 512;
 
 fn vanished(at: i64, list_rv: &str) -> Entry {
     Entry {

@@ -232,10 +232,19 @@ impl Journal {
                 // Answers read scattered pages (one object's versions, its
                 // bodies) and some twice: keep more of them cached.
                 conn.pragma_update(None, "cache_size", -32_000)?;
+                // Read pages in place instead of one pread per page.
+                conn.pragma_update(None, "mmap_size", 1i64 << 30)?;
             }
             conn.pragma_update(None, "synchronous", "NORMAL")?;
             conn.pragma_update(None, "foreign_keys", true)?;
             conn.set_prepared_statement_cache_capacity(64);
+            // One plan per statement, whatever its parameters: without this, a
+            // statement whose parameters SQLite may use to pick a plan (to check
+            // a partial index, say) is compiled again at every new binding.
+            conn.set_db_config(
+                rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+                true,
+            )?;
             Ok(())
         };
         run().map_err(|e| self.err(e))
@@ -359,10 +368,14 @@ impl Journal {
     pub fn last_durable(&self, stream: StreamId) -> Result<Option<DurablePoint>, JournalError> {
         self.conn
             .query_row(
-                "SELECT observed_at, resource_version FROM records
-                 WHERE stream_id = ?1 AND kind IN (?2, ?3) AND kind <> 1
-                 ORDER BY seq DESC LIMIT 1",
-                params![stream, schema::kind::CHECKPOINT, schema::kind::BASELINE],
+                &format!(
+                    "SELECT observed_at, resource_version FROM records
+                     WHERE stream_id = ?1 AND kind IN ({}, {}) AND kind <> 1
+                     ORDER BY seq DESC LIMIT 1",
+                    schema::kind::CHECKPOINT,
+                    schema::kind::BASELINE
+                ),
+                params![stream],
                 |r| {
                     Ok((
                         r.get(0)?,

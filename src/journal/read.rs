@@ -182,16 +182,18 @@ impl Journal {
         let conn = self.conn();
         let err = |e| self.err(e);
         let mut stmt = conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT kind, observed_at, resource_version, info FROM records
-                 WHERE stream_id = ?1 AND kind IN (?2, ?3, ?4) AND kind <> 1 ORDER BY seq",
-            )
+                 WHERE stream_id = ?1 AND kind IN ({}, {}, {}) AND kind <> 1 ORDER BY seq",
+                kind::BASELINE,
+                kind::GAP,
+                kind::COVERAGE
+            ))
             .map_err(err)?;
         let rows: Vec<(i64, i64, Option<String>, Option<String>)> = stmt
-            .query_map(
-                params![stream.id, kind::BASELINE, kind::GAP, kind::COVERAGE],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )
+            .query_map(params![stream.id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
             .and_then(|rows| rows.collect())
             .map_err(err)?;
 
@@ -242,12 +244,13 @@ impl Journal {
         }
 
         let last_checkpoint: Option<(i64, Option<String>, String)> = conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT observed_at, resource_version, info FROM records
-                 WHERE stream_id = ?1 AND kind = ?2 AND kind <> 1 ORDER BY seq DESC LIMIT 1",
-            )
+                 WHERE stream_id = ?1 AND kind = {} AND kind <> 1 ORDER BY seq DESC LIMIT 1",
+                kind::CHECKPOINT
+            ))
             .and_then(|mut s| {
-                s.query_row(params![stream.id, kind::CHECKPOINT], |r| {
+                s.query_row(params![stream.id], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                 })
                 .optional()
@@ -308,20 +311,24 @@ impl Journal {
             .map_err(err)?;
         let gaps: i64 = conn
             .query_row(
-                "SELECT count(*) FROM records WHERE kind = ?1 AND kind <> 1",
-                params![kind::GAP],
+                &format!(
+                    "SELECT count(*) FROM records WHERE kind = {} AND kind <> 1",
+                    kind::GAP
+                ),
+                [],
                 |r| r.get(0),
             )
             .map_err(err)?;
         let mut stmt = conn
-            .prepare(
+            .prepare(&format!(
                 "SELECT r.info FROM records r JOIN (
-                     SELECT stream_id, max(seq) AS seq FROM records WHERE kind = ?1 AND kind <> 1 GROUP BY stream_id
+                     SELECT stream_id, max(seq) AS seq FROM records WHERE kind = {} AND kind <> 1 GROUP BY stream_id
                  ) last ON last.seq = r.seq",
-            )
+                kind::CHECKPOINT
+            ))
             .map_err(err)?;
         let events: u64 = stmt
-            .query_map(params![kind::CHECKPOINT], |r| r.get::<_, String>(0))
+            .query_map([], |r| r.get::<_, String>(0))
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
             .map_err(err)?
             .iter()

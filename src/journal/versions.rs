@@ -96,12 +96,13 @@ impl Journal {
     pub fn baselines(&self, stream: StreamId) -> Result<Vec<BaselineRef>, JournalError> {
         let mut stmt = self
             .conn()
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT seq, aux, observed_at, resource_version, info FROM records
-                 WHERE stream_id = ?1 AND kind = ?2 AND kind <> 1 ORDER BY seq",
-            )
+                 WHERE stream_id = ?1 AND kind = {} AND kind <> 1 ORDER BY seq",
+                kind::BASELINE
+            ))
             .map_err(|e| self.err(e))?;
-        stmt.query_map(params![stream, kind::BASELINE], |r| {
+        stmt.query_map(params![stream], |r| {
             let seq: i64 = r.get(0)?;
             let info: Option<String> = r.get(4)?;
             Ok(BaselineRef {
@@ -128,16 +129,14 @@ impl Journal {
             .conn()
             .prepare_cached(&format!(
                 "SELECT {VERSION_COLUMNS} FROM records
-                 WHERE stream_id = ?1 AND kind = ?2 AND kind <> 1 AND seq >= ?3 AND seq < ?4 AND aux = ?3
-                 ORDER BY seq"
+                 WHERE stream_id = ?1 AND kind = {} AND kind <> 1 AND seq >= ?2 AND seq < ?3 AND aux = ?2
+                 ORDER BY seq",
+                kind::BASELINE_ITEM
             ))
             .map_err(|e| self.err(e))?;
-        stmt.query_map(
-            params![stream, kind::BASELINE_ITEM, baseline.token, baseline.seq],
-            version,
-        )
-        .and_then(|rows| rows.collect())
-        .map_err(|e| self.err(e))
+        stmt.query_map(params![stream, baseline.token, baseline.seq], version)
+            .and_then(|rows| rows.collect())
+            .map_err(|e| self.err(e))
     }
 
     /// Live events of a stream after `after_seq` observed up to `until`, in order.
@@ -151,11 +150,12 @@ impl Journal {
             .conn()
             .prepare_cached(&format!(
                 "SELECT {VERSION_COLUMNS} FROM records
-                 WHERE stream_id = ?1 AND kind = ?2 AND seq > ?3 AND observed_at <= ?4
-                 ORDER BY seq"
+                 WHERE stream_id = ?1 AND kind = {} AND seq > ?2 AND observed_at <= ?3
+                 ORDER BY seq",
+                kind::EVENT
             ))
             .map_err(|e| self.err(e))?;
-        stmt.query_map(params![stream, kind::EVENT, after_seq, until], version)
+        stmt.query_map(params![stream, after_seq, until], version)
             .and_then(|rows| rows.collect())
             .map_err(|e| self.err(e))
     }
@@ -166,10 +166,12 @@ impl Journal {
             .conn()
             .prepare_cached(&format!(
                 "SELECT {VERSION_COLUMNS} FROM records
-                 WHERE object_id = ?1 AND kind IN (?2, ?3) ORDER BY seq"
+                 WHERE object_id = ?1 AND kind IN ({}, {}) ORDER BY seq",
+                kind::EVENT,
+                kind::BASELINE_ITEM
             ))
             .map_err(|e| self.err(e))?;
-        stmt.query_map(params![object, kind::EVENT, kind::BASELINE_ITEM], version)
+        stmt.query_map(params![object], version)
             .and_then(|rows| rows.collect())
             .map_err(|e| self.err(e))
     }
@@ -186,13 +188,13 @@ impl Journal {
             .conn()
             .prepare_cached(&format!(
                 "SELECT {VERSION_COLUMNS} FROM records
-                 WHERE object_id = ?1 AND kind IN (?2, ?3) AND observed_at <= ?4
-                 ORDER BY seq DESC"
+                 WHERE object_id = ?1 AND kind IN ({}, {}) AND observed_at <= ?2
+                 ORDER BY seq DESC",
+                kind::EVENT,
+                kind::BASELINE_ITEM
             ))
             .map_err(|e| self.err(e))?;
-        let mut rows = stmt
-            .query(params![object, kind::EVENT, kind::BASELINE_ITEM, at])
-            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query(params![object, at]).map_err(|e| self.err(e))?;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             let v = version(row).map_err(|e| self.err(e))?;
             match v.list_token {
@@ -276,14 +278,15 @@ impl Journal {
         let mut best: Option<(i64, i64)> = None;
         let mut stmt = self
             .conn()
-            .prepare_cached(
-                "SELECT object_id, count(*) FROM records WHERE stream_id = ?1 AND kind = ?2
+            .prepare_cached(&format!(
+                "SELECT object_id, count(*) FROM records WHERE stream_id = ?1 AND kind = {}
                  GROUP BY object_id ORDER BY count(*) DESC, object_id LIMIT 1",
-            )
+                kind::EVENT
+            ))
             .map_err(|e| self.err(e))?;
         for stream in streams {
             let top: Option<(i64, i64)> = stmt
-                .query_row(params![stream, kind::EVENT], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_row(params![stream], |r| Ok((r.get(0)?, r.get(1)?)))
                 .optional()
                 .map_err(|e| self.err(e))?;
             if let Some((object, n)) = top
@@ -307,13 +310,15 @@ impl Journal {
     ) -> Result<Option<(i64, String)>, JournalError> {
         let meta: Option<(i64, i64, Option<String>)> = self
             .conn()
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT seq, observed_at, resource_version FROM records
-                 WHERE stream_id = ?1 AND kind IN (?2, ?3) AND kind <> 1 AND observed_at <= ?4
+                 WHERE stream_id = ?1 AND kind IN ({}, {}) AND kind <> 1 AND observed_at <= ?2
                  ORDER BY seq DESC LIMIT 1",
-            )
+                kind::CHECKPOINT,
+                kind::BASELINE
+            ))
             .and_then(|mut s| {
-                s.query_row(params![stream, kind::CHECKPOINT, kind::BASELINE, at], |r| {
+                s.query_row(params![stream, at], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                 })
                 .optional()

@@ -646,9 +646,12 @@ fn stream_state<'a>(
         )?;
         let last: Option<(String, Option<String>)> = tx
             .query_row(
-                "SELECT info, resource_version FROM records WHERE stream_id = ?1 AND kind = ?2 AND kind <> 1
-                 ORDER BY seq DESC LIMIT 1",
-                params![stream, kind::CHECKPOINT],
+                &format!(
+                    "SELECT info, resource_version FROM records WHERE stream_id = ?1 AND kind = {} AND kind <> 1
+                     ORDER BY seq DESC LIMIT 1",
+                    kind::CHECKPOINT
+                ),
+                params![stream],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()?;

@@ -1,0 +1,176 @@
+//! A timeline longer than one round of reading (the history reads and compares
+//! versions in chunks, on several threads): every version must be compared with
+//! the one before it, across chunk boundaries and across a relist that no
+//! longer saw the object.
+
+use assert_cmd::Command;
+use krply::journal::Journal;
+use krply::journal::records::CheckpointReason;
+use krply::journal::writer::{Op, Writer};
+use krply::model::{ObjectMeta, ResourceType, StreamSpec, WatchType};
+use krply::time::Millis;
+use serde_json::{Value, json};
+
+const CLUSTER: &str = "long-cluster";
+
+/// An entry's type and its changed fields as (path, before, after).
+type Summary = (String, Vec<(String, Value, Value)>);
+const NS: &str = "t";
+
+fn deployment(name: &str, replicas: u64, rv: u64) -> Value {
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
+                     "resourceVersion": rv.to_string()},
+        "spec": {"replicas": replicas, "template": {"spec": {"containers": [
+            {"name": "app", "image": "registry.example/app:1"}]}}}
+    })
+}
+
+fn meta(d: &Value) -> ObjectMeta {
+    ObjectMeta {
+        namespace: NS.into(),
+        name: d["metadata"]["name"].as_str().unwrap().into(),
+        uid: d["metadata"]["uid"].as_str().unwrap().into(),
+        resource_version: d["metadata"]["resourceVersion"].as_str().unwrap().into(),
+    }
+}
+
+#[test]
+fn every_version_is_compared_with_the_one_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("journal.db");
+    let journal = Journal::open_or_create(&store).unwrap();
+    journal
+        .register_cluster(CLUSTER, "https://long.example:6443", Some("long"))
+        .unwrap();
+    let spec = StreamSpec {
+        resource: ResourceType {
+            group: "apps".into(),
+            version: "v1".into(),
+            resource: "deployments".into(),
+            kind: "Deployment".into(),
+            singular: "deployment".into(),
+            short_names: vec!["deploy".into()],
+            namespaced: true,
+        },
+        namespace: Some(NS.into()),
+        selector: None,
+    };
+    let stream = journal.register_stream(CLUSTER, &spec).unwrap();
+    let writer = Writer::start(journal).unwrap();
+    let tx = writer.sender();
+    let start = Millis::now().as_ms() - 3_600_000;
+    let mut rv = 100;
+    let mut at = start;
+    let list = |items: &[Value], at: i64, rv: u64| {
+        for d in items {
+            tx.blocking_send(Op::BaselineItem {
+                stream,
+                at,
+                meta: meta(d),
+                body: serde_json::to_vec(d).unwrap(),
+            })
+            .unwrap();
+        }
+        tx.blocking_send(Op::BaselineEnd {
+            stream,
+            at,
+            list_rv: rv.to_string(),
+            items: items.len() as u64,
+        })
+        .unwrap();
+    };
+    let event = |watch_type: WatchType, d: &Value, at: i64| {
+        tx.blocking_send(Op::Event {
+            stream,
+            at,
+            watch_type,
+            meta: meta(d),
+            body: serde_json::to_vec(d).unwrap(),
+        })
+        .unwrap();
+    };
+    list(
+        &[deployment("web", 0, rv), deployment("other", 1, rv)],
+        at,
+        rv,
+    );
+    // More versions than one chunk, then a relist without the object (its
+    // DELETED fell into a gap), then it comes back and changes again.
+    for n in 1..=700 {
+        rv += 1;
+        at += 1000;
+        event(WatchType::Modified, &deployment("web", n, rv), at);
+    }
+    rv += 1;
+    at += 1000;
+    list(&[deployment("other", 1, rv)], at, rv);
+    rv += 1;
+    at += 1000;
+    event(WatchType::Added, &deployment("web", 1000, rv), at);
+    for n in 1001..=1400 {
+        rv += 1;
+        at += 1000;
+        event(WatchType::Modified, &deployment("web", n, rv), at);
+    }
+    tx.blocking_send(Op::Checkpoint {
+        stream,
+        at: at + 1000,
+        rv: rv.to_string(),
+        reason: CheckpointReason::Stop,
+    })
+    .unwrap();
+    drop(tx);
+    writer.finish().unwrap();
+
+    let out = Command::cargo_bin("kubectl-krply")
+        .unwrap()
+        .args(["timeline", "deploy/web", "-o", "json", "--store"])
+        .arg(&store)
+        .args(["--cluster-id", CLUSTER, "-n", NS])
+        .env("KUBECONFIG", dir.path().join("none"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let entries = answer["entries"].as_array().unwrap();
+    let summary: Vec<Summary> = entries
+        .iter()
+        .map(|e| {
+            let fields = e["fields"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| {
+                    (
+                        f["path"].as_str().unwrap().to_string(),
+                        f["before"].clone(),
+                        f["after"].clone(),
+                    )
+                })
+                .collect();
+            (e["type"].as_str().unwrap_or_default().to_string(), fields)
+        })
+        .collect();
+    let mut expected: Vec<Summary> = vec![("BASELINE".to_string(), vec![])];
+    let replicas = |from: u64, to: u64| vec![("spec.replicas".to_string(), json!(from), json!(to))];
+    for n in 1..=700 {
+        expected.push(("MODIFIED".into(), replicas(n - 1, n)));
+    }
+    expected.push(("DELETED".into(), vec![]));
+    expected.push(("ADDED".into(), vec![]));
+    for n in 1001..=1400 {
+        expected.push(("MODIFIED".into(), replicas(n - 1, n)));
+    }
+    assert_eq!(summary.len(), expected.len());
+    for (i, (got, want)) in summary.iter().zip(&expected).enumerate() {
+        assert_eq!(got, want, "entry {i}");
+    }
+}
