@@ -232,13 +232,14 @@ fn include_brings_back_what_is_safe() {
     let env = recorded();
     let (out, p) = plan(
         &env,
+        // Kinds as kubectl users type them: plural, short name, any case.
         &[
             "--include",
-            "Job",
+            "jobs",
             "--include",
-            "ServiceAccount",
+            "sa",
             "--include",
-            "LoadBalancer",
+            "loadbalancer",
         ],
     );
     assert_eq!(out.code, Some(0), "{}", out.stderr);
@@ -546,6 +547,20 @@ fn apply_needs_confirm_creates_exactly_the_plan_and_is_idempotent() {
         again["applied"]
     );
     assert_eq!(env.sim.event_log().len(), settled);
+    // `export` carries the plan, with its latest status, among the records.
+    let export = env.run(&["export"]);
+    assert_eq!(export.code, Some(0), "{}", export.stderr);
+    let plans: Vec<Value> = export
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["record"] == "plan")
+        .collect();
+    assert_eq!(plans.len(), 1, "{}", export.stdout);
+    assert_eq!(plans[0]["name"], id.as_str());
+    assert_eq!(plans[0]["reason"], "applied");
+    assert_eq!(plans[0]["info"]["id"], id.as_str());
+    assert_eq!(plans[0]["info"]["status"], "applied");
     // The real kubectl sees them too.
     if let Some(kubectl) = kubectl() {
         let out = std::process::Command::new(kubectl)

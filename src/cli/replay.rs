@@ -69,8 +69,8 @@ pub struct PlanArgs {
     /// The kubeconfig context of the target cluster (default: the current context)
     #[arg(long, value_name = "CONTEXT")]
     pub target_context: Option<String>,
-    /// Replay this excluded kind too (repeatable: Job, CronJob, Pod, ServiceAccount, Role,
-    /// RoleBinding, PersistentVolumeClaim, ReplicaSet, LoadBalancer)
+    /// Replay this excluded kind too (repeatable; kind, plural or short name: Job, CronJob,
+    /// Pod, ServiceAccount, Role, RoleBinding, PersistentVolumeClaim, ReplicaSet, LoadBalancer)
     #[arg(long, value_name = "KIND")]
     pub include: Vec<String>,
     /// Plan even though the recording has gaps at that time (every gap is listed)
@@ -167,20 +167,23 @@ fn plannable(kind: &str, include: &[String]) -> bool {
     }
 }
 
-fn check_includes(include: &[String]) -> CliResult {
-    for kind in include {
-        if !policy::includable(kind) && !kind.eq_ignore_ascii_case("LoadBalancer") {
-            return Err(CliError::usage(format!(
-                "--include {kind}: only kinds left out by default can be included (Job, CronJob, Pod, ServiceAccount, Role, RoleBinding, PersistentVolumeClaim, ReplicaSet, LoadBalancer){}",
-                if kind.eq_ignore_ascii_case("Secret") {
+/// The kinds `--include` names, as kinds (`jobs` -> `Job`); anything else is a
+/// usage error.
+fn check_includes(include: &[String]) -> CliResult<Vec<String>> {
+    include
+        .iter()
+        .map(|name| match policy::include_kind(name) {
+            Some(kind) => Ok(kind.to_string()),
+            None => Err(CliError::usage(format!(
+                "--include {name}: only kinds left out by default can be included (Job, CronJob, Pod, ServiceAccount, Role, RoleBinding, PersistentVolumeClaim, ReplicaSet, LoadBalancer){}",
+                if name.to_ascii_lowercase().starts_with("secret") {
                     "; Secrets are never replayed"
                 } else {
                     ""
                 }
-            )));
-        }
-    }
-    Ok(())
+            ))),
+        })
+        .collect()
 }
 
 /// Builds a plan of `reader`'s namespace for `args`, runs its dry run against
@@ -192,7 +195,7 @@ pub(crate) async fn make_plan(
     args: &PlanArgs,
 ) -> CliResult<Plan> {
     let at = answer::time_flag("--at", &args.at, Millis::now())?;
-    check_includes(&args.include)?;
+    let include = check_includes(&args.include)?;
     let source_ns = reader
         .namespace
         .clone()
@@ -206,7 +209,7 @@ pub(crate) async fn make_plan(
         {
             ArgTarget::Type(r) => {
                 if let Some(rule) = policy::kind_rule(&r.kind)
-                    && !args.include.iter().any(|k| k.eq_ignore_ascii_case(&r.kind))
+                    && !include.iter().any(|k| k == &r.kind)
                 {
                     return Err(CliError::runtime(format!(
                         "refusing to replay {}: {}",
@@ -245,7 +248,7 @@ pub(crate) async fn make_plan(
     let left_out: std::collections::HashSet<String> = history
         .streams_in(&scope)
         .iter()
-        .filter(|s| !plannable(&s.info.resource.kind, &args.include))
+        .filter(|s| !plannable(&s.info.resource.kind, &include))
         .map(|s| s.info.name())
         .collect();
     let completeness = crate::history::complete::Completeness {
@@ -282,7 +285,7 @@ pub(crate) async fn make_plan(
             .into_iter()
             .map(|(resource, object)| Recorded { resource, object })
             .collect(),
-        include: &args.include,
+        include: &include,
     });
     drop(history);
 

@@ -111,10 +111,22 @@ pub fn export(
         );
     }
     let in_window = |t: i64| opts.since.is_none_or(|s| t >= s) && opts.until.is_none_or(|u| t <= u);
-    let mut snapshots = journal
-        .snapshots(opts.cluster.as_deref())?
+    // Saved snapshots and replay plans are not records: they go where they
+    // fall in time.
+    let snapshots = journal.snapshots(opts.cluster.as_deref())?;
+    let plans: Vec<_> = journal
+        .plans()?
         .into_iter()
-        .peekable();
+        .filter(|p| opts.cluster.as_ref().is_none_or(|c| c == &p.cluster))
+        .collect();
+    let mut saved: Vec<(i64, Line<'_>)> = snapshots
+        .iter()
+        .map(|s| (s.created_at, snapshot_line(s)))
+        .chain(plans.iter().map(|p| (p.created_at, plan_line(p))))
+        .filter(|(t, _)| in_window(*t))
+        .collect();
+    saved.sort_by_key(|(t, _)| *t);
+    let mut saved = saved.into_iter().peekable();
     let mut lines = 0u64;
     let mut write = |line: &Line<'_>, out: &mut dyn Write| -> Result<(), JournalError> {
         serde_json::to_writer(&mut *out, line).map_err(|e| {
@@ -131,11 +143,8 @@ pub fn export(
         let Some(last) = page.last() else { break };
         after = last.seq;
         for r in page {
-            // Saved snapshots go where they fall in time.
-            while let Some(s) = snapshots.next_if(|s| s.created_at <= r.observed_at) {
-                if in_window(s.created_at) {
-                    write(&snapshot_line(&s), out)?;
-                }
+            while let Some((_, line)) = saved.next_if(|(t, _)| *t <= r.observed_at) {
+                write(&line, out)?;
             }
             let Some(stream) = streams.get(&r.stream) else {
                 continue;
@@ -241,13 +250,36 @@ pub fn export(
             }
         }
     }
-    for s in snapshots {
-        if in_window(s.created_at) {
-            write(&snapshot_line(&s), out)?;
-        }
+    for (_, line) in saved {
+        write(&line, out)?;
     }
     out.flush().map_err(io)?;
     Ok(lines)
+}
+
+/// A replay plan: `name` is its ID, `reason` its status, `info` the whole plan.
+fn plan_line(p: &super::plans::SavedPlan) -> Line<'_> {
+    Line {
+        seq: None,
+        record: "plan",
+        cluster: &p.cluster,
+        stream: None,
+        observed_at: time(p.created_at),
+        watch_type: None,
+        synthetic: false,
+        resource_version: None,
+        uid: None,
+        kind: None,
+        api_version: None,
+        namespace: None,
+        name: Some(&p.id),
+        object: None,
+        list_resource_version: None,
+        from: None,
+        to: None,
+        reason: Some(p.status.clone()),
+        info: RawValue::from_string(p.info.clone()).ok(),
+    }
 }
 
 fn snapshot_line(s: &super::snapshots::SavedSnapshot) -> Line<'_> {

@@ -50,6 +50,24 @@ pub fn kind_rule(kind: &str) -> Option<Exclusion> {
     })
 }
 
+/// The kind `--include NAME` names, for the kinds it can bring back: the kind
+/// itself in any case, its plural or its kubectl short name (`job`, `jobs`,
+/// `cj`, `sa`, `pvc`, ...), or `LoadBalancer` for Services of that type.
+pub fn include_kind(name: &str) -> Option<&'static str> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "job" | "jobs" => "Job",
+        "cronjob" | "cronjobs" | "cj" => "CronJob",
+        "pod" | "pods" | "po" => "Pod",
+        "serviceaccount" | "serviceaccounts" | "sa" => "ServiceAccount",
+        "role" | "roles" => "Role",
+        "rolebinding" | "rolebindings" => "RoleBinding",
+        "persistentvolumeclaim" | "persistentvolumeclaims" | "pvc" => "PersistentVolumeClaim",
+        "replicaset" | "replicasets" | "rs" => "ReplicaSet",
+        "loadbalancer" | "loadbalancers" => "LoadBalancer",
+        _ => return None,
+    })
+}
+
 /// Whether `--include KIND` may bring `kind` back.
 pub fn includable(kind: &str) -> bool {
     matches!(kind_rule(kind), Some(Exclusion::ByDefault(_)))
@@ -159,6 +177,22 @@ mod tests {
         assert!(exclusion("Service", &lb, &none).is_some());
         assert_eq!(exclusion("Service", &lb, &["LoadBalancer".into()]), None);
         assert!(!includable("Secret") && includable("Job") && !includable("ConfigMap"));
+        for (name, kind) in [
+            ("job", "Job"),
+            ("Jobs", "Job"),
+            ("cj", "CronJob"),
+            ("pvc", "PersistentVolumeClaim"),
+            ("sa", "ServiceAccount"),
+            ("loadbalancer", "LoadBalancer"),
+        ] {
+            assert_eq!(include_kind(name), Some(kind), "{name}");
+        }
+        assert_eq!(include_kind("secret"), None);
+        assert_eq!(include_kind("configmaps"), None);
+        // Every kind --include names is one the rules let it bring back.
+        for name in ["job", "cj", "po", "sa", "role", "rolebinding", "pvc", "rs"] {
+            assert!(includable(include_kind(name).unwrap()), "{name}");
+        }
     }
 
     #[test]
