@@ -654,6 +654,44 @@ fn a_missing_target_namespace_is_validated_at_apply_then_created() {
 }
 
 #[test]
+fn objects_validated_at_apply_are_dry_run_before_anything_is_written() {
+    let env = recorded();
+    let (out, p) = plan(&env, &["cm", "deploy"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(p["target"]["namespace_exists"], false);
+    let id = p["id"].as_str().unwrap();
+    // Between plan and apply, someone else creates the namespace and takes
+    // the frontend's replica count there.
+    env.sim
+        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop-copy"}}))
+        .unwrap();
+    let mut taken = env
+        .sim
+        .get("apps/v1", "Deployment", Some("shop"), "frontend")
+        .unwrap();
+    taken["metadata"] = json!({"name": "frontend", "namespace": "shop-copy"});
+    taken["spec"]["replicas"] = json!(7);
+    taken.as_object_mut().unwrap().remove("status");
+    env.sim.apply(taken, "helm", false, false).unwrap();
+    let before = objects_in(&env.sim, "shop-copy");
+    let applied = env.run(&["replay", "apply", id, "--confirm", "-o", "json"]);
+    assert_eq!(applied.code, Some(1), "{}", applied.stdout);
+    assert!(
+        applied.stderr.contains("was not fully applied"),
+        "{}",
+        applied.stderr
+    );
+    let a: Value = serde_json::from_str(&applied.stdout).unwrap();
+    assert_eq!(a["status"], "dry-run-failed");
+    assert_eq!(a["dry_run"]["conflicts"][0]["name"], "frontend");
+    // Nothing was written: not even the ConfigMaps ordered before the conflict.
+    assert_eq!(objects_in(&env.sim, "shop-copy"), before);
+    let shown = env.run(&["replay", "show", id, "-o", "json"]);
+    let shown: Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(shown["status"], "dry-run-failed");
+}
+
+#[test]
 fn the_target_context_decides_where_plans_and_applies_go() {
     let env = recorded();
     let other = Simulator::start_background(SimConfig {

@@ -578,10 +578,21 @@ async fn apply(global: &GlobalArgs, args: ApplyArgs) -> CliResult {
         )));
     }
     let access = cluster::connect(&target, &opts).await?;
-    let ok = run::apply(&mut plan, &access).await.map_err(|e| {
-        CliError::runtime(format!("cannot reach the target at {}: {e}", target.server))
-    })?;
+    let outcome = run::apply(&mut plan, &access).await;
+    // Saved whatever happened: what was applied before the target stopped
+    // answering is part of the plan's story.
     save(&journal, &plan)?;
+    let ok = outcome.map_err(|e| {
+        let done = plan.applied.iter().filter(|a| a.result != "failed").count();
+        CliError::runtime(format!(
+            "cannot reach the target at {}: {e}; {done} object(s) were applied before that",
+            target.server
+        ))
+        .hint(format!(
+            "`kubectl krply replay show {}` lists them; apply again once the target answers",
+            plan.id
+        ))
+    })?;
     let format = global.format(Format::Text, &[Format::Text, Format::Json, Format::Yaml])?;
     super::out(&match format {
         Format::Json => render::json(&plan_json(&plan)),

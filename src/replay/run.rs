@@ -121,12 +121,24 @@ pub async fn dry_run(plan: &mut Plan, access: &ClusterAccess) -> Result<(), Unre
     Ok(())
 }
 
-/// Applies the plan in order. A missing target namespace is created first,
-/// then the rest is dry-run and applied only if that passes. Never deletes,
-/// never forces. Returns whether every object applied.
+/// Applies the plan in order. A missing target namespace is created first;
+/// objects the plan could not dry-run (its namespace did not exist then) are
+/// dry-run now, all of them, and nothing else is applied unless that passes.
+/// Stops at the first object that fails (later objects may depend on it) and
+/// reports the rest as skipped. Never deletes, never forces. Returns whether
+/// every object applied; when the target stops answering, what was applied
+/// so far is in `plan.applied` all the same.
 pub async fn apply(plan: &mut Plan, access: &ClusterAccess) -> Result<bool, Unreachable> {
+    plan.applied.clear();
+    let result = apply_in_order(plan, access).await;
+    if let Ok(true) = result {
+        plan.status = "applied".into();
+    }
+    result
+}
+
+async fn apply_in_order(plan: &mut Plan, access: &ClusterAccess) -> Result<bool, Unreachable> {
     let manager = plan.field_manager.clone();
-    let mut results = Vec::new();
     let exists = namespace_exists(access, &plan.target.namespace).await?;
     if !exists {
         // The Namespace first, for real; then everything inside it, dry.
@@ -137,32 +149,43 @@ pub async fn apply(plan: &mut Plan, access: &ClusterAccess) -> Result<bool, Unre
             .cloned()
             .ok_or_else(|| Unreachable(ApiError::Decode("the plan has no Namespace".into())))?;
         match apply_one(access, &ns, &manager, false).await {
-            Ok(a) => results.push(applied(&ns, a.code, None)),
+            Ok(a) => plan.applied.push(applied(&ns, a.code, None)),
+            Err(e) if is_transport(&e) => return Err(Unreachable(e)),
             Err(e) => {
-                results.push(failed(&ns, &e));
-                plan.applied = results;
+                plan.applied.push(failed(&ns, &e));
                 return Ok(false);
             }
         }
+    }
+    let unvalidated = plan
+        .objects
+        .iter()
+        .any(|o| o.dry_run == "validated at apply");
+    if !exists || unvalidated {
         let mut dry = DryRun::default();
         for o in plan.objects.iter_mut().filter(|o| o.kind != "Namespace") {
             let result = apply_one(access, o, &manager, true).await;
+            if let Err(e) = &result
+                && is_transport(e)
+            {
+                return Err(Unreachable(e.clone()));
+            }
             record(&mut dry, o, result);
         }
         dry.ok = dry.conflicts.is_empty() && dry.errors.is_empty();
         plan.dry_run = dry;
         if !plan.dry_run.ok {
             plan.status = "dry-run-failed".into();
-            plan.applied = results;
             return Ok(false);
         }
     }
-    let mut all_ok = true;
-    for o in plan
+    let todo: Vec<PlanObject> = plan
         .objects
         .iter()
         .filter(|o| exists || o.kind != "Namespace")
-    {
+        .cloned()
+        .collect();
+    for (i, o) in todo.iter().enumerate() {
         let before = api::get(access, &o.resource, o.namespace.as_deref(), &o.name)
             .await
             .map_err(Unreachable)?
@@ -177,7 +200,7 @@ pub async fn apply(plan: &mut Plan, access: &ClusterAccess) -> Result<bool, Unre
                 } else {
                     "configured"
                 };
-                results.push(AppliedObject {
+                plan.applied.push(AppliedObject {
                     kind: o.kind.clone(),
                     name: o.name.clone(),
                     result: result.into(),
@@ -186,19 +209,23 @@ pub async fn apply(plan: &mut Plan, access: &ClusterAccess) -> Result<bool, Unre
             }
             Err(e) if is_transport(&e) => return Err(Unreachable(e)),
             Err(e) => {
-                all_ok = false;
-                results.push(failed(o, &e));
-                if o.kind == "Namespace" {
-                    break;
+                plan.applied.push(failed(o, &e));
+                for rest in &todo[i + 1..] {
+                    plan.applied.push(AppliedObject {
+                        kind: rest.kind.clone(),
+                        name: rest.name.clone(),
+                        result: "skipped".into(),
+                        message: Some(format!(
+                            "not applied: {}/{} failed before it",
+                            o.kind, o.name
+                        )),
+                    });
                 }
+                return Ok(false);
             }
         }
     }
-    plan.applied = results;
-    if all_ok {
-        plan.status = "applied".into();
-    }
-    Ok(all_ok)
+    Ok(true)
 }
 
 fn applied(o: &PlanObject, code: u16, message: Option<String>) -> AppliedObject {
