@@ -384,7 +384,8 @@ pub(crate) fn plan_text(plan: &Plan, paint: Paint) -> String {
             |c| format!("context {c} ({})", plan.target.server)
         ),
         plan.target.namespace,
-        if plan.target.namespace_exists {
+        // A refused plan never asked the target whether it exists.
+        if plan.target.namespace_exists || plan.refused.is_some() {
             ""
         } else {
             " (to be created)"
