@@ -1,7 +1,7 @@
-//! A timeline longer than one round of reading (the history reads and compares
-//! versions in chunks, on several threads): every version must be compared with
-//! the one before it, across chunk boundaries and across a relist that no
-//! longer saw the object.
+//! A long timeline (the history reads versions on one thread and compares them
+//! on others, in runs of consecutive versions): every version must be compared
+//! with the one before it, across runs, across a relist that no longer saw the
+//! object, and never with a version before a deletion.
 
 use assert_cmd::Command;
 use krply::journal::Journal;
@@ -115,6 +115,20 @@ fn every_version_is_compared_with_the_one_before_it() {
         at += 1000;
         event(WatchType::Modified, &deployment("web", n, rv), at);
     }
+    // Deleted, then created again: the new one is not compared with the old.
+    rv += 1;
+    at += 1000;
+    event(WatchType::Deleted, &deployment("web", 1400, rv), at);
+    for n in 2000..=2020 {
+        rv += 1;
+        at += 1000;
+        let t = if n == 2000 {
+            WatchType::Added
+        } else {
+            WatchType::Modified
+        };
+        event(t, &deployment("web", n, rv), at);
+    }
     tx.blocking_send(Op::Checkpoint {
         stream,
         at: at + 1000,
@@ -167,6 +181,11 @@ fn every_version_is_compared_with_the_one_before_it() {
     expected.push(("DELETED".into(), vec![]));
     expected.push(("ADDED".into(), vec![]));
     for n in 1001..=1400 {
+        expected.push(("MODIFIED".into(), replicas(n - 1, n)));
+    }
+    expected.push(("DELETED".into(), vec![]));
+    expected.push(("ADDED".into(), vec![]));
+    for n in 2001..=2020 {
         expected.push(("MODIFIED".into(), replicas(n - 1, n)));
     }
     assert_eq!(summary.len(), expected.len());

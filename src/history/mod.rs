@@ -201,19 +201,6 @@ impl<'j> History<'j> {
         Ok(stream.info.resource.fill_type_meta(value))
     }
 
-    /// The recorded JSON text of a version, exactly as recorded.
-    pub fn object_text(
-        &self,
-        stream: &StreamHistory,
-        version: &VersionRow,
-    ) -> Result<String, HistoryError> {
-        let raw = self.bodies.borrow_mut().read(self.journal, version.body)?;
-        String::from_utf8(raw).map_err(|e| HistoryError::Body {
-            object: format!("{} at seq {}", stream.info.name(), version.seq),
-            detail: e.to_string(),
-        })
-    }
-
     /// Objects by id with their streams.
     pub fn objects(&self, ids: &HashSet<i64>) -> Result<HashMap<i64, ObjectRow>, JournalError> {
         self.journal.objects(ids)

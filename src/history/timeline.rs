@@ -7,8 +7,9 @@ use super::complete::Completeness;
 use super::{History, HistoryError, Scope, StreamHistory};
 use crate::diff::{DiffOptions, FieldChange, diff_objects, reduce_pair};
 use crate::journal::read::GapWindow;
-use crate::journal::versions::ObjectRow;
+use crate::journal::versions::{Decoder, ObjectRow, StoredBody, VersionRow};
 use crate::model::WatchType;
+use std::sync::{Arc, Mutex, mpsc};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryType {
@@ -65,33 +66,41 @@ impl History<'_> {
             .filter(|v| v.list_token.is_none_or(|t| stream.lists.contains(&t)))
             .collect();
         let mut entries = Vec::new();
-        // Whether a present version precedes (versions are compared where they
-        // differ only, see `diff::reduce_pair`).
-        let mut present = false;
         let mut last_seq = i64::MIN;
         let api_version = stream.info.resource.api_version();
         let defaults = [
             ("apiVersion", api_version.as_str()),
             ("kind", stream.info.resource.kind.as_str()),
         ];
-        let what = || format!("{} {}", stream.info.name(), object.name);
-        // The previous present version's text, carried from chunk to chunk.
-        let mut carried: Option<String> = None;
-        // Bodies are read a chunk at a time (bounded memory), then compared on
-        // all cores: this thread owns the journal connection.
-        for chunk in versions.chunks(TIMELINE_CHUNK) {
-            let texts = chunk
-                .iter()
-                .map(|v| self.object_text(stream, v))
-                .collect::<Result<Vec<_>, _>>()?;
-            // (entry, previous text, this text); `None` is the carried text.
-            let mut jobs: Vec<(usize, Option<usize>, usize)> = Vec::new();
-            let mut previous: Option<Option<usize>> = carried.is_some().then_some(None);
-            for (i, v) in chunk.iter().enumerate() {
+        let what = format!("{} {}", stream.info.name(), object.name);
+        // The previous present version, as stored (versions are compared where
+        // they differ only, see `diff::reduce_pair`).
+        let mut previous: Option<Arc<StoredBody>> = None;
+        // The keyframe the last body was a delta against (read once).
+        let mut keyframe: Option<Arc<StoredBody>> = None;
+        // This thread owns the journal connection and reads bodies; the other
+        // cores decode and compare them as they come (bounded channel), in
+        // runs of consecutive versions so each is decoded about once.
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (tx, rx) = mpsc::sync_channel::<Run>(workers * 4);
+        // Owned by the comparing threads: when all have stopped, sends fail.
+        let rx = Arc::new(Mutex::new(rx));
+        let compared = std::thread::scope(|threads| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    let rx = rx.clone();
+                    let (defaults, what) = (&defaults, &what);
+                    threads.spawn(move || compare_runs(&rx, opts, defaults, what))
+                })
+                .collect();
+            drop(rx);
+            let mut read: Result<(), HistoryError> = Ok(());
+            let mut run = Run::default();
+            for v in &versions {
                 // A list that started after the previous version and completed
                 // before this one did not see the object: it was gone by then,
                 // whatever happened in the gap.
-                if present
+                if previous.is_some()
                     && let Some(b) = stream
                         .baselines
                         .iter()
@@ -106,71 +115,62 @@ impl History<'_> {
                     Some(WatchType::Deleted) => EntryType::Deleted,
                     None => EntryType::Baseline,
                 };
-                if let Some(p) = previous
-                    && kind != EntryType::Deleted
-                {
-                    jobs.push((entries.len(), p, i));
-                }
-                entries.push(Entry {
-                    observed_at: v.observed_at,
-                    resource_version: Some(v.resource_version.clone()),
-                    kind,
-                    synthetic: v.synthetic(),
-                    fields: Vec::new(),
-                    gap: None,
-                });
-                present = kind != EntryType::Deleted;
-                previous = present.then_some(Some(i));
                 last_seq = v.seq;
+                if kind == EntryType::Deleted {
+                    // Nothing to compare, and nothing to compare with next.
+                    entries.push(entry(v, kind));
+                    previous = None;
+                    continue;
+                }
+                let body = match self.journal.stored_body(v.body, keyframe.as_ref()) {
+                    Ok(body) => Arc::new(body),
+                    Err(e) => {
+                        read = Err(e.into());
+                        break;
+                    }
+                };
+                if body.base.is_some() {
+                    keyframe.clone_from(&body.base);
+                }
+                if run.versions.is_empty() {
+                    run.start = previous.clone();
+                }
+                run.versions
+                    .push((previous.is_some().then_some(entries.len()), body.clone()));
+                entries.push(entry(v, kind));
+                previous = Some(body);
+                if run.versions.len() >= TIMELINE_RUN && tx.send(std::mem::take(&mut run)).is_err()
+                {
+                    // Every comparing thread has stopped (one failed).
+                    break;
+                }
             }
-            let text = |t: Option<usize>| match t {
-                Some(i) => texts[i].as_str(),
-                None => carried.as_deref().unwrap_or_default(),
-            };
-            let compare = |jobs: &[(usize, Option<usize>, usize)]| {
-                jobs.iter()
-                    .map(|&(entry, p, c)| {
-                        let (rb, ra) = reduce_pair(text(p), text(Some(c)), opts, &defaults)
-                            .map_err(|e| HistoryError::Body {
-                                object: what(),
-                                detail: e.to_string(),
-                            })?;
-                        Ok((entry, diff_objects(&rb, &ra, opts)))
-                    })
-                    .collect::<Result<Vec<_>, HistoryError>>()
-            };
-            let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let per = jobs.len().div_ceil(workers).max(1);
-            let results = std::thread::scope(|threads| {
-                let handles: Vec<_> = jobs
-                    .chunks(per)
-                    .map(|part| threads.spawn(|| compare(part)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            Err(HistoryError::Body {
-                                object: what(),
-                                detail: "a comparison thread panicked".into(),
-                            })
+            if !run.versions.is_empty() {
+                let _ = tx.send(run);
+            }
+            drop(tx);
+            let compared: Vec<_> = handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(HistoryError::Body {
+                            object: what.clone(),
+                            detail: "a comparison thread panicked".into(),
                         })
                     })
-                    .collect::<Vec<_>>()
-            });
-            for part in results {
-                for (entry, fields) in part? {
-                    entries[entry].fields = fields;
-                }
+                })
+                .collect();
+            read.map(|()| compared)
+        })?;
+        for part in compared {
+            for (entry, fields) in part? {
+                entries[entry].fields = fields;
             }
-            carried = match previous {
-                Some(Some(i)) => texts.into_iter().nth(i),
-                Some(None) => carried,
-                None => None,
-            };
         }
         // Listed last, then missing from a later relist.
-        if present && let Some(b) = stream.baselines.iter().find(|b| b.token > last_seq) {
+        if previous.is_some()
+            && let Some(b) = stream.baselines.iter().find(|b| b.token > last_seq)
+        {
             entries.push(vanished(b.observed_at, &b.resource_version));
         }
 
@@ -220,8 +220,70 @@ impl History<'_> {
     }
 }
 
-/// Versions read and compared per round: bounds the bodies held at once.
-const TIMELINE_CHUNK: usize = 512;
+/// Consecutive versions handed to a comparing thread at a time.
+const TIMELINE_RUN: usize = 16;
+
+/// Consecutive present versions: each is compared with the one before it
+/// (`start` for the first) when it has an entry to fill.
+#[derive(Default)]
+struct Run {
+    start: Option<Arc<StoredBody>>,
+    versions: Vec<(Option<usize>, Arc<StoredBody>)>,
+}
+
+fn entry(v: &VersionRow, kind: EntryType) -> Entry {
+    Entry {
+        observed_at: v.observed_at,
+        resource_version: Some(v.resource_version.clone()),
+        kind,
+        synthetic: v.synthetic(),
+        fields: Vec::new(),
+        gap: None,
+    }
+}
+
+/// A comparing thread: decodes runs of versions and finds the field changes
+/// of each from the one before, until the reader is done. On an error it
+/// stops; the others drain what is left.
+fn compare_runs(
+    rx: &Mutex<mpsc::Receiver<Run>>,
+    opts: &DiffOptions,
+    defaults: &[(&str, &str)],
+    what: &str,
+) -> Result<Vec<(usize, Vec<FieldChange>)>, HistoryError> {
+    let body_error = |detail: String| HistoryError::Body {
+        object: what.to_string(),
+        detail,
+    };
+    let mut decoder = Decoder::default();
+    let mut decode = |body: &StoredBody| -> Result<String, HistoryError> {
+        let raw = decoder
+            .decode(body)
+            .map_err(|e| body_error(e.to_string()))?;
+        String::from_utf8(raw).map_err(|e| body_error(e.to_string()))
+    };
+    let mut out = Vec::new();
+    // Bounded: ends when the reader drops its sender.
+    loop {
+        let run = match rx.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return Ok(out),
+        };
+        let Ok(run) = run else {
+            return Ok(out);
+        };
+        let mut before = run.start.as_deref().map(&mut decode).transpose()?;
+        for (entry, body) in &run.versions {
+            let after = decode(body)?;
+            if let (Some(entry), Some(b)) = (entry, &before) {
+                let (rb, ra) = reduce_pair(b, &after, opts, defaults)
+                    .map_err(|e| body_error(e.to_string()))?;
+                out.push((*entry, diff_objects(&rb, &ra, opts)));
+            }
+            before = Some(after);
+        }
+    }
+}
 
 fn vanished(at: i64, list_rv: &str) -> Entry {
     Entry {
