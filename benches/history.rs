@@ -46,13 +46,20 @@ fn main() {
         build(&store, objects, events)
     };
     let size = file_size(&store);
-    println!(
-        "built in {:.1}s; journal {:.1} MB for {:.1} MB of raw JSON = 1/{:.1}",
-        started.elapsed().as_secs_f64(),
-        size as f64 / 1e6,
-        raw_bytes as f64 / 1e6,
-        raw_bytes as f64 / size as f64
-    );
+    if raw_bytes == 0 {
+        println!(
+            "journal {:.1} MB (its raw JSON size is known only when built)",
+            size as f64 / 1e6
+        );
+    } else {
+        println!(
+            "built in {:.1}s; journal {:.1} MB for {:.1} MB of raw JSON = 1/{:.1}",
+            started.elapsed().as_secs_f64(),
+            size as f64 / 1e6,
+            raw_bytes as f64 / 1e6,
+            raw_bytes as f64 / size as f64
+        );
+    }
     let _ = kept;
 
     let base = [
