@@ -140,20 +140,29 @@ fn reason_phrase(code: u16) -> String {
         .replace(' ', "")
 }
 
-/// One page of a list.
+/// One page of a list: the response as received, and where each item is in
+/// it (items are not copied out: a page of large objects is megabytes).
 #[derive(Debug)]
 pub struct ListPage {
     pub resource_version: String,
     pub continue_token: Option<String>,
-    pub items: Vec<Box<RawValue>>,
+    body: Bytes,
+    items: Vec<std::ops::Range<usize>>,
+}
+
+impl ListPage {
+    /// Each item's JSON, exactly as the server sent it, in order.
+    pub fn items(&self) -> impl Iterator<Item = &[u8]> {
+        self.items.iter().map(|r| &self.body[r.clone()])
+    }
 }
 
 #[derive(Deserialize)]
-struct ListBody {
+struct ListBody<'a> {
     #[serde(default)]
     metadata: ListMeta,
-    #[serde(default)]
-    items: Option<Vec<Box<RawValue>>>,
+    #[serde(default, borrow)]
+    items: Option<Vec<&'a RawValue>>,
 }
 
 /// Percent-encodes a query value (RFC 3986 unreserved characters stay).
@@ -285,10 +294,22 @@ pub async fn list_page(
     let body = read_all(res.into_body(), access.request_timeout).await?;
     let list: ListBody =
         serde_json::from_slice(&body).map_err(|e| ApiError::Decode(e.to_string()))?;
+    // Each item borrows from `body`: its place there.
+    let base = body.as_ptr() as usize;
+    let items = list
+        .items
+        .unwrap_or_default()
+        .iter()
+        .map(|item| {
+            let start = item.get().as_ptr() as usize - base;
+            start..start + item.get().len()
+        })
+        .collect();
     Ok(ListPage {
         resource_version: list.metadata.resource_version.unwrap_or_default(),
         continue_token: list.metadata.continue_token.filter(|c| !c.is_empty()),
-        items: list.items.unwrap_or_default(),
+        items,
+        body,
     })
 }
 

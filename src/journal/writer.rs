@@ -23,6 +23,10 @@ use std::sync::{Arc, Mutex};
 pub const MAX_BATCH: usize = 2048;
 /// How long the first op of a transaction waits for company.
 pub const COMMIT_WINDOW: std::time::Duration = std::time::Duration::from_millis(20);
+/// The most body bytes committed in one transaction: with large objects (a
+/// relist of thousands of Deployments) a batch is cut by size, not count, so
+/// the bodies held at once stay small.
+pub const MAX_BATCH_BYTES: usize = 4 << 20;
 /// Room in the queue between the streams and the writer; a full queue makes the
 /// streams wait (back-pressure) instead of growing memory.
 pub const QUEUE: usize = 1024;
@@ -76,6 +80,16 @@ pub enum Op {
     },
     /// Answered once everything sent before it is committed.
     Flush(std::sync::mpsc::SyncSender<()>),
+}
+
+impl Op {
+    /// The bytes of the object body it carries, if any.
+    fn body_len(&self) -> usize {
+        match self {
+            Op::Event { body, .. } | Op::BaselineItem { body, .. } => body.len(),
+            _ => 0,
+        }
+    }
 }
 
 /// What the writer has made durable for one stream.
@@ -289,13 +303,17 @@ impl WriterState {
         while let Some(first) = rx.blocking_recv() {
             // A flush is waited on: commit it at once.
             let urgent = matches!(first, Op::Flush(_));
+            let mut bytes = first.body_len();
             batch.push(first);
             if !urgent && !rx.is_closed() {
                 std::thread::sleep(COMMIT_WINDOW);
             }
-            while batch.len() < MAX_BATCH {
+            while batch.len() < MAX_BATCH && bytes < MAX_BATCH_BYTES {
                 match rx.try_recv() {
-                    Ok(op) => batch.push(op),
+                    Ok(op) => {
+                        bytes += op.body_len();
+                        batch.push(op);
+                    }
                     Err(_) => break,
                 }
             }

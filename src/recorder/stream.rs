@@ -501,8 +501,7 @@ impl Stream {
                         "list without resourceVersion".into(),
                     )));
                 }
-                for item in page.items {
-                    let raw = item.get().as_bytes();
+                for raw in page.items() {
                     let meta = match wire::object_meta(raw) {
                         Ok(m) => m,
                         Err(e) => {
