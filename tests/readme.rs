@@ -1,6 +1,7 @@
 //! The README tells the truth: its pasted demo output is what the demo prints
 //! (up to times, ports, paths and ids), and every `kubectl krply` command it
-//! shows runs against a recording of the simulator.
+//! shows runs against a recording of the simulator; CI runs its test command
+//! exactly as written.
 
 mod common;
 
@@ -177,4 +178,22 @@ fn every_command_in_the_readme_runs() {
         .get("apps/v1", "Deployment", Some("shop-repro"), "frontend")
         .expect("applied");
     assert_eq!(copy["spec"]["replicas"], 1);
+}
+
+#[test]
+fn ci_runs_the_readme_test_command_as_written() {
+    let readme = readme();
+    let first = blocks(&readme, "sh")
+        .into_iter()
+        .next()
+        .expect("a first sh block");
+    let test_line = first
+        .lines()
+        .find(|l| l.starts_with("cargo test"))
+        .expect("the README's first block names the test command");
+    let ci = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/run")).unwrap();
+    assert!(
+        ci.lines().any(|l| l == test_line),
+        ".ci/run must run the README's test command exactly: {test_line}"
+    );
 }
