@@ -4,6 +4,7 @@
 //! its state at both ends. A relist that saw an unchanged object is no change.
 
 use super::complete::Completeness;
+use super::pipeline::pipeline;
 use super::{History, HistoryError, Scope, StreamHistory};
 use crate::diff::{
     DiffOptions, FieldChange, FieldPath, diff_objects, field_manager, parse_managed_for,
@@ -96,43 +97,20 @@ impl History<'_> {
         let completeness = self.completeness(scope, &streams, Some(since), until);
         let ids: HashSet<_> = streams.iter().map(|s| s.info.id).collect();
         let touched = self.journal.touched_objects(&ids, since, until)?;
-        // This thread reads (the journal connection is not shared); the others
-        // decode, parse and compare what it has read so far.
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(usize, Pair<'_>)>>(workers * 4);
-        // The comparing threads own the receiver: when all have stopped (one
-        // failed or panicked), the reader's next send fails and it stops too.
-        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
-        let mut objects = std::thread::scope(|threads| {
-            let handles: Vec<_> = (0..workers)
-                .map(|_| {
-                    let rx = rx.clone();
-                    threads.spawn(move || compare_from(&rx, opts, keep_objects))
-                })
-                .collect();
-            drop(rx);
-            let read = self.read_pairs(&streams, &touched, scope, names, since, until, &tx);
-            drop(tx);
-            let mut objects = Vec::new();
-            let mut failed = None;
-            for h in handles {
-                match h.join() {
-                    Ok(Ok(found)) => objects.extend(found),
-                    Ok(Err(e)) => failed = failed.or(Some(e)),
-                    Err(_) => {
-                        failed = failed.or(Some(HistoryError::Body {
-                            object: "diff".into(),
-                            detail: "a comparison thread panicked".into(),
-                        }))
+        // This thread reads; the other cores decode, parse and compare.
+        let mut objects = pipeline(
+            "diff",
+            |send| self.read_pairs(&streams, &touched, scope, names, since, until, send),
+            Decoder::default,
+            |decoder, batch: Vec<(usize, Pair<'_>)>, out| {
+                for (index, pair) in batch {
+                    if let Some(d) = compare(decoder, &pair, opts, keep_objects)? {
+                        out.push((index, d));
                     }
                 }
-            }
-            read?;
-            match failed {
-                Some(e) => Err(e),
-                None => Ok(objects),
-            }
-        })?;
+                Ok(())
+            },
+        )?;
         objects.sort_by(|(ia, a), (ib, b)| {
             (&a.namespace, &a.kind, &a.name, ia).cmp(&(&b.namespace, &b.kind, &b.name, ib))
         });
@@ -143,7 +121,8 @@ impl History<'_> {
     }
 
     /// Reads both ends of every object that may differ, in order, and sends
-    /// them in batches to the comparing threads.
+    /// them in batches to the comparing threads (until `send` says nobody
+    /// takes them any more).
     #[allow(clippy::too_many_arguments)]
     fn read_pairs<'h>(
         &'h self,
@@ -153,7 +132,7 @@ impl History<'_> {
         names: &NameFilter,
         since: i64,
         until: i64,
-        tx: &std::sync::mpsc::SyncSender<Vec<(usize, Pair<'h>)>>,
+        send: &mut dyn FnMut(Vec<(usize, Pair<'h>)>) -> bool,
     ) -> Result<(), HistoryError> {
         let mut index = 0;
         let mut batch = Vec::with_capacity(BATCH);
@@ -214,14 +193,14 @@ impl History<'_> {
                 };
                 batch.push((index, pair));
                 index += 1;
-                if batch.len() >= BATCH && tx.send(std::mem::take(&mut batch)).is_err() {
+                if batch.len() >= BATCH && !send(std::mem::take(&mut batch)) {
                     // Every comparing thread has stopped (one failed).
                     return Ok(());
                 }
             }
         }
         if !batch.is_empty() {
-            let _ = tx.send(batch);
+            send(batch);
         }
         Ok(())
     }
@@ -236,32 +215,6 @@ struct Pair<'h> {
     object: ObjectRow,
     before: Option<StoredBody>,
     after: Option<StoredBody>,
-}
-
-/// A comparing thread: takes batches of pairs until the reader is done.
-fn compare_from(
-    rx: &std::sync::Mutex<std::sync::mpsc::Receiver<Vec<(usize, Pair<'_>)>>>,
-    opts: &DiffOptions,
-    keep_objects: bool,
-) -> Result<Vec<(usize, ObjectDiff)>, HistoryError> {
-    let mut decoder = Decoder::default();
-    let mut out = Vec::new();
-    // Bounded: ends when the reader drops its sender.
-    loop {
-        let batch = match rx.lock() {
-            Ok(rx) => rx.recv(),
-            Err(_) => return Ok(out),
-        };
-        let Ok(batch) = batch else {
-            return Ok(out);
-        };
-        for (index, pair) in batch {
-            // On error this thread stops; the others drain what is left.
-            if let Some(d) = compare(&mut decoder, &pair, opts, keep_objects)? {
-                out.push((index, d));
-            }
-        }
-    }
 }
 
 /// Decodes one pair and compares it field by field. Without `keep_objects`,

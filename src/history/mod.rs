@@ -8,6 +8,7 @@
 
 pub mod complete;
 pub mod diff;
+mod pipeline;
 pub mod prune;
 pub mod resolve;
 pub mod snapshot;

@@ -4,12 +4,13 @@
 //! there (synthetic), since its DELETED event fell into a gap.
 
 use super::complete::Completeness;
+use super::pipeline::pipeline;
 use super::{History, HistoryError, Scope, StreamHistory};
 use crate::diff::{DiffOptions, FieldChange, diff_objects, reduce_pair};
 use crate::journal::read::GapWindow;
 use crate::journal::versions::{Decoder, ObjectRow, StoredBody, VersionRow};
 use crate::model::WatchType;
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryType {
@@ -78,94 +79,64 @@ impl History<'_> {
         let mut previous: Option<Arc<StoredBody>> = None;
         // The keyframe the last body was a delta against (read once).
         let mut keyframe: Option<Arc<StoredBody>> = None;
-        // This thread owns the journal connection and reads bodies; the other
-        // cores decode and compare them as they come (bounded channel), in
-        // runs of consecutive versions so each is decoded about once.
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let (tx, rx) = mpsc::sync_channel::<Run>(workers * 4);
-        // Owned by the comparing threads: when all have stopped, sends fail.
-        let rx = Arc::new(Mutex::new(rx));
-        let compared = std::thread::scope(|threads| {
-            let handles: Vec<_> = (0..workers)
-                .map(|_| {
-                    let rx = rx.clone();
-                    let (defaults, what) = (&defaults, &what);
-                    threads.spawn(move || compare_runs(&rx, opts, defaults, what))
-                })
-                .collect();
-            drop(rx);
-            let mut read: Result<(), HistoryError> = Ok(());
-            let mut run = Run::default();
-            for v in &versions {
-                // A list that started after the previous version and completed
-                // before this one did not see the object: it was gone by then,
-                // whatever happened in the gap.
-                if previous.is_some()
-                    && let Some(b) = stream
-                        .baselines
-                        .iter()
-                        .find(|b| b.token > last_seq && b.seq < v.seq)
-                {
-                    entries.push(vanished(b.observed_at, &b.resource_version));
-                    previous = None;
-                }
-                let kind = match v.watch_type {
-                    Some(WatchType::Added) => EntryType::Added,
-                    Some(WatchType::Modified) => EntryType::Modified,
-                    Some(WatchType::Deleted) => EntryType::Deleted,
-                    None => EntryType::Baseline,
-                };
-                last_seq = v.seq;
-                if kind == EntryType::Deleted {
-                    // Nothing to compare, and nothing to compare with next.
-                    entries.push(entry(v, kind));
-                    previous = None;
-                    continue;
-                }
-                let body = match self.journal.stored_body(v.body, keyframe.as_ref()) {
-                    Ok(body) => Arc::new(body),
-                    Err(e) => {
-                        read = Err(e.into());
-                        break;
+        // This thread reads stored bodies; the other cores decode and compare
+        // them, in runs of consecutive versions so each is decoded about once.
+        let compared = pipeline(
+            &what,
+            |send| {
+                let mut run = Run::default();
+                for v in &versions {
+                    // A list that started after the previous version and completed
+                    // before this one did not see the object: it was gone by then,
+                    // whatever happened in the gap.
+                    if previous.is_some()
+                        && let Some(b) = stream
+                            .baselines
+                            .iter()
+                            .find(|b| b.token > last_seq && b.seq < v.seq)
+                    {
+                        entries.push(vanished(b.observed_at, &b.resource_version));
+                        previous = None;
                     }
-                };
-                if body.base.is_some() {
-                    keyframe.clone_from(&body.base);
+                    let kind = match v.watch_type {
+                        Some(WatchType::Added) => EntryType::Added,
+                        Some(WatchType::Modified) => EntryType::Modified,
+                        Some(WatchType::Deleted) => EntryType::Deleted,
+                        None => EntryType::Baseline,
+                    };
+                    last_seq = v.seq;
+                    if kind == EntryType::Deleted {
+                        // Nothing to compare, and nothing to compare with next.
+                        entries.push(entry(v, kind));
+                        previous = None;
+                        continue;
+                    }
+                    let body = Arc::new(self.journal.stored_body(v.body, keyframe.as_ref())?);
+                    if body.base.is_some() {
+                        keyframe.clone_from(&body.base);
+                    }
+                    if run.versions.is_empty() {
+                        run.start = previous.clone();
+                    }
+                    run.versions
+                        .push((previous.is_some().then_some(entries.len()), body.clone()));
+                    entries.push(entry(v, kind));
+                    previous = Some(body);
+                    if run.versions.len() >= TIMELINE_RUN && !send(std::mem::take(&mut run)) {
+                        // Every comparing thread has stopped (one failed).
+                        return Ok(());
+                    }
                 }
-                if run.versions.is_empty() {
-                    run.start = previous.clone();
+                if !run.versions.is_empty() {
+                    send(run);
                 }
-                run.versions
-                    .push((previous.is_some().then_some(entries.len()), body.clone()));
-                entries.push(entry(v, kind));
-                previous = Some(body);
-                if run.versions.len() >= TIMELINE_RUN && tx.send(std::mem::take(&mut run)).is_err()
-                {
-                    // Every comparing thread has stopped (one failed).
-                    break;
-                }
-            }
-            if !run.versions.is_empty() {
-                let _ = tx.send(run);
-            }
-            drop(tx);
-            let compared: Vec<_> = handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(HistoryError::Body {
-                            object: what.clone(),
-                            detail: "a comparison thread panicked".into(),
-                        })
-                    })
-                })
-                .collect();
-            read.map(|()| compared)
-        })?;
-        for part in compared {
-            for (entry, fields) in part? {
-                entries[entry].fields = fields;
-            }
+                Ok(())
+            },
+            Decoder::default,
+            |decoder, run, out| compare_run(decoder, &run, opts, &defaults, &what, out),
+        )?;
+        for (entry, fields) in compared {
+            entries[entry].fields = fields;
         }
         // Listed last, then missing from a later relist.
         if previous.is_some()
@@ -242,47 +213,37 @@ fn entry(v: &VersionRow, kind: EntryType) -> Entry {
     }
 }
 
-/// A comparing thread: decodes runs of versions and finds the field changes
-/// of each from the one before, until the reader is done. On an error it
-/// stops; the others drain what is left.
-fn compare_runs(
-    rx: &Mutex<mpsc::Receiver<Run>>,
+/// Decodes a run of versions and finds the field changes of each from the
+/// one before it.
+fn compare_run(
+    decoder: &mut Decoder,
+    run: &Run,
     opts: &DiffOptions,
     defaults: &[(&str, &str)],
     what: &str,
-) -> Result<Vec<(usize, Vec<FieldChange>)>, HistoryError> {
+    out: &mut Vec<(usize, Vec<FieldChange>)>,
+) -> Result<(), HistoryError> {
     let body_error = |detail: String| HistoryError::Body {
         object: what.to_string(),
         detail,
     };
-    let mut decoder = Decoder::default();
     let mut decode = |body: &StoredBody| -> Result<String, HistoryError> {
         let raw = decoder
             .decode(body)
             .map_err(|e| body_error(e.to_string()))?;
         String::from_utf8(raw).map_err(|e| body_error(e.to_string()))
     };
-    let mut out = Vec::new();
-    // Bounded: ends when the reader drops its sender.
-    loop {
-        let run = match rx.lock() {
-            Ok(rx) => rx.recv(),
-            Err(_) => return Ok(out),
-        };
-        let Ok(run) = run else {
-            return Ok(out);
-        };
-        let mut before = run.start.as_deref().map(&mut decode).transpose()?;
-        for (entry, body) in &run.versions {
-            let after = decode(body)?;
-            if let (Some(entry), Some(b)) = (entry, &before) {
-                let (rb, ra) = reduce_pair(b, &after, opts, defaults)
-                    .map_err(|e| body_error(e.to_string()))?;
-                out.push((*entry, diff_objects(&rb, &ra, opts)));
-            }
-            before = Some(after);
+    let mut before = run.start.as_deref().map(&mut decode).transpose()?;
+    for (entry, body) in &run.versions {
+        let after = decode(body)?;
+        if let (Some(entry), Some(b)) = (entry, &before) {
+            let (rb, ra) =
+                reduce_pair(b, &after, opts, defaults).map_err(|e| body_error(e.to_string()))?;
+            out.push((*entry, diff_objects(&rb, &ra, opts)));
         }
+        before = Some(after);
     }
+    Ok(())
 }
 
 fn vanished(at: i64, list_rv: &str) -> Entry {
