@@ -214,7 +214,9 @@ pub async fn record(
     let stats = writer.stats();
     let names: Vec<String> = registered.iter().map(|(_, s, _)| s.name()).collect();
     let display = Display::new(options.mode, &names);
-    let (notice_tx, mut notice_rx) = tokio::sync::mpsc::channel(256);
+    // Unbounded: a warning is never dropped because the display fell behind
+    // (notices are few and small).
+    let (notice_tx, mut notice_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut statuses = Vec::new();
     let mut tasks = tokio::task::JoinSet::new();
     for (id, spec, prior) in registered {

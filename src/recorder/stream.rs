@@ -115,7 +115,7 @@ pub struct Stream {
     pub writer: WriterSender,
     pub opts: StreamOptions,
     pub status: Arc<Mutex<StreamStatus>>,
-    pub notices: tokio::sync::mpsc::Sender<Notice>,
+    pub notices: tokio::sync::mpsc::UnboundedSender<Notice>,
     /// The stream's last durable point from an earlier recorder run: the
     /// downtime since then is a gap.
     pub prior: Option<(i64, String)>,
@@ -132,7 +132,11 @@ pub enum StreamEnd {
 
 /// Why the watch loop handed control back.
 enum WatchEnd {
+    /// Stopped while watching: complete up to now.
     Stop,
+    /// Stopped before the watch was open again: complete only up to the last
+    /// durable point, so no stop checkpoint claims the time since.
+    StopUnconfirmed,
     /// History is lost: record a gap and relist.
     Expired(String),
     Unavailable(ApiError),
@@ -173,7 +177,7 @@ impl Stream {
     }
 
     fn notice(&self, text: String, warning: bool) {
-        let _ = self.notices.try_send(Notice {
+        let _ = self.notices.send(Notice {
             stream: self.name(),
             text,
             warning,
@@ -323,6 +327,7 @@ impl Stream {
                     }
                     return Ok(());
                 }
+                WatchEnd::StopUnconfirmed => return Ok(()),
                 WatchEnd::Unreadable(_) => {}
                 WatchEnd::Expired(reason) => {
                     expired_in_a_row += 1;
@@ -505,8 +510,14 @@ impl Stream {
                     let meta = match wire::object_meta(raw) {
                         Ok(m) => m,
                         Err(e) => {
-                            self.notice(format!("skipped an unreadable list item: {e}"), true);
-                            continue;
+                            // A baseline without it would say the object is gone:
+                            // no baseline at all is the truth.
+                            if items > 0 {
+                                self.send(Op::BaselineAbort { stream: self.id }).await?;
+                            }
+                            return Ok(ListEnd::Failed(ApiError::Decode(format!(
+                                "an unreadable list item: {e}"
+                            ))));
                         }
                     };
                     let body = if redact {
@@ -564,7 +575,7 @@ impl Stream {
                 Ok(b) => b,
                 Err(e) => return Ok(classify_watch_error(e, false)),
             },
-            _ = self.stop.changed() => return Ok(WatchEnd::Stop),
+            _ = self.stop.changed() => return Ok(WatchEnd::StopUnconfirmed),
         };
         self.set_phase(Phase::Watching);
         if self.opts.verbose {
@@ -576,6 +587,11 @@ impl Stream {
         let mut heartbeat = tokio::time::interval(self.opts.heartbeat);
         heartbeat.tick().await;
         let mut wrote_since_tick = false;
+        // The server ends a watch after `timeoutSeconds`; silence well past
+        // that means a dead connection that never closed. Heartbeats must not
+        // go on claiming coverage over it: reconnect from the same point.
+        let silence_limit = Duration::from_secs(u64::from(self.opts.watch_timeout_secs) + 30);
+        let mut last_line = tokio::time::Instant::now();
         loop {
             // Lines already received are handled without a trip through select!
             // (the fast path under load); the stop flag is still honoured.
@@ -589,6 +605,13 @@ impl Stream {
             } else {
                 tokio::select! {
                     line = body.next_line() => line,
+                    _ = tokio::time::sleep_until(last_line + silence_limit) => {
+                        return Ok(WatchEnd::Retry {
+                            why: format!("no word from the server for {}s", silence_limit.as_secs()),
+                            retry_after: None,
+                            healthy: false,
+                        });
+                    }
                     _ = heartbeat.tick() => {
                         if !wrote_since_tick {
                             let at = Millis::now().as_ms();
@@ -607,6 +630,7 @@ impl Stream {
                     _ = self.stop.changed() => return Ok(WatchEnd::Stop),
                 }
             };
+            last_line = tokio::time::Instant::now();
             let healthy = got_data || started.elapsed() >= Duration::from_secs(10);
             let line = match line {
                 Ok(Some(line)) => line,
@@ -677,16 +701,13 @@ impl Stream {
                 Ok(WireEvent::Error(e)) => return Ok(classify_watch_error(e, true)),
                 Err(bad) => {
                     // Never journaled, never skipped silently: say so and resume from
-                    // the last event before it, so whatever the line held is resent.
+                    // the last event before it, so whatever the line held is resent;
+                    // the same line three times in a row becomes a gap and a relist.
                     self.notice(
                         format!("{bad}; reconnecting from resourceVersion {current_rv}"),
                         true,
                     );
-                    return Ok(WatchEnd::Retry {
-                        why: "malformed line".into(),
-                        retry_after: None,
-                        healthy: false,
-                    });
+                    return Ok(WatchEnd::Unreadable(bad.to_string()));
                 }
             }
         }
