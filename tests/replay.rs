@@ -482,6 +482,14 @@ fn apply_needs_confirm_creates_exactly_the_plan_and_is_idempotent() {
         before,
         "nothing written without --confirm"
     );
+    // A bad flag is refused before anything is written, not after.
+    let bad_flag = env.run(&["replay", "apply", &id, "--confirm", "-o", "table"]);
+    assert_eq!(bad_flag.code, Some(2), "{}", bad_flag.stderr);
+    assert_eq!(
+        env.sim.event_log().len(),
+        before,
+        "nothing written on a bad -o"
+    );
 
     let source_before = objects_in(&env.sim, "shop");
     let applied = env.run(&["replay", "apply", &id, "--confirm", "-o", "json"]);

@@ -156,17 +156,6 @@ async fn plan(global: &GlobalArgs, args: PlanArgs) -> CliResult {
     })
 }
 
-/// Whether objects of `kind` can be in a plan with these `--include`s.
-fn plannable(kind: &str, include: &[String]) -> bool {
-    match policy::kind_rule(kind) {
-        None => true,
-        Some(policy::Exclusion::ByDefault(_)) => {
-            include.iter().any(|k| k.eq_ignore_ascii_case(kind))
-        }
-        Some(policy::Exclusion::Always(_)) => false,
-    }
-}
-
 /// The kinds `--include` names, as kinds (`jobs` -> `Job`); anything else is a
 /// usage error.
 fn check_includes(include: &[String]) -> CliResult<Vec<String>> {
@@ -209,7 +198,7 @@ pub(crate) async fn make_plan(
         {
             ArgTarget::Type(r) => {
                 if let Some(rule) = policy::kind_rule(&r.kind)
-                    && !include.iter().any(|k| k == &r.kind)
+                    && !policy::plannable(&r.kind, &include)
                 {
                     return Err(CliError::runtime(format!(
                         "refusing to replay {}: {}",
@@ -248,7 +237,7 @@ pub(crate) async fn make_plan(
     let left_out: std::collections::HashSet<String> = history
         .streams_in(&scope)
         .iter()
-        .filter(|s| !plannable(&s.info.resource.kind, &include))
+        .filter(|s| !policy::plannable(&s.info.resource.kind, &include))
         .map(|s| s.info.name())
         .collect();
     let completeness = crate::history::complete::Completeness {
@@ -537,6 +526,8 @@ fn list(global: &GlobalArgs, _args: ListArgs) -> CliResult {
 }
 
 async fn apply(global: &GlobalArgs, args: ApplyArgs) -> CliResult {
+    // Flags are checked before anything is written.
+    let format = global.format(Format::Text, &[Format::Text, Format::Json, Format::Yaml])?;
     let journal = Journal::open(&global.store_path()?)?;
     let mut plan = load(&journal, &args.plan)?;
     if !args.confirm {
@@ -594,7 +585,6 @@ async fn apply(global: &GlobalArgs, args: ApplyArgs) -> CliResult {
             plan.id
         ))
     })?;
-    let format = global.format(Format::Text, &[Format::Text, Format::Json, Format::Yaml])?;
     super::out(&match format {
         Format::Json => render::json(&plan_json(&plan)),
         Format::Yaml => render::yaml(&plan_json(&plan)),

@@ -68,9 +68,14 @@ pub fn include_kind(name: &str) -> Option<&'static str> {
     })
 }
 
-/// Whether `--include KIND` may bring `kind` back.
-pub fn includable(kind: &str) -> bool {
-    matches!(kind_rule(kind), Some(Exclusion::ByDefault(_)))
+/// Whether objects of `kind` can be in a plan with these `--include`s (kinds
+/// as [`include_kind`] names them).
+pub fn plannable(kind: &str, include: &[String]) -> bool {
+    match kind_rule(kind) {
+        None => true,
+        Some(Exclusion::ByDefault(_)) => include.iter().any(|k| k.eq_ignore_ascii_case(kind)),
+        Some(Exclusion::Always(_)) => false,
+    }
 }
 
 /// The reason one recorded object stays out of a plan, if it does.
@@ -85,12 +90,10 @@ pub fn exclusion(kind: &str, object: &Value, include: &[String]) -> Option<Strin
     {
         return Some("created by the cluster in every namespace".into());
     }
-    let included = include.iter().any(|k| k.eq_ignore_ascii_case(kind));
-    if let Some(rule) = kind_rule(kind) {
-        match rule {
-            Exclusion::ByDefault(_) if included => {}
-            other => return Some(other.reason()),
-        }
+    if let Some(rule) = kind_rule(kind)
+        && !plannable(kind, include)
+    {
+        return Some(rule.reason());
     }
     // Children of a controller are recreated by it.
     if let Some(owner) = object
@@ -176,7 +179,13 @@ mod tests {
         let lb = json!({"metadata": {"name": "s"}, "spec": {"type": "LoadBalancer"}});
         assert!(exclusion("Service", &lb, &none).is_some());
         assert_eq!(exclusion("Service", &lb, &["LoadBalancer".into()]), None);
+        // --include brings back what is left out by default, and only that.
+        let includable = |kind: &str| {
+            matches!(kind_rule(kind), Some(Exclusion::ByDefault(_)))
+                && plannable(kind, &[kind.to_string()])
+        };
         assert!(!includable("Secret") && includable("Job") && !includable("ConfigMap"));
+        assert!(!plannable("Job", &[]) && plannable("ConfigMap", &[]));
         for (name, kind) in [
             ("job", "Job"),
             ("Jobs", "Job"),

@@ -149,7 +149,7 @@ async fn apply_in_order(plan: &mut Plan, access: &ClusterAccess) -> Result<bool,
             .cloned()
             .ok_or_else(|| Unreachable(ApiError::Decode("the plan has no Namespace".into())))?;
         match apply_one(access, &ns, &manager, false).await {
-            Ok(a) => plan.applied.push(applied(&ns, a.code, None)),
+            Ok(a) => plan.applied.push(applied(&ns, a.code)),
             Err(e) if is_transport(&e) => return Err(Unreachable(e)),
             Err(e) => {
                 plan.applied.push(failed(&ns, &e));
@@ -186,16 +186,20 @@ async fn apply_in_order(plan: &mut Plan, access: &ClusterAccess) -> Result<bool,
         .cloned()
         .collect();
     for (i, o) in todo.iter().enumerate() {
-        let before = api::get(access, &o.resource, o.namespace.as_deref(), &o.name)
-            .await
-            .map_err(Unreachable)?
-            .and_then(|v| v.pointer("/metadata/resourceVersion").cloned());
+        // The resourceVersion there before (`Some(None)`: nothing there), to
+        // tell `unchanged` from `configured`; `None` when the target may patch
+        // but not read it.
+        let before = match api::get(access, &o.resource, o.namespace.as_deref(), &o.name).await {
+            Ok(found) => Some(found.and_then(|v| v.pointer("/metadata/resourceVersion").cloned())),
+            Err(e) if is_transport(&e) => return Err(Unreachable(e)),
+            Err(_) => None,
+        };
         match apply_one(access, o, &manager, false).await {
             Ok(a) => {
                 let after = a.object.pointer("/metadata/resourceVersion").cloned();
-                let result = if a.code == 201 || before.is_none() {
+                let result = if a.code == 201 || before == Some(None) {
                     "created"
-                } else if before == after {
+                } else if before == Some(after) {
                     "unchanged"
                 } else {
                     "configured"
@@ -228,12 +232,12 @@ async fn apply_in_order(plan: &mut Plan, access: &ClusterAccess) -> Result<bool,
     Ok(true)
 }
 
-fn applied(o: &PlanObject, code: u16, message: Option<String>) -> AppliedObject {
+fn applied(o: &PlanObject, code: u16) -> AppliedObject {
     AppliedObject {
         kind: o.kind.clone(),
         name: o.name.clone(),
         result: if code == 201 { "created" } else { "configured" }.into(),
-        message,
+        message: None,
     }
 }
 
