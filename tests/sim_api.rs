@@ -733,7 +733,7 @@ async fn expire_watches_sends_410_into_open_streams() {
         other => panic!("expected ERROR 410, got {other:?}"),
     }
     assert!(next(&mut w).await.is_none());
-    assert!(sim.wait_open_watches_async(0, WAIT).await || sim.open_watches() == 0);
+    assert!(all_watches_close(&sim).await);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -779,11 +779,17 @@ async fn drop_watches_ends_streams_abruptly() {
     // kube-rs ends the stream on "unexpected EOF during chunk".
     assert!(next(&mut a).await.is_none());
     assert!(next(&mut b).await.is_none());
+    assert!(all_watches_close(&sim).await);
+}
+
+/// Whether the simulator's open watches drop to none before the deadline.
+async fn all_watches_close(sim: &Simulator) -> bool {
     let deadline = tokio::time::Instant::now() + WAIT;
+    // Bounded by the deadline.
     while sim.open_watches() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    assert_eq!(sim.open_watches(), 0);
+    sim.open_watches() == 0
 }
 
 #[tokio::test(flavor = "multi_thread")]

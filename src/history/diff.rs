@@ -12,7 +12,7 @@ use crate::diff::{
 };
 use crate::journal::versions::{Decoder, ObjectRow, StoredBody};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Change {
@@ -330,13 +330,4 @@ fn with_managed_fields(
             m.insert("managedFields".into(), fields);
         }
     }
-}
-
-/// Objects of a diff grouped for display: by namespace, then kind and name.
-pub fn by_namespace(objects: &[ObjectDiff]) -> BTreeMap<&str, Vec<&ObjectDiff>> {
-    let mut out: BTreeMap<&str, Vec<&ObjectDiff>> = BTreeMap::new();
-    for o in objects {
-        out.entry(o.namespace.as_str()).or_default().push(o);
-    }
-    out
 }

@@ -356,42 +356,6 @@ impl Journal {
         })
     }
 
-    /// The exact bytes of a stored body.
-    pub fn body(&self, id: i64) -> Result<Vec<u8>, JournalError> {
-        let mut codec = super::codec::Codec::new();
-        self.body_with(&mut codec, id)
-    }
-
-    fn body_with(&self, codec: &mut super::codec::Codec, id: i64) -> Result<Vec<u8>, JournalError> {
-        let row = |id: i64| -> Result<(Option<i64>, i64, Vec<u8>), JournalError> {
-            self.conn()
-                .prepare_cached("SELECT base_id, raw_len, data FROM bodies WHERE id = ?1")
-                .and_then(|mut s| {
-                    s.query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                })
-                .map_err(|e| self.err(e))
-        };
-        let codec_err = |source| JournalError::Codec {
-            path: self.path().to_path_buf(),
-            source,
-        };
-        let (base, raw_len, data) = row(id)?;
-        let base_raw = match base {
-            None => None,
-            Some(base_id) => {
-                let (_, base_len, base_data) = row(base_id)?;
-                Some(
-                    codec
-                        .decode(&base_data, base_len as usize, None)
-                        .map_err(codec_err)?,
-                )
-            }
-        };
-        codec
-            .decode(&data, raw_len as usize, base_raw.as_deref())
-            .map_err(codec_err)
-    }
-
     /// Records with `seq > after`, oldest first, at most `limit`, bodies decoded.
     pub fn records_after(&self, after: i64, limit: usize) -> Result<Vec<RecordView>, JournalError> {
         let mut stmt = self
@@ -425,11 +389,12 @@ impl Journal {
             })
             .and_then(|rows| rows.collect())
             .map_err(|e| self.err(e))?;
-        let mut codec = super::codec::Codec::new();
+        // Shares decoded keyframes between the deltas that need them.
+        let mut bodies = super::versions::BodyReader::new();
         let mut out = Vec::with_capacity(rows.len());
         for (mut view, body_id) in rows {
             if let Some(id) = body_id {
-                view.body = Some(self.body_with(&mut codec, id)?);
+                view.body = Some(bodies.read(self, id)?);
             }
             out.push(view);
         }
