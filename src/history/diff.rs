@@ -136,6 +136,8 @@ impl History<'_> {
     ) -> Result<(), HistoryError> {
         let mut index = 0;
         let mut batch = Vec::with_capacity(BATCH);
+        // The objects with a record in the window, looked up once for all streams.
+        let touched_rows = self.objects(touched)?;
         for stream in streams {
             // Each stream answers for the part of the window it covers: changes
             // count from its first baseline, and end where its watch ended.
@@ -145,20 +147,21 @@ impl History<'_> {
             if t1 >= t2 {
                 continue;
             }
-            let mut candidates: HashSet<i64> = touched.clone();
             // A relist in the window can drop objects without a record of theirs
             // in it (deleted during a gap): everything present at t1 may differ.
+            let mut extra = HashSet::new();
             if stream
                 .baselines
                 .iter()
                 .any(|b| b.observed_at > t1 && b.observed_at <= t2)
                 && let Some(present) = self.stream_at(stream, t1)?
             {
-                candidates.extend(present.keys());
+                extra.extend(present.keys().filter(|id| !touched_rows.contains_key(id)));
             }
-            let rows = self.objects(&candidates)?;
-            let mut mine: Vec<_> = rows
+            let extra_rows = self.objects(&extra)?;
+            let mut mine: Vec<_> = touched_rows
                 .values()
+                .chain(extra_rows.values())
                 .filter(|o| o.stream == stream.info.id)
                 .filter(
                     |o| match (&scope.namespace, stream.info.resource.namespaced) {
