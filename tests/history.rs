@@ -32,12 +32,6 @@ fn now() -> Millis {
     Millis::now()
 }
 
-fn wait_events(env: &Env, stream: &str, n: usize) {
-    env.wait_for(&format!("{n} events in {stream}"), || {
-        std::panic::catch_unwind(|| env.events(stream).len()).unwrap_or(0) >= n
-    });
-}
-
 fn edit(env: &Env, api_version: &str, kind: &str, name: &str, change: impl FnOnce(&mut Value)) {
     let mut obj = env.sim.get(api_version, kind, Some("shop"), name).unwrap();
     change(&mut obj);
@@ -52,16 +46,8 @@ fn incident() -> Incident {
     env.wait_baselines(1);
     let t0 = now();
 
-    env.sim
-        .patch_merge(
-            "apps/v1",
-            "Deployment",
-            Some("shop"),
-            "frontend",
-            &json!({"spec": {"replicas": 3}}),
-        )
-        .unwrap();
-    wait_events(&env, DEPLOY, 1);
+    env.scale("frontend", 3);
+    env.wait_events(DEPLOY, 1);
     let t_scaled = now();
 
     edit(
@@ -74,18 +60,10 @@ fn incident() -> Incident {
                 json!("example.com/productcatalog:v2");
         },
     );
-    wait_events(&env, DEPLOY, 2);
+    env.wait_events(DEPLOY, 2);
     let t_image = now();
 
-    env.sim
-        .patch_merge(
-            "v1",
-            "ConfigMap",
-            Some("shop"),
-            "feature-flags",
-            &json!({"data": {"new-checkout": "true"}}),
-        )
-        .unwrap();
+    env.patch_cm("feature-flags", "new-checkout", "true");
     env.sim
         .patch_merge(
             "apps/v1",
@@ -102,36 +80,20 @@ fn incident() -> Incident {
         .create(json!({"apiVersion": "v1", "kind": "ConfigMap",
                        "metadata": {"name": "promo", "namespace": "shop"}, "data": {"code": "BF2026"}}))
         .unwrap();
-    wait_events(&env, CM, 3);
-    wait_events(&env, DEPLOY, 3);
+    env.wait_events(CM, 3);
+    env.wait_events(DEPLOY, 3);
 
     // History lost: every request of the recorder waits while the change below
     // happens, so it falls into the gap.
     env.sim.set_delay(Duration::from_millis(400));
     env.sim.compact();
     env.sim.expire_watches();
-    env.sim
-        .patch_merge(
-            "v1",
-            "ConfigMap",
-            Some("shop"),
-            "frontend-config",
-            &json!({"data": {"log_level": "debug"}}),
-        )
-        .unwrap();
+    env.patch_cm("frontend-config", "log_level", "debug");
     env.sim.set_delay(Duration::ZERO);
     env.wait_baselines(2);
 
-    env.sim
-        .patch_merge(
-            "apps/v1",
-            "Deployment",
-            Some("shop"),
-            "cartservice",
-            &json!({"spec": {"replicas": 2}}),
-        )
-        .unwrap();
-    wait_events(&env, DEPLOY, 4);
+    env.scale("cartservice", 2);
+    env.wait_events(DEPLOY, 4);
     let t_end = now();
 
     // Readers work while the recorder holds the journal.
@@ -758,16 +720,8 @@ fn a_forbidden_resource_leaves_namespace_wide_answers_incomplete_until_narrowed(
         std::panic::catch_unwind(|| env.coverage(DEPLOY).from.is_some()).unwrap_or(false)
     });
     let t0 = now();
-    env.sim
-        .patch_merge(
-            "apps/v1",
-            "Deployment",
-            Some("shop"),
-            "frontend",
-            &json!({"spec": {"replicas": 4}}),
-        )
-        .unwrap();
-    wait_events(&env, DEPLOY, 1);
+    env.scale("frontend", 4);
+    env.wait_events(DEPLOY, 1);
     let t1 = now();
     let wide = json_of(
         &env,

@@ -4,22 +4,14 @@
 mod common;
 
 use common::Env;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Records configmaps and deployments with one 410 gap in the configmaps stream.
 fn recorded() -> Env {
     let env = Env::shop();
     let rec = env.start_recorder(&["cm", "deploy"]);
     env.wait_baselines(1);
-    env.sim
-        .patch_merge(
-            "v1",
-            "ConfigMap",
-            Some("shop"),
-            "feature-flags",
-            &json!({"data": {"x": "1"}}),
-        )
-        .unwrap();
+    env.patch_cm("feature-flags", "x", "1");
     env.wait_for("the event", || {
         std::panic::catch_unwind(|| env.coverage("configmaps.v1@shop").events).unwrap_or(0) == 1
     });

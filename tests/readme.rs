@@ -117,15 +117,7 @@ fn every_command_in_the_readme_runs() {
     let rec = env.start_recorder(&["-n", "shop"]);
     env.wait_baselines(1);
     let at = krply::time::Millis::now().to_string();
-    env.sim
-        .patch_merge(
-            "apps/v1",
-            "Deployment",
-            Some("shop"),
-            "frontend",
-            &serde_json::json!({"spec": {"replicas": 4}}),
-        )
-        .unwrap();
+    env.scale("frontend", 4);
     env.wait_for("the change to be journaled", || {
         env.run(&["timeline", "deploy/frontend", "-n", "shop", "-o", "json"])
             .stdout

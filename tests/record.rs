@@ -12,18 +12,6 @@ use std::time::Duration;
 const CM: &str = "configmaps.v1@shop";
 const DEPLOY: &str = "deployments.v1.apps@shop";
 
-fn patch_cm(env: &Env, name: &str, key: &str, value: &str) {
-    env.sim
-        .patch_merge(
-            "v1",
-            "ConfigMap",
-            Some("shop"),
-            name,
-            &json!({"data": {key: value}}),
-        )
-        .expect("patch");
-}
-
 fn new_cm(name: &str, labels: serde_json::Value) -> serde_json::Value {
     json!({
         "apiVersion": "v1",
@@ -43,12 +31,6 @@ fn last_baseline_rv(env: &Env, stream: &str) -> u64 {
         .expect("a baseline")
         .parse()
         .unwrap()
-}
-
-fn wait_events(env: &Env, stream: &str, n: usize) {
-    env.wait_for(&format!("{n} events in {stream}"), || {
-        std::panic::catch_unwind(|| env.events(stream).len()).unwrap_or(0) >= n
-    });
 }
 
 #[test]
@@ -84,27 +66,19 @@ fn baseline_then_live_events_match_the_simulator_exactly() {
     }
     let base = last_baseline_rv(&env, CM);
 
-    patch_cm(&env, "frontend-config", "log_level", "debug");
+    env.patch_cm("frontend-config", "log_level", "debug");
     env.sim
         .create(new_cm("temp", json!({"team": "a"})))
         .unwrap();
     env.sim
         .delete("v1", "ConfigMap", Some("shop"), "temp")
         .unwrap();
-    env.sim
-        .patch_merge(
-            "apps/v1",
-            "Deployment",
-            Some("shop"),
-            "frontend",
-            &json!({"spec": {"replicas": 3}}),
-        )
-        .unwrap();
+    env.scale("frontend", 3);
 
     let expected = env.sim_events("configmaps", "shop", base);
     assert_eq!(expected.len(), 3);
-    wait_events(&env, CM, 3);
-    wait_events(&env, DEPLOY, 1);
+    env.wait_events(CM, 3);
+    env.wait_events(DEPLOY, 1);
     let out = rec.stop();
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(out.stdout.contains("recorded"), "{}", out.stdout);
@@ -128,20 +102,20 @@ fn a_dropped_connection_resumes_from_the_exact_resource_version() {
     let rec = env.start_recorder(&["cm"]);
     env.wait_baselines(1);
     let base = last_baseline_rv(&env, CM);
-    patch_cm(&env, "frontend-config", "a", "1");
-    wait_events(&env, CM, 1);
+    env.patch_cm("frontend-config", "a", "1");
+    env.wait_events(CM, 1);
     let watches_before = count_watch_requests(&env);
     env.sim.drop_watches();
     // Changes while the recorder reconnects must all arrive, once.
     for i in 0..5 {
-        patch_cm(&env, "feature-flags", "step", &i.to_string());
+        env.patch_cm("feature-flags", "step", &i.to_string());
     }
     env.wait_for("a new watch request", || {
         count_watch_requests(&env) > watches_before
     });
-    wait_events(&env, CM, 6);
-    patch_cm(&env, "frontend-config", "a", "2");
-    wait_events(&env, CM, 7);
+    env.wait_events(CM, 6);
+    env.patch_cm("frontend-config", "a", "2");
+    env.wait_events(CM, 7);
     let out = rec.stop();
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert_eq!(env.events(CM), env.sim_events("configmaps", "shop", base));
@@ -200,15 +174,7 @@ fn bookmarks_advance_the_checkpoint_and_change_no_object() {
     let rec = env.start_recorder(&["cm"]);
     env.wait_baselines(1);
     // Writes elsewhere move the global resourceVersion; bookmarks carry it.
-    env.sim
-        .patch_merge(
-            "apps/v1",
-            "Deployment",
-            Some("shop"),
-            "frontend",
-            &json!({"spec": {"replicas": 2}}),
-        )
-        .unwrap();
+    env.scale("frontend", 2);
     let target: u64 = env.sim.current_rv().parse().unwrap();
     env.wait_for(
         "a bookmark checkpoint at the current resourceVersion",
@@ -315,19 +281,19 @@ fn no_bookmarks_means_none_are_asked_for() {
 fn expire_and_check(env: &Env, args: &[&str], expire: impl Fn(&Env)) {
     let rec = env.start_recorder(args);
     env.wait_baselines(1);
-    patch_cm(env, "frontend-config", "before", "gap");
-    wait_events(env, CM, 1);
+    env.patch_cm("frontend-config", "before", "gap");
+    env.wait_events(CM, 1);
     // Hold every request the recorder makes while history is lost, so that the
     // change below falls into the gap whatever the scheduling.
     env.sim.set_delay(Duration::from_millis(500));
     expire(env);
     // A change nobody watched: the relist shows its result, not the event.
-    patch_cm(env, "frontend-config", "during", "gap");
+    env.patch_cm("frontend-config", "during", "gap");
     env.sim.set_delay(Duration::ZERO);
     env.wait_baselines(2);
     let base2 = last_baseline_rv(env, CM);
-    patch_cm(env, "frontend-config", "after", "gap");
-    wait_events(env, CM, 2);
+    env.patch_cm("frontend-config", "after", "gap");
+    env.wait_events(CM, 2);
     let out = rec.stop();
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let cov = env.coverage(CM);
@@ -375,15 +341,7 @@ fn a_410_in_the_stream_is_one_gap_then_a_new_baseline() {
 
 /// History the recorder has not seen is compacted away while it reconnects.
 fn lose_history_while_reconnecting(env: &Env) {
-    env.sim
-        .patch_merge(
-            "apps/v1",
-            "Deployment",
-            Some("shop"),
-            "frontend",
-            &json!({"spec": {"replicas": 2}}),
-        )
-        .unwrap();
+    env.scale("frontend", 2);
     env.sim.compact();
     env.sim.drop_watches();
 }
@@ -417,16 +375,8 @@ fn a_forbidden_resource_is_unavailable_while_the_others_record() {
     env.wait_for("the deployments baseline", || {
         std::panic::catch_unwind(|| env.coverage(DEPLOY).from.is_some()).unwrap_or(false)
     });
-    env.sim
-        .patch_merge(
-            "apps/v1",
-            "Deployment",
-            Some("shop"),
-            "frontend",
-            &json!({"spec": {"replicas": 4}}),
-        )
-        .unwrap();
-    wait_events(&env, DEPLOY, 1);
+    env.scale("frontend", 4);
+    env.wait_events(DEPLOY, 1);
     env.wait_for("configmaps marked unavailable", || {
         std::panic::catch_unwind(|| {
             env.coverage(CM).state == krply::journal::read::StreamState::Unavailable
@@ -453,16 +403,16 @@ fn a_restart_records_the_downtime_as_a_gap_and_duplicates_nothing() {
     let env = Env::shop();
     let rec = env.start_recorder(&["cm"]);
     env.wait_baselines(1);
-    patch_cm(&env, "frontend-config", "run", "1");
-    wait_events(&env, CM, 1);
+    env.patch_cm("frontend-config", "run", "1");
+    env.wait_events(CM, 1);
     assert_eq!(rec.stop().code, Some(0));
     let first_run = env.events(CM);
 
-    patch_cm(&env, "frontend-config", "while", "stopped");
+    env.patch_cm("frontend-config", "while", "stopped");
     let rec = env.start_recorder(&["cm"]);
     env.wait_baselines(2);
-    patch_cm(&env, "frontend-config", "run", "2");
-    wait_events(&env, CM, 2);
+    env.patch_cm("frontend-config", "run", "2");
+    env.wait_events(CM, 2);
     assert_eq!(rec.stop().code, Some(0));
 
     let cov = env.coverage(CM);
@@ -558,7 +508,7 @@ fn secrets_are_refused_or_stored_only_as_digests() {
             &json!({"data": {"other": b64}}),
         )
         .unwrap();
-    wait_events(&env, "secrets.v1@shop", 1);
+    env.wait_events("secrets.v1@shop", 1);
     assert_eq!(rec.stop().code, Some(0));
     let mut bytes = std::fs::read(&env.store).unwrap();
     bytes.extend(std::fs::read(format!("{}-wal", env.store.display())).unwrap_or_default());
@@ -608,7 +558,7 @@ fn all_namespaces_records_every_namespace_and_namespaces_themselves() {
         })
         .unwrap_or(false)
     });
-    wait_events(&env, "namespaces.v1", 1);
+    env.wait_events("namespaces.v1", 1);
     assert_eq!(rec.stop().code, Some(0));
     let listed_namespaces: std::collections::BTreeSet<String> = env
         .records("configmaps.v1@*")
@@ -638,9 +588,9 @@ fn a_label_selector_records_only_matching_objects() {
         .map(|r| r.name.clone().unwrap())
         .collect();
     assert_eq!(listed, ["web-a"]);
-    patch_cm(&env, "db-a", "x", "1");
-    patch_cm(&env, "web-a", "x", "1");
-    wait_events(&env, stream, 1);
+    env.patch_cm("db-a", "x", "1");
+    env.patch_cm("web-a", "x", "1");
+    env.wait_events(stream, 1);
     assert_eq!(rec.stop().code, Some(0));
     let events = env.events(stream);
     assert_eq!(events.len(), 1);
@@ -688,8 +638,8 @@ fn a_removed_crd_makes_its_stream_unavailable_while_the_others_record() {
         })
         .unwrap_or(false)
     });
-    patch_cm(&env, "frontend-config", "still", "recording");
-    wait_events(&env, CM, 1);
+    env.patch_cm("frontend-config", "still", "recording");
+    env.wait_events(CM, 1);
     let out = rec.stop();
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(out.stderr.contains("404"), "{}", out.stderr);
@@ -733,7 +683,7 @@ fn a_custom_resource_is_recorded_with_its_unknown_fields() {
         )
         .unwrap();
     let stream = "widgets.v1.example.com@shop";
-    wait_events(&env, stream, 1);
+    env.wait_events(stream, 1);
     assert_eq!(rec.stop().code, Some(0));
     let item = env
         .records(stream)
@@ -790,7 +740,7 @@ fn kill_9_during_heavy_writes_leaves_a_sound_journal_and_the_next_run_resumes_wi
             }
         })
     };
-    wait_events(&env, CM, 500);
+    env.wait_events(CM, 500);
     rec.kill9();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
@@ -823,11 +773,11 @@ fn a_malformed_line_is_never_journaled_and_nothing_is_lost() {
     let rec = env.start_recorder(&["cm"]);
     env.wait_baselines(1);
     let base = last_baseline_rv(&env, CM);
-    patch_cm(&env, "frontend-config", "k", "1");
-    wait_events(&env, CM, 1);
+    env.patch_cm("frontend-config", "k", "1");
+    env.wait_events(CM, 1);
     env.sim.inject_malformed_line();
-    patch_cm(&env, "frontend-config", "k", "2");
-    wait_events(&env, CM, 2);
+    env.patch_cm("frontend-config", "k", "2");
+    env.wait_events(CM, 2);
     let out = rec.stop();
     assert_eq!(out.code, Some(0));
     assert!(
@@ -847,8 +797,8 @@ fn throttling_is_retried_after_the_requested_delay_without_a_gap() {
     let base = last_baseline_rv(&env, CM);
     env.sim.fail_next_requests(2, 429, Some(1));
     env.sim.drop_watches();
-    patch_cm(&env, "frontend-config", "k", "1");
-    wait_events(&env, CM, 1);
+    env.patch_cm("frontend-config", "k", "1");
+    env.wait_events(CM, 1);
     let out = rec.stop();
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(out.stderr.contains("429"), "{}", out.stderr);

@@ -401,21 +401,25 @@ fn only_the_kinds_a_plan_can_hold_decide_its_completeness() {
     assert_eq!(refused.code, Some(1), "{}", refused.stderr);
 }
 
-#[test]
-fn a_conflict_with_another_manager_fails_the_dry_run_and_names_the_field() {
-    let env = recorded();
-    env.sim
-        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop-copy"}}))
+/// Creates namespace shop-copy and server-side-applies the shop frontend
+/// Deployment into it with 7 replicas as field manager "helm".
+fn helm_owns_frontend_replicas_in_shop_copy(sim: &Simulator) {
+    sim.create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop-copy"}}))
         .unwrap();
-    // Someone else owns the frontend's replica count there.
-    let mut taken = env
-        .sim
+    let mut taken = sim
         .get("apps/v1", "Deployment", Some("shop"), "frontend")
         .unwrap();
     taken["metadata"] = json!({"name": "frontend", "namespace": "shop-copy"});
     taken["spec"]["replicas"] = json!(7);
     taken.as_object_mut().unwrap().remove("status");
-    env.sim.apply(taken, "helm", false, false).unwrap();
+    sim.apply(taken, "helm", false, false).unwrap();
+}
+
+#[test]
+fn a_conflict_with_another_manager_fails_the_dry_run_and_names_the_field() {
+    let env = recorded();
+    // Someone else owns the frontend's replica count there.
+    helm_owns_frontend_replicas_in_shop_copy(&env.sim);
     let (out, p) = plan(&env, &[]);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert_eq!(p["status"], "dry-run-failed");
@@ -670,17 +674,7 @@ fn objects_validated_at_apply_are_dry_run_before_anything_is_written() {
     let id = p["id"].as_str().unwrap();
     // Between plan and apply, someone else creates the namespace and takes
     // the frontend's replica count there.
-    env.sim
-        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop-copy"}}))
-        .unwrap();
-    let mut taken = env
-        .sim
-        .get("apps/v1", "Deployment", Some("shop"), "frontend")
-        .unwrap();
-    taken["metadata"] = json!({"name": "frontend", "namespace": "shop-copy"});
-    taken["spec"]["replicas"] = json!(7);
-    taken.as_object_mut().unwrap().remove("status");
-    env.sim.apply(taken, "helm", false, false).unwrap();
+    helm_owns_frontend_replicas_in_shop_copy(&env.sim);
     let before = objects_in(&env.sim, "shop-copy");
     let applied = env.run(&["replay", "apply", id, "--confirm", "-o", "json"]);
     assert_eq!(applied.code, Some(1), "{}", applied.stdout);

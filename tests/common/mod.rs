@@ -173,6 +173,39 @@ impl Env {
             .collect()
     }
 
+    /// Merge-patches Deployment `deployment` in "shop" to `replicas` replicas.
+    pub fn scale(&self, deployment: &str, replicas: i64) {
+        self.sim
+            .patch_merge(
+                "apps/v1",
+                "Deployment",
+                Some("shop"),
+                deployment,
+                &serde_json::json!({"spec": {"replicas": replicas}}),
+            )
+            .unwrap();
+    }
+
+    /// Merge-patches one data key of ConfigMap `name` in "shop".
+    pub fn patch_cm(&self, name: &str, key: &str, value: &str) {
+        self.sim
+            .patch_merge(
+                "v1",
+                "ConfigMap",
+                Some("shop"),
+                name,
+                &serde_json::json!({"data": {key: value}}),
+            )
+            .expect("patch");
+    }
+
+    /// Waits until the stream has at least `n` live events.
+    pub fn wait_events(&self, stream: &str, n: usize) {
+        self.wait_for(&format!("{n} events in {stream}"), || {
+            std::panic::catch_unwind(|| self.events(stream).len()).unwrap_or(0) >= n
+        });
+    }
+
     /// The simulator's own log for one resource in one namespace, after `rv`.
     pub fn sim_events(
         &self,
