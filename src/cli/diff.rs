@@ -5,7 +5,7 @@ use super::args::GlobalArgs;
 use super::reader::Reader;
 use crate::diff::{DiffOptions, render_value, strip_noise};
 use crate::error::CliResult;
-use crate::history::diff::{Change, DiffAnswer, ObjectDiff};
+use crate::history::diff::{Change, DiffAnswer, Field, ObjectDiff};
 use crate::render::{self, Format, Paint};
 use crate::time::Millis;
 use clap::Args;
@@ -46,14 +46,6 @@ pub struct DiffArgs {
 }
 
 #[derive(Serialize)]
-struct FieldOut {
-    path: String,
-    before: Option<Value>,
-    after: Option<Value>,
-    manager: Option<String>,
-}
-
-#[derive(Serialize)]
 struct ObjectOut<'a> {
     kind: &'a str,
     #[serde(rename = "apiVersion")]
@@ -62,7 +54,7 @@ struct ObjectOut<'a> {
     name: &'a str,
     change: &'static str,
     stream: &'a str,
-    fields: Vec<FieldOut>,
+    fields: &'a [Field],
 }
 
 #[derive(Serialize)]
@@ -138,16 +130,7 @@ fn object_out(o: &ObjectDiff) -> ObjectOut<'_> {
         name: &o.name,
         change: o.change.as_str(),
         stream: &o.stream,
-        fields: o
-            .fields
-            .iter()
-            .map(|f| FieldOut {
-                path: f.change.path.to_string(),
-                before: f.change.before.clone(),
-                after: f.change.after.clone(),
-                manager: f.manager.clone(),
-            })
-            .collect(),
+        fields: &o.fields,
     }
 }
 

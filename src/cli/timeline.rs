@@ -3,6 +3,7 @@
 use super::answer::{self, StrictArg};
 use super::args::GlobalArgs;
 use super::reader::Reader;
+use crate::diff::FieldChange;
 use crate::diff::{DiffOptions, render_value};
 use crate::error::{CliError, CliResult};
 use crate::history::timeline::{Entry, EntryType};
@@ -10,7 +11,6 @@ use crate::render::{self, Format, Paint};
 use crate::time::Millis;
 use clap::Args;
 use serde::Serialize;
-use serde_json::Value;
 
 /// Show every recorded version of one object, oldest first, with the gaps of its stream
 #[derive(Debug, Args)]
@@ -34,13 +34,6 @@ pub struct TimelineArgs {
 }
 
 #[derive(Serialize)]
-struct FieldOut {
-    path: String,
-    before: Option<Value>,
-    after: Option<Value>,
-}
-
-#[derive(Serialize)]
 struct GapOut {
     from: String,
     to: Option<String>,
@@ -48,13 +41,13 @@ struct GapOut {
 }
 
 #[derive(Serialize)]
-struct EntryOut {
+struct EntryOut<'a> {
     observed_at: String,
     resource_version: Option<String>,
     #[serde(rename = "type")]
     kind: &'static str,
     synthetic: bool,
-    fields: Vec<FieldOut>,
+    fields: &'a [FieldChange],
     #[serde(skip_serializing_if = "Option::is_none")]
     gap: Option<GapOut>,
 }
@@ -67,7 +60,7 @@ struct TimelineOut<'a> {
     name: &'a str,
     complete: bool,
     warnings: Vec<String>,
-    entries: Vec<EntryOut>,
+    entries: Vec<EntryOut<'a>>,
 }
 
 pub fn run(global: &GlobalArgs, args: TimelineArgs) -> CliResult {
@@ -111,21 +104,13 @@ fn time(t: i64) -> String {
     Millis::from_ms(t).to_string()
 }
 
-fn entry_out(e: &Entry) -> EntryOut {
+fn entry_out(e: &Entry) -> EntryOut<'_> {
     EntryOut {
         observed_at: time(e.observed_at),
         resource_version: e.resource_version.clone(),
         kind: e.kind.as_str(),
         synthetic: e.synthetic,
-        fields: e
-            .fields
-            .iter()
-            .map(|f| FieldOut {
-                path: f.path.to_string(),
-                before: f.before.clone(),
-                after: f.after.clone(),
-            })
-            .collect(),
+        fields: &e.fields,
         gap: e.gap.as_ref().map(|g| GapOut {
             from: time(g.from),
             to: g.to.map(time),

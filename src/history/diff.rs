@@ -31,9 +31,11 @@ impl Change {
     }
 }
 
-/// One changed field, with the field manager that owned it after the change.
-#[derive(Debug, Clone, PartialEq)]
+/// One changed field, with the field manager that owned it after the change
+/// (in JSON: `path`, `before`, `after`, `manager`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Field {
+    #[serde(flatten)]
     pub change: FieldChange,
     pub manager: Option<String>,
 }
