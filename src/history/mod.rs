@@ -103,6 +103,10 @@ impl<'j> History<'j> {
         cluster: &str,
         now: i64,
     ) -> Result<History<'j>, JournalError> {
+        // One snapshot for the whole answer (ended when the History is
+        // dropped, or by a write on this connection): coverage and records
+        // agree even while a recorder commits.
+        journal.begin_read()?;
         let running = WriterLock::is_held(journal.path());
         let mut streams = Vec::new();
         for info in journal.streams(Some(cluster))? {

@@ -275,7 +275,9 @@ impl Journal {
         Ok(())
     }
 
-    /// Ends the read transaction started by [`Journal::begin_read`].
+    /// Ends the read transaction started by [`Journal::begin_read`]. Every
+    /// write on a reader's connection calls it first: a write inside a read
+    /// snapshot fails once a recorder has committed since.
     pub fn end_read(&self) {
         if !self.conn.is_autocommit() {
             let _ = self.conn.execute_batch("ROLLBACK");

@@ -15,6 +15,7 @@ pub struct SavedPlan {
 
 impl Journal {
     pub fn save_plan(&self, plan: &SavedPlan) -> Result<(), JournalError> {
+        self.end_read();
         self.conn()
             .execute(
                 "INSERT INTO plans(id, cluster_id, created_at, status, info) VALUES (?1, ?2, ?3, ?4, ?5)

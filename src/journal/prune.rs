@@ -34,6 +34,7 @@ impl Journal {
         snapshots_before: i64,
     ) -> Result<PruneReport, JournalError> {
         let err = |e| self.err(e);
+        self.end_read();
         let tx = self.conn().unchecked_transaction().map_err(err)?;
         let mut report = PruneReport::default();
         // The new baselines precede every record left, in seq order: they go

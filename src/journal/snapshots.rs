@@ -26,6 +26,7 @@ impl Journal {
         created_at: i64,
         info: &str,
     ) -> Result<Option<i64>, JournalError> {
+        self.end_read();
         let inserted = self
             .conn()
             .execute(
