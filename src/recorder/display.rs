@@ -129,17 +129,7 @@ impl Display {
     /// Shows the streams' current state.
     pub fn refresh(&self, statuses: &[StreamStatus]) {
         for (bar, s) in self.bars.iter().zip(statuses) {
-            bar.set_message(format!(
-                "{:<22} events {:>7}  rv {:<12} gaps {}",
-                s.phase.label(),
-                s.events,
-                if s.last_rv.is_empty() {
-                    "-"
-                } else {
-                    &s.last_rv
-                },
-                s.gaps
-            ));
+            bar.set_message(progress_line(s));
         }
     }
 

@@ -156,11 +156,8 @@ pub struct StreamSummary {
     pub name: String,
     /// Events made durable in this run (redeliveries excluded).
     pub events: u64,
-    pub duplicates: u64,
     pub gaps: u64,
-    pub baselines: u64,
     pub last_rv: String,
-    pub final_phase: Phase,
 }
 
 #[derive(Debug, Clone)]
@@ -224,10 +221,8 @@ pub async fn record(
             name: spec.name(),
             phase: Phase::Starting,
             events: 0,
-            listed: 0,
             last_rv: String::new(),
             gaps: 0,
-            reconnects: 0,
         }));
         statuses.push((id, status.clone()));
         let stream = Stream {
@@ -303,15 +298,12 @@ pub async fn record(
             StreamSummary {
                 name: s.name,
                 events: t.events,
-                duplicates: t.duplicates,
                 gaps: t.gaps,
-                baselines: t.baselines,
                 last_rv: if t.last_rv.is_empty() {
                     s.last_rv
                 } else {
                     t.last_rv
                 },
-                final_phase: s.phase,
             }
         })
         .collect();

@@ -93,10 +93,8 @@ pub struct StreamStatus {
     /// Live events handed to the journal (redeliveries included; the journal
     /// drops those).
     pub events: u64,
-    pub listed: u64,
     pub last_rv: String,
     pub gaps: u64,
-    pub reconnects: u64,
 }
 
 /// A line for the user about one stream.
@@ -368,7 +366,6 @@ impl Stream {
                         backoff.reset();
                         expired_in_a_row = 0;
                     }
-                    self.update(|s| s.reconnects += 1);
                     let d = backoff.delay(retry_after);
                     self.set_phase(Phase::Retrying(why.clone()));
                     if !healthy {
@@ -534,7 +531,6 @@ impl Stream {
                     .await?;
                     items += 1;
                 }
-                self.update(|s| s.listed = items);
                 match page.continue_token {
                     Some(c) => continue_token = Some(c),
                     None => {
