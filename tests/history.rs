@@ -829,3 +829,67 @@ fn bad_questions_get_one_clear_line() {
     assert_eq!(out.code, Some(1));
     assert!(out.stderr.starts_with("error: no journal at"));
 }
+
+#[test]
+fn a_label_selector_stream_never_answers_for_its_whole_type() {
+    let env = Env::shop();
+    const SOME: &str = "deployments.v1.apps@shop?app=frontend";
+    let rec = env.start_recorder(&["deploy", "-l", "app=frontend"]);
+    env.wait_for("deployments listed", || {
+        std::panic::catch_unwind(|| env.coverage(SOME).from.is_some()).unwrap_or(false)
+    });
+    let t0 = now();
+    env.scale("frontend", 4);
+    env.wait_events(SOME, 1);
+    let t1 = now();
+    let answer = json_of(
+        &env,
+        &[
+            "diff",
+            "deploy",
+            "--since",
+            &t0.to_string(),
+            "--until",
+            &t1.to_string(),
+            "-o",
+            "json",
+        ],
+    );
+    // What it recorded is there; that it is not the whole type is said.
+    assert_eq!(changes(&answer).len(), 1, "{answer}");
+    assert_eq!(answer["complete"], false);
+    assert!(
+        answer["warnings"]
+            .to_string()
+            .contains("only objects matching the label selector app=frontend"),
+        "{}",
+        answer["warnings"]
+    );
+    rec.stop();
+    // Once the whole type is recorded too, that stream answers alone: complete,
+    // and no object counted twice.
+    let rec = env.start_recorder(&["deploy"]);
+    env.wait_for("deployments listed", || {
+        std::panic::catch_unwind(|| env.coverage(DEPLOY).from.is_some()).unwrap_or(false)
+    });
+    let t2 = now();
+    env.scale("frontend", 2);
+    env.wait_events(DEPLOY, 1);
+    let t3 = now();
+    let whole = json_of(
+        &env,
+        &[
+            "diff",
+            "deploy",
+            "--since",
+            &t2.to_string(),
+            "--until",
+            &t3.to_string(),
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(whole["complete"], true, "{}", whole["warnings"]);
+    assert_eq!(changes(&whole).len(), 1, "{whole}");
+    rec.stop();
+}

@@ -131,6 +131,15 @@ impl History<'_> {
         let name = s.info.name();
         let start = since.unwrap_or(until);
         let mut out = Vec::new();
+        // Objects the selector left out were never recorded at all.
+        if let Some(selector) = &s.info.selector {
+            out.push(Missing {
+                stream: name.clone(),
+                from: None,
+                to: None,
+                reason: format!("only objects matching the label selector {selector} are recorded"),
+            });
+        }
         let Some(from) = s.from() else {
             let reason = match &s.coverage.unavailable {
                 Some((_, reason)) => format!("unavailable: {reason}"),

@@ -72,6 +72,15 @@ impl StreamHistory {
     }
 }
 
+/// A stream's type and namespace (`None`: every namespace).
+fn type_key(s: &StreamHistory) -> (String, String, Option<String>) {
+    (
+        s.info.resource.group.clone(),
+        s.info.resource.resource.clone(),
+        s.info.namespace.clone(),
+    )
+}
+
 /// Which objects a question is about.
 #[derive(Debug, Clone, Default)]
 pub struct Scope {
@@ -183,6 +192,15 @@ impl<'j> History<'j> {
                     ))
             });
         }
+        // A stream with a label selector holds only part of its type: where a
+        // stream without one answers for the same type and namespaces, it
+        // answers alone (the same objects would otherwise count twice).
+        let whole: HashSet<(String, String, Option<String>)> = chosen
+            .iter()
+            .filter(|s| s.info.selector.is_none())
+            .map(|s| type_key(s))
+            .collect();
+        chosen.retain(|s| s.info.selector.is_none() || !whole.contains(&type_key(s)));
         chosen
     }
 
