@@ -9,7 +9,6 @@
 
 #![cfg(unix)]
 
-#[path = "krew/rules.rs"]
 mod rules;
 
 use rules::{Platform, Plugin};

@@ -1,7 +1,7 @@
 //! Cluster access as kubectl does it: TLS verified unless asked, tokens, exec
 //! credential plugins, flag overrides, KUBECONFIG lists and contexts.
 
-mod common;
+use crate::common;
 
 use common::{Env, Output};
 use krply::sim::{KubeconfigOptions, Seed, SimConfig};

@@ -1,6 +1,6 @@
 //! Bad input never panics: one `error:` line (plus hints), the right exit code.
 
-mod common;
+use crate::common;
 
 use common::Env;
 

@@ -3,7 +3,7 @@
 //! shows runs against a recording of the simulator; CI runs its test command
 //! exactly as written.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use regex::Regex;

@@ -3,11 +3,12 @@
 //! discovery cache, and no proxy settings. Every wait has a deadline.
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::common::path_str;
 use krply::sim::{KubeconfigOptions, Seed, SimConfig, Simulator};
 use serde_json::{Value, json};
 
@@ -424,10 +425,6 @@ fn protobuf_creates_are_refused_and_json_ones_work() {
         cm["metadata"]["managedFields"][0]["manager"],
         "kubectl-create"
     );
-}
-
-fn path_str(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 temp path")
 }
 
 fn deployment_yaml(replicas: u32, image: &str) -> String {

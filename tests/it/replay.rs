@@ -1,7 +1,7 @@
 //! Replay end to end: recorded from the simulator, planned with a server-side
 //! dry run, applied only with --confirm.
 
-mod common;
+use crate::common;
 
 use common::{Env, Output};
 use krply::sim::{KubeconfigOptions, Seed, SimConfig, Simulator};

@@ -2,8 +2,6 @@
 //! kubeconfig, HOME and journal per test, the real binary, and condition waits
 //! with deadlines (never sleeps as synchronisation).
 
-#![allow(dead_code)]
-
 use krply::journal::Journal;
 use krply::journal::read::{Coverage, RecordView, StreamInfo};
 use krply::sim::{KubeconfigOptions, SimConfig, Simulator};
@@ -64,10 +62,6 @@ impl Env {
             .env("NO_COLOR", "1")
             .env("NO_PROXY", "127.0.0.1,localhost");
         c
-    }
-
-    pub fn assert_cmd(&self) -> assert_cmd::Command {
-        assert_cmd::Command::from_std(self.command())
     }
 
     /// Runs the binary to completion.

@@ -2,7 +2,7 @@
 //! then diff, timeline, get --at, snapshot, prune and export through the real
 //! binary, offline.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use krply::time::Millis;

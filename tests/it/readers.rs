@@ -1,7 +1,7 @@
 //! `status` and `coverage` read the journal offline, in the shapes CONTRACT.md
 //! promises, and pick the cluster the way it says.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! `record` end to end: the real binary against the simulator, with the journal
 //! checked against the simulator's own event log.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use krply::journal::records::{CheckpointInfo, CheckpointReason};
