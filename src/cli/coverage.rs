@@ -1,9 +1,10 @@
 //! `coverage`: one row per stream, saying what the journal covers and what is
 //! missing.
 
+use super::answer::StrictArg;
 use super::args::GlobalArgs;
 use super::reader::select_cluster;
-use crate::error::CliResult;
+use crate::error::{CliError, CliResult};
 use crate::journal::read::{Coverage, GapWindow};
 use crate::journal::{Journal, WriterLock};
 use crate::render::{self, Format};
@@ -14,9 +15,12 @@ use serde::Serialize;
 /// Show, per recorded stream, the time it covers, its gaps and whether it is complete
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  kubectl krply coverage\n  kubectl krply coverage -n shop\n  kubectl krply coverage -o json"
+    after_help = "Examples:\n  kubectl krply coverage\n  kubectl krply coverage -n shop\n  kubectl krply coverage -o json\n  kubectl krply coverage -A --strict   # exit 3 if any stream has a hole"
 )]
-pub struct CoverageArgs {}
+pub struct CoverageArgs {
+    #[command(flatten)]
+    pub strict: StrictArg,
+}
 
 #[derive(Serialize)]
 struct WindowOut {
@@ -58,7 +62,7 @@ fn time(t: i64) -> String {
     Millis::from_ms(t).to_string()
 }
 
-pub fn run(global: &GlobalArgs, _args: CoverageArgs) -> CliResult {
+pub fn run(global: &GlobalArgs, args: CoverageArgs) -> CliResult {
     let format = global.format(Format::Table, &[Format::Table, Format::Json, Format::Yaml])?;
     let path = global.store_path()?;
     let journal = Journal::open(&path)?;
@@ -67,19 +71,33 @@ pub fn run(global: &GlobalArgs, _args: CoverageArgs) -> CliResult {
         .namespace
         .as_deref()
         .filter(|_| !global.all_namespaces);
-    let text = report(&journal, &cluster.id, namespace, format, global.paint())?;
-    super::out(&text)
+    let rows = rows(&journal, &cluster.id, namespace)?;
+    super::out(&render_rows(&rows, format, global.paint()))?;
+    strict(&rows, args.strict.strict)
+}
+
+/// With `--strict`: exit 3 unless every stream in scope is complete (a
+/// baseline, no gap, available), and there is at least one.
+fn strict(rows: &[Coverage], strict: bool) -> CliResult {
+    let incomplete = rows.iter().filter(|c| !c.complete()).count();
+    if !strict || (incomplete == 0 && !rows.is_empty()) {
+        return Ok(());
+    }
+    let message = if rows.is_empty() {
+        "coverage is incomplete: no stream in scope was ever recorded".to_string()
+    } else {
+        format!(
+            "coverage is incomplete: {incomplete} of {} stream(s) have a gap, no baseline, or are unavailable",
+            rows.len()
+        )
+    };
+    Err(CliError::incomplete(message)
+        .hint("the COVERAGE column (or gap_windows in -o json) says what is missing"))
 }
 
 /// The coverage of every stream of `cluster` (that covers `namespace`, when
-/// given), rendered in `format`.
-pub fn report(
-    journal: &Journal,
-    cluster: &str,
-    namespace: Option<&str>,
-    format: Format,
-    paint: render::Paint,
-) -> CliResult<String> {
+/// given).
+fn rows(journal: &Journal, cluster: &str, namespace: Option<&str>) -> CliResult<Vec<Coverage>> {
     let running = WriterLock::is_held(journal.path());
     let now = Millis::now().as_ms();
     let mut rows = Vec::new();
@@ -92,15 +110,35 @@ pub fn report(
         }
         rows.push(journal.coverage(&stream, now, running)?);
     }
+    Ok(rows)
+}
+
+fn render_rows(rows: &[Coverage], format: Format, paint: render::Paint) -> String {
     let out = CoverageOut {
         streams: rows.iter().map(stream_out).collect(),
     };
-    Ok(match format {
+    match format {
         Format::Json => render::json(&out),
         Format::Yaml => render::yaml(&out),
         _ if rows.is_empty() => "No streams recorded.\n".to_string(),
-        _ => table(&rows, paint),
-    })
+        _ => table(rows, paint),
+    }
+}
+
+/// The coverage of every stream of `cluster` (that covers `namespace`, when
+/// given), rendered in `format`.
+pub fn report(
+    journal: &Journal,
+    cluster: &str,
+    namespace: Option<&str>,
+    format: Format,
+    paint: render::Paint,
+) -> CliResult<String> {
+    Ok(render_rows(
+        &rows(journal, cluster, namespace)?,
+        format,
+        paint,
+    ))
 }
 
 fn stream_out(c: &Coverage) -> StreamOut {

@@ -96,6 +96,28 @@ fn coverage_json_has_the_contract_shape() {
 }
 
 #[test]
+fn coverage_strict_exits_3_for_a_gap_or_a_namespace_never_recorded() {
+    let env = recorded();
+    // The 410 reached both streams.
+    let all = env.run(&["coverage", "--strict"]);
+    assert_eq!(all.code, Some(3), "{all:?}");
+    assert!(
+        all.stderr
+            .starts_with("error: coverage is incomplete: 2 of 2 stream(s) have a gap"),
+        "{}",
+        all.stderr
+    );
+    assert!(all.stdout.contains("configmaps.v1@shop"), "the table is printed first");
+    let json = env.run(&["coverage", "--strict", "-o", "json"]);
+    assert_eq!(json.code, Some(3));
+    assert!(serde_json::from_str::<Value>(&json.stdout).is_ok());
+    let never = env.run(&["coverage", "--strict", "-n", "prod"]);
+    assert_eq!(never.code, Some(3), "{never:?}");
+    assert!(never.stderr.contains("no stream in scope was ever recorded"));
+    assert_eq!(env.run(&["coverage", "-n", "prod"]).code, Some(0));
+}
+
+#[test]
 fn coverage_table_reads_like_kubectl() {
     let env = recorded();
     let out = env.run(&["coverage"]);
