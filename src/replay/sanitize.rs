@@ -73,10 +73,13 @@ pub fn sanitize(kind: &str, recorded: &Value) -> Value {
     drop_if_empty(&mut v, &["metadata", "annotations"]);
     match kind {
         "Service" => {
-            remove_keys(
-                object(&mut v, &["spec"]),
-                &["clusterIP", "clusterIPs", "healthCheckNodePort"],
-            );
+            // An allocated address is the cluster's; `None` (a headless
+            // Service) is the author's choice and must survive the replay.
+            let headless = v.pointer("/spec/clusterIP").and_then(Value::as_str) == Some("None");
+            remove_keys(object(&mut v, &["spec"]), &["healthCheckNodePort"]);
+            if !headless {
+                remove_keys(object(&mut v, &["spec"]), &["clusterIP", "clusterIPs"]);
+            }
             if let Some(ports) = v.pointer_mut("/spec/ports").and_then(Value::as_array_mut) {
                 for p in ports.iter_mut().filter_map(Value::as_object_mut) {
                     p.remove("nodePort");
@@ -193,6 +196,13 @@ mod tests {
             m["spec"],
             json!({"type": "NodePort", "ipFamilyPolicy": "SingleStack", "ports": [{"port": 80, "targetPort": 8080}]})
         );
+    }
+
+    #[test]
+    fn headless_services_stay_headless() {
+        let recorded = json!({"kind": "Service", "metadata": {"name": "db"},
+            "spec": {"clusterIP": "None", "clusterIPs": ["None"], "ports": [{"port": 5432}]}});
+        assert_eq!(sanitize("Service", &recorded), recorded);
     }
 
     #[test]
