@@ -114,6 +114,9 @@ impl From<ClusterError> for CliError {
             ClusterError::Unreachable { .. } => err.hint(
                 "check the server URL and your network; `kubectl cluster-info` shows what kubectl reaches",
             ),
+            ClusterError::UntrustedCertificate { .. } => err.hint(
+                "check that the kubeconfig's certificate authority (certificate-authority-data, or --certificate-authority) is this cluster's; --insecure-skip-tls-verify skips the check, insecurely",
+            ),
             ClusterError::Unauthorized { .. } => {
                 err.hint("refresh your credentials; `kubectl auth whoami` shows who you are")
             }

@@ -121,9 +121,12 @@ pub fn classify(access: &ClusterAccess, e: kube::Error) -> ClusterError {
             "{} ({} {})",
             status.message, status.code, status.reason
         )),
-        other => ClusterError::Unreachable {
-            server,
-            detail: describe_chain(&other),
+        other => match super::certificate_problem(&other) {
+            Some(detail) => ClusterError::UntrustedCertificate { server, detail },
+            None => ClusterError::Unreachable {
+                server,
+                detail: describe_chain(&other),
+            },
         },
     }
 }

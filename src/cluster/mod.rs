@@ -54,6 +54,8 @@ pub enum ClusterError {
     Config(String),
     #[error("cannot reach the API server at {server}: {detail}")]
     Unreachable { server: String, detail: String },
+    #[error("the API server at {server} presented a certificate that {detail}")]
+    UntrustedCertificate { server: String, detail: String },
     #[error("the API server at {server} did not answer within {timeout:?}")]
     Timeout { server: String, timeout: Duration },
     #[error("the API server at {server} rejected the credentials: {detail}")]
@@ -359,6 +361,42 @@ pub async fn connect(
 
 /// An error's message with its sources, each once, on one line (parsers add
 /// multi-line snippets of their input, which an error line does not need).
+/// What is wrong with the server's certificate, when that is why a
+/// connection failed: the TLS error may sit inside an `io::Error`, whose
+/// `source()` skips it, so those are opened too.
+pub fn certificate_problem(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use tokio_rustls::rustls::{CertificateError, Error as TlsError};
+    let mut current = Some(e);
+    while let Some(err) = current {
+        if let Some(TlsError::InvalidCertificate(c)) = err.downcast_ref::<TlsError>() {
+            return Some(match c {
+                CertificateError::UnknownIssuer | CertificateError::BadSignature => {
+                    "is not signed by the certificate authority this kubeconfig trusts".into()
+                }
+                CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+                    "has expired".into()
+                }
+                CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+                    "is not valid yet".into()
+                }
+                CertificateError::NotValidForName
+                | CertificateError::NotValidForNameContext { .. } => {
+                    "is not valid for this server's name".into()
+                }
+                other => format!("does not verify ({other:?})"),
+            });
+        }
+        current = match err
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => err.source(),
+        };
+    }
+    None
+}
+
 pub fn describe_chain(e: &dyn std::error::Error) -> String {
     let first_line = |s: String| s.lines().next().unwrap_or_default().trim().to_string();
     let mut text = first_line(e.to_string());

@@ -767,7 +767,14 @@ fn message_of(e: &ApiError) -> String {
 pub fn short(e: &ApiError) -> String {
     match e {
         ApiError::Status { code, reason, .. } => format!("{code} {reason}"),
-        ApiError::Transport(t) => t.rsplit(": ").next().unwrap_or(t).to_string(),
+        // The innermost cause, but not a link some libraries end with
+        // (rustls: "peer closed connection without sending TLS close_notify:
+        // https://docs.rs/...").
+        ApiError::Transport(t) => t
+            .rsplit(": ")
+            .find(|part| !part.starts_with("https://") && !part.starts_with("http://"))
+            .unwrap_or(t)
+            .to_string(),
         ApiError::Decode(_) => "unreadable response".into(),
         ApiError::Timeout(d) => format!("timeout after {}", secs(*d)),
     }
@@ -778,5 +785,26 @@ fn secs(d: Duration) -> String {
         format!("{:.0}s", d.as_secs_f64())
     } else {
         format!("{}ms", d.as_millis())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_reasons_name_the_cause_not_a_link() {
+        // What a real kube-apiserver's dropped TLS connection reads like.
+        let cut = ApiError::Transport(
+            "error reading a body from connection: peer closed connection without sending TLS close_notify: https://docs.rs/rustls/latest/rustls/manual/_03_howto/index.html#unexpected-eof".into(),
+        );
+        assert_eq!(
+            short(&cut),
+            "peer closed connection without sending TLS close_notify"
+        );
+        let refused = ApiError::Transport(
+            "client error (Connect): tcp connect error: Connection refused (os error 111)".into(),
+        );
+        assert_eq!(short(&refused), "Connection refused (os error 111)");
     }
 }
