@@ -113,7 +113,11 @@ fn an_unknown_certificate_authority_is_refused_unless_asked() {
         &out,
         "presented a certificate that is not signed by the certificate authority this kubeconfig trusts",
     );
-    assert!(out.stderr.contains("--insecure-skip-tls-verify"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--insecure-skip-tls-verify"),
+        "{}",
+        out.stderr
+    );
 
     assert_ok(&record_once(
         &env,

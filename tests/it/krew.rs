@@ -4,8 +4,8 @@
 //! and runs through the real kubectl, completion works through kubectl, and the
 //! RBAC examples in docs/rbac are valid.
 //!
-//! Uses bash and tar (and zip or python3 for the Windows archive). Parts that
-//! need kubectl are skipped with a note when it is not on PATH.
+//! Uses bash and tar (and zip or python3 for the Windows archive), and the
+//! kubectl built with the real control plane (`tests/realkube`).
 
 #![cfg(unix)]
 
@@ -133,14 +133,6 @@ fn assert_rejected(errors: &[String], wanted: &str) {
     );
 }
 
-fn kubectl_path() -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("kubectl"))
-            .find(|p| p.is_file())
-    })
-}
-
 /// kubectl in a sandbox: its own HOME and an empty kubeconfig, PATH = the krew
 /// bin directory first, then kubectl's own directory.
 fn kubectl(kubectl: &Path, home: &Path, bin_dir: &Path) -> Command {
@@ -236,12 +228,7 @@ fn the_host_archive_installs_like_krew_and_runs_through_kubectl() {
     )
     .unwrap();
 
-    let Some(kubectl_bin) = kubectl_path() else {
-        eprintln!(
-            "note: kubectl is not on PATH; skipping `kubectl krply` and `kubectl plugin list`"
-        );
-        return;
-    };
+    let kubectl_bin = crate::real::kubectl_bin();
     let home = release.dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let run = |args: &[&str]| {
@@ -266,20 +253,7 @@ fn the_host_archive_installs_like_krew_and_runs_through_kubectl() {
         "kubectl plugin list does not show {}:\n{listed}",
         installed.link.display()
     );
-    // kubectl (1.26+) completes plugin arguments through kubectl_complete-krply.
-    let client = run(&["version", "--client", "-o", "json"]);
-    let minor: u32 = serde_json::from_str::<Value>(&client)
-        .ok()
-        .and_then(|v| {
-            v["clientVersion"]["minor"]
-                .as_str()
-                .map(|m| m.trim_end_matches('+').parse().unwrap_or(0))
-        })
-        .unwrap_or(0);
-    if minor < 26 {
-        eprintln!("note: kubectl 1.{minor} predates plugin completion (1.26); skipping it");
-        return;
-    }
+    // kubectl completes plugin arguments through kubectl_complete-krply.
     let completed = run(&["__complete", "krply", "rec"]);
     assert!(
         completed.lines().any(|l| l.starts_with("record")),
@@ -850,10 +824,7 @@ fn rbac_examples_are_valid_and_minimal() {
 
 #[test]
 fn kubectl_accepts_the_rbac_examples() {
-    let Some(kubectl_bin) = kubectl_path() else {
-        eprintln!("note: kubectl is not on PATH; skipping the kubectl dry runs of docs/rbac");
-        return;
-    };
+    let kubectl_bin = crate::real::kubectl_bin();
     // `kubectl create --dry-run=client` still maps kinds through API discovery,
     // so it needs a server: the crate's simulator, with the example namespaces.
     let namespaces = ["shop", "shop-replay"]

@@ -13,6 +13,7 @@ mod history;
 mod krew;
 mod readers;
 mod readme;
+mod real;
 mod record;
 mod replay;
 mod sim_api;

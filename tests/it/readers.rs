@@ -107,13 +107,20 @@ fn coverage_strict_exits_3_for_a_gap_or_a_namespace_never_recorded() {
         "{}",
         all.stderr
     );
-    assert!(all.stdout.contains("configmaps.v1@shop"), "the table is printed first");
+    assert!(
+        all.stdout.contains("configmaps.v1@shop"),
+        "the table is printed first"
+    );
     let json = env.run(&["coverage", "--strict", "-o", "json"]);
     assert_eq!(json.code, Some(3));
     assert!(serde_json::from_str::<Value>(&json.stdout).is_ok());
     let never = env.run(&["coverage", "--strict", "-n", "prod"]);
     assert_eq!(never.code, Some(3), "{never:?}");
-    assert!(never.stderr.contains("no stream in scope was ever recorded"));
+    assert!(
+        never
+            .stderr
+            .contains("no stream in scope was ever recorded")
+    );
     assert_eq!(env.run(&["coverage", "-n", "prod"]).code, Some(0));
 }
 

@@ -1,6 +1,8 @@
-//! The real `kubectl` against the simulator. Skipped (with a note) when
-//! kubectl is not on PATH. Each test has its own kubeconfig, HOME and
-//! discovery cache, and no proxy settings. Every wait has a deadline.
+//! The real `kubectl` against the simulator: the one built from the same
+//! Kubernetes release as the real server (`tests/realkube`), so these tests
+//! never skip and the simulator answers the client that the reference server
+//! answers. Each test has its own kubeconfig, HOME and discovery cache, and
+//! no proxy settings. Every wait has a deadline.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
@@ -13,13 +15,6 @@ use krply::sim::{KubeconfigOptions, Seed, SimConfig, Simulator};
 use serde_json::{Value, json};
 
 const DEADLINE: Duration = Duration::from_secs(60);
-
-fn kubectl_path() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join("kubectl"))
-        .find(|p| p.is_file())
-}
 
 /// A kubectl bound to one simulator, in a sandbox of its own.
 struct Kubectl {
@@ -34,17 +29,13 @@ struct Run {
 }
 
 impl Kubectl {
-    /// `None` (and a note on stderr) when kubectl is not installed.
-    fn new(sim: &Simulator, opts: &KubeconfigOptions) -> Option<Kubectl> {
-        let Some(bin) = kubectl_path() else {
-            eprintln!("note: kubectl is not on PATH; skipping this kubectl test");
-            return None;
-        };
+    fn new(sim: &Simulator, opts: &KubeconfigOptions) -> Kubectl {
+        let bin = crate::real::kubectl_bin();
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir_all(dir.path().join("home")).expect("home");
         sim.write_kubeconfig(&dir.path().join("kubeconfig"), opts)
             .expect("kubeconfig");
-        Some(Kubectl { bin, dir })
+        Kubectl { bin, dir }
     }
 
     fn kubeconfig(&self) -> PathBuf {
@@ -133,9 +124,7 @@ fn in_shop() -> KubeconfigOptions {
 #[test]
 fn get_deployments_prints_server_side_columns() {
     let sim = shop();
-    let Some(k) = Kubectl::new(&sim, &in_shop()) else {
-        return;
-    };
+    let k = Kubectl::new(&sim, &in_shop());
     let out = k.ok(&["get", "deploy", "-n", "shop"]);
     let lines: Vec<&str> = out.lines().collect();
     let header: Vec<&str> = lines[0].split_whitespace().collect();
@@ -148,7 +137,7 @@ fn get_deployments_prints_server_side_columns() {
         .split_whitespace()
         .collect();
     assert_eq!(&frontend[..4], ["frontend", "1/1", "1", "1"]);
-    // It asked for a server-side Table, and its dispatcher chose a client for the server's version.
+    // It asked for a server-side Table, and says which kubectl it is.
     let log = sim.request_log();
     assert!(log.iter().any(|r| {
         r.path_and_query
@@ -158,7 +147,7 @@ fn get_deployments_prints_server_side_columns() {
     assert!(log.iter().any(|r| {
         r.user_agent
             .as_deref()
-            .is_some_and(|u| u.starts_with("kubectl/v1.33"))
+            .is_some_and(|u| u.starts_with(&format!("kubectl/{}", crate::real::built().version)))
     }));
     let svc = k.ok(&["get", "svc", "frontend-external"]);
     assert!(
@@ -176,9 +165,7 @@ fn get_deployments_prints_server_side_columns() {
 #[test]
 fn get_watch_sees_a_change_made_through_the_simulator() {
     let sim = shop();
-    let Some(k) = Kubectl::new(&sim, &in_shop()) else {
-        return;
-    };
+    let k = Kubectl::new(&sim, &in_shop());
     let mut child = k
         .command(&["get", "cm", "-n", "shop", "-w"])
         .spawn()
@@ -223,9 +210,7 @@ fn get_watch_sees_a_change_made_through_the_simulator() {
 #[test]
 fn raw_watch_from_a_compacted_rv_gets_the_expired_event() {
     let sim = shop();
-    let Some(k) = Kubectl::new(&sim, &in_shop()) else {
-        return;
-    };
+    let k = Kubectl::new(&sim, &in_shop());
     let old = sim.current_rv();
     sim.patch_merge(
         "v1",
@@ -252,9 +237,7 @@ fn raw_watch_from_a_compacted_rv_gets_the_expired_event() {
 fn forbidden_resources_fail_like_rbac() {
     let sim = shop();
     sim.forbid("secrets", Some("shop"));
-    let Some(k) = Kubectl::new(&sim, &in_shop()) else {
-        return;
-    };
+    let k = Kubectl::new(&sim, &in_shop());
     let r = k.run(&["get", "secrets", "-n", "shop"]);
     assert_ne!(r.status, Some(0));
     assert!(
@@ -274,9 +257,7 @@ fn tls_and_bearer_tokens() {
         ..Default::default()
     })
     .expect("simulator");
-    let Some(k) = Kubectl::new(&sim, &in_shop()) else {
-        return;
-    };
+    let k = Kubectl::new(&sim, &in_shop());
     let out = k.ok(&["get", "deploy", "frontend"]);
     assert!(out.contains("frontend"), "{out}");
     assert!(sim.request_log().iter().all(|r| r.status != 401));
@@ -296,9 +277,7 @@ fn tls_and_bearer_tokens() {
         r.stderr
     );
     // Without a discovery cache, kubectl words the same 401 from discovery differently.
-    let Some(fresh) = Kubectl::new(&sim, &wrong) else {
-        return;
-    };
+    let fresh = Kubectl::new(&sim, &wrong);
     let r = fresh.run(&["get", "deploy"]);
     assert_ne!(r.status, Some(0));
     assert!(
@@ -312,9 +291,7 @@ fn tls_and_bearer_tokens() {
 #[test]
 fn scale_label_annotate_and_delete() {
     let sim = shop();
-    let Some(k) = Kubectl::new(&sim, &in_shop()) else {
-        return;
-    };
+    let k = Kubectl::new(&sim, &in_shop());
     let out = k.ok(&["scale", "deploy/frontend", "--replicas=3", "-n", "shop"]);
     assert!(out.contains("deployment.apps/frontend scaled"), "{out}");
     let d = sim
@@ -401,9 +378,7 @@ fn scale_label_annotate_and_delete() {
 #[test]
 fn protobuf_creates_are_refused_and_json_ones_work() {
     let sim = shop();
-    let Some(k) = Kubectl::new(&sim, &in_shop()) else {
-        return;
-    };
+    let k = Kubectl::new(&sim, &in_shop());
     // `kubectl create configmap` sends a protobuf body.
     let r = k.run(&["create", "configmap", "proto", "--from-literal=a=b"]);
     assert_ne!(r.status, Some(0));
@@ -458,9 +433,7 @@ spec:
 #[test]
 fn server_side_apply_dry_run_create_conflict_and_force() {
     let sim = shop();
-    let Some(k) = Kubectl::new(&sim, &in_shop()) else {
-        return;
-    };
+    let k = Kubectl::new(&sim, &in_shop());
     let manifest = k.dir.path().join("web.yaml");
     std::fs::write(&manifest, deployment_yaml(2, "web:1")).unwrap();
     let file = path_str(&manifest);
@@ -593,9 +566,7 @@ fn server_side_apply_dry_run_create_conflict_and_force() {
 #[test]
 fn server_side_apply_into_a_missing_namespace_is_not_found() {
     let sim = shop();
-    let Some(k) = Kubectl::new(&sim, &in_shop()) else {
-        return;
-    };
+    let k = Kubectl::new(&sim, &in_shop());
     let manifest = k.dir.path().join("cm.yaml");
     std::fs::write(
         &manifest,

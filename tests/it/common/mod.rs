@@ -5,6 +5,7 @@
 use krply::journal::Journal;
 use krply::journal::read::{Coverage, RecordView, StreamInfo};
 use krply::sim::{KubeconfigOptions, SimConfig, Simulator};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -14,41 +15,36 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_kubectl-krply");
 /// How long any condition may take before a test fails.
 pub const DEADLINE: Duration = Duration::from_secs(30);
 
-pub struct Env {
+/// How long one command may run.
+pub const COMMAND_DEADLINE: Duration = Duration::from_secs(90);
+
+/// A private HOME, kubeconfig and journal for one test, and the real binary
+/// run in it; the simulator's [`Env`] and the real control plane's
+/// `real::RealEnv` both build on it.
+pub struct Sandbox {
     pub dir: tempfile::TempDir,
-    pub sim: Simulator,
     pub kubeconfig: PathBuf,
     pub store: PathBuf,
+    /// Environment added to every command (on top of the hermetic base).
+    pub extra_env: Vec<(String, std::ffi::OsString)>,
+    /// Arguments put before every kubectl command's own.
+    pub kubectl_args: Vec<String>,
+    recorders: std::sync::atomic::AtomicU32,
 }
 
-impl Env {
-    pub fn new(cfg: SimConfig) -> Env {
+impl Sandbox {
+    pub fn new() -> Sandbox {
         let dir = tempfile::tempdir().expect("temp dir");
-        let sim = Simulator::start_background(cfg).expect("simulator starts");
         let kubeconfig = dir.path().join("kubeconfig");
-        sim.write_kubeconfig(
-            &kubeconfig,
-            &KubeconfigOptions {
-                namespace: Some("shop".into()),
-                ..KubeconfigOptions::default()
-            },
-        )
-        .expect("kubeconfig written");
         let store = dir.path().join("data").join("journal.db");
-        Env {
+        Sandbox {
             dir,
-            sim,
             kubeconfig,
             store,
+            extra_env: Vec::new(),
+            kubectl_args: Vec::new(),
+            recorders: Default::default(),
         }
-    }
-
-    pub fn shop() -> Env {
-        Env::new(SimConfig {
-            seed: krply::sim::Seed::Shop,
-            bookmark_interval: Some(Duration::from_millis(200)),
-            ..SimConfig::default()
-        })
     }
 
     /// The binary with a hermetic environment.
@@ -61,26 +57,27 @@ impl Env {
             .env("KRPLY_STORE", &self.store)
             .env("NO_COLOR", "1")
             .env("NO_PROXY", "127.0.0.1,localhost");
+        for (k, v) in &self.extra_env {
+            c.env(k, v);
+        }
         c
     }
 
-    /// Runs the binary to completion.
+    /// Runs the binary to completion (killed at [`COMMAND_DEADLINE`]).
     pub fn run(&self, args: &[&str]) -> Output {
-        let out = self.command().args(args).output().expect("binary runs");
-        Output {
-            code: out.status.code(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        let mut c = self.command();
+        c.args(args);
+        run_bounded(c, &format!("kubectl-krply {args:?}"))
     }
 
-    /// Starts `record ARGS` in the background.
+    /// Starts `record ARGS` in the background; each recorder of a test gets
+    /// its own output and log files.
     pub fn start_recorder(&self, args: &[&str]) -> RecorderProc {
-        let log = self.dir.path().join(format!(
-            "record-{}.log",
-            Instant::now().elapsed().as_nanos()
-        ));
-        let out = self.dir.path().join("record.out");
+        let n = self
+            .recorders
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let log = self.dir.path().join(format!("record-{n}.log"));
+        let out = self.dir.path().join(format!("record-{n}.out"));
         let child = self
             .command()
             .arg("record")
@@ -96,6 +93,76 @@ impl Env {
             log,
             out,
         }
+    }
+
+    /// kubectl (built from the same Kubernetes release as the server) with
+    /// this sandbox's HOME and kubeconfig.
+    pub fn kubectl_cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(crate::real::kubectl_bin());
+        c.env_clear()
+            .env("HOME", self.dir.path())
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("NO_PROXY", "127.0.0.1,localhost");
+        c.args(&self.kubectl_args).args(args);
+        for (k, v) in &self.extra_env {
+            c.env(k, v);
+        }
+        c
+    }
+
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        run_bounded(self.kubectl_cmd(args), &format!("kubectl {args:?}"))
+    }
+
+    /// kubectl that must succeed; returns its stdout.
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert_eq!(
+            out.code,
+            Some(0),
+            "kubectl {args:?} failed\nstdout:\n{}\nstderr:\n{}",
+            out.stdout,
+            out.stderr
+        );
+        out.stdout
+    }
+
+    /// kubectl that must succeed, with `input` on its standard input (`-f -`).
+    pub fn kubectl_stdin(&self, args: &[&str], input: &str) -> String {
+        let path = self.dir.path().join(format!(
+            "stdin-{}.json",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::write(&path, input).expect("manifest written");
+        let mut full: Vec<&str> = args.to_vec();
+        full.extend(["-f", path.to_str().expect("utf-8")]);
+        self.kubectl_ok(&full)
+    }
+
+    /// The object as JSON.
+    pub fn get_json(&self, what: &str, namespace: &str) -> Value {
+        serde_json::from_str(&self.kubectl_ok(&["get", what, "-n", namespace, "-o", "json"]))
+            .expect("kubectl printed JSON")
+    }
+
+    /// `kubectl-krply ARGS -o json` that must exit `code`; its stdout parsed.
+    pub fn krply_json(&self, args: &[&str], code: i32) -> Value {
+        let mut full = args.to_vec();
+        full.extend(["-o", "json"]);
+        let out = self.run(&full);
+        assert_eq!(
+            out.code,
+            Some(code),
+            "kubectl krply {full:?}\nstdout:\n{}\nstderr:\n{}",
+            out.stdout,
+            out.stderr
+        );
+        serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("kubectl krply {full:?} printed no JSON ({e}):\n{out:?}"))
     }
 
     pub fn journal(&self) -> Journal {
@@ -167,6 +234,50 @@ impl Env {
             .collect()
     }
 
+    /// Waits until the stream has at least `n` live events.
+    pub fn wait_events(&self, stream: &str, n: usize) {
+        self.wait_for(&format!("{n} events in {stream}"), || {
+            std::panic::catch_unwind(|| self.events(stream).len()).unwrap_or(0) >= n
+        });
+    }
+}
+
+/// A simulator on 127.0.0.1 and a sandbox whose kubeconfig points at it.
+pub struct Env {
+    pub sim: Simulator,
+    sandbox: Sandbox,
+}
+
+impl std::ops::Deref for Env {
+    type Target = Sandbox;
+    fn deref(&self) -> &Sandbox {
+        &self.sandbox
+    }
+}
+
+impl Env {
+    pub fn new(cfg: SimConfig) -> Env {
+        let sandbox = Sandbox::new();
+        let sim = Simulator::start_background(cfg).expect("simulator starts");
+        sim.write_kubeconfig(
+            &sandbox.kubeconfig,
+            &KubeconfigOptions {
+                namespace: Some("shop".into()),
+                ..KubeconfigOptions::default()
+            },
+        )
+        .expect("kubeconfig written");
+        Env { sim, sandbox }
+    }
+
+    pub fn shop() -> Env {
+        Env::new(SimConfig {
+            seed: krply::sim::Seed::Shop,
+            bookmark_interval: Some(Duration::from_millis(200)),
+            ..SimConfig::default()
+        })
+    }
+
     /// Merge-patches Deployment `deployment` in "shop" to `replicas` replicas.
     pub fn scale(&self, deployment: &str, replicas: i64) {
         self.sim
@@ -191,13 +302,6 @@ impl Env {
                 &serde_json::json!({"data": {key: value}}),
             )
             .expect("patch");
-    }
-
-    /// Waits until the stream has at least `n` live events.
-    pub fn wait_events(&self, stream: &str, n: usize) {
-        self.wait_for(&format!("{n} events in {stream}"), || {
-            std::panic::catch_unwind(|| self.events(stream).len()).unwrap_or(0) >= n
-        });
     }
 
     /// The simulator's own log for one resource in one namespace, after `rv`.
@@ -235,14 +339,19 @@ pub fn baselines(j: &Journal, s: &StreamInfo) -> u64 {
 }
 
 pub fn wait_for(what: &str, check: &mut dyn FnMut() -> bool) {
+    wait_for_within(what, DEADLINE, check)
+}
+
+/// Polls `check` until it holds; panics with `what` after `deadline`.
+pub fn wait_for_within(what: &str, deadline: Duration, check: &mut dyn FnMut() -> bool) {
     let start = Instant::now();
     let mut pause = Duration::from_millis(5);
     loop {
         if check() {
             return;
         }
-        if start.elapsed() > DEADLINE {
-            panic!("timed out after {DEADLINE:?} waiting for {what}");
+        if start.elapsed() > deadline {
+            panic!("timed out after {deadline:?} waiting for {what}");
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(100));
@@ -327,4 +436,34 @@ impl Drop for RecorderProc {
 
 pub fn path_str(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
+}
+
+/// Runs a command, killing it if it outlives the deadline.
+fn run_bounded(mut cmd: Command, what: &str) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what} starts: {e}"));
+    let stdout = child.stdout.take().expect("stdout");
+    let stderr = child.stderr.take().expect("stderr");
+    let out = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap_or_default());
+    let err = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if started.elapsed() > COMMAND_DEADLINE {
+            let _ = child.kill();
+            panic!("{what} did not finish within {COMMAND_DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Output {
+        code: status.code(),
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
 }
