@@ -6,8 +6,9 @@
 //! - `metadata.uid`, `metadata.resourceVersion`, `metadata.generation`,
 //!   `metadata.creationTimestamp`, `metadata.managedFields`, `metadata.deletionTimestamp`,
 //!   `metadata.ownerReferences`, `metadata.selfLink`;
-//! - `metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"]` and
-//!   `metadata.annotations["deployment.kubernetes.io/revision"]`;
+//! - `metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"]`,
+//!   `metadata.annotations["deployment.kubernetes.io/revision"]` and
+//!   `metadata.annotations["deprecated.daemonset.template.generation"]`;
 //! - top-level `status`, unless [`DiffOptions::include_status`] is set.
 //!
 //! Everything below a noise path is noise too. A container that holds noise (the whole
@@ -34,7 +35,15 @@ const METADATA_NOISE: [&str; 8] = [
     "ownerReferences",
     "selfLink",
 ];
-const ANNOTATION_NOISE: [&str; 2] = [LAST_APPLIED_ANNOTATION, REVISION_ANNOTATION];
+/// The annotation kube-apiserver sets on a DaemonSet and bumps with every new
+/// pod template.
+pub const TEMPLATE_GENERATION_ANNOTATION: &str = "deprecated.daemonset.template.generation";
+
+const ANNOTATION_NOISE: [&str; 3] = [
+    LAST_APPLIED_ANNOTATION,
+    REVISION_ANNOTATION,
+    TEMPLATE_GENERATION_ANNOTATION,
+];
 
 fn key<S: Segment>(seg: &S) -> Option<&str> {
     match seg.view() {

@@ -22,6 +22,7 @@ const SERVER_METADATA: &[&str] = &[
 const SERVER_ANNOTATIONS: &[&str] = &[
     "kubectl.kubernetes.io/last-applied-configuration",
     "deployment.kubernetes.io/revision",
+    "deprecated.daemonset.template.generation",
 ];
 
 /// Labels controllers add to the pod templates and selectors they manage.

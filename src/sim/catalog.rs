@@ -64,6 +64,24 @@ pub(crate) struct ResourceDef {
 static INSTANCES: AtomicU64 = AtomicU64::new(1);
 
 impl ResourceDef {
+    /// Whether objects carry `metadata.generation`, as kube-apiserver sets it:
+    /// workloads, Pods, policies, network objects, CRDs and every custom
+    /// resource; not ConfigMaps, Secrets, Services, ServiceAccounts,
+    /// Namespaces, RBAC objects, claims or events.
+    pub(crate) fn has_generation(&self) -> bool {
+        !self.builtin
+            || matches!(
+                self.group.as_str(),
+                "apps"
+                    | "batch"
+                    | "autoscaling"
+                    | "policy"
+                    | "networking.k8s.io"
+                    | "apiextensions.k8s.io"
+            )
+            || (self.group.is_empty() && self.kind == "Pod")
+    }
+
     pub(crate) fn api_version(&self, version: &str) -> String {
         if self.group.is_empty() {
             version.to_string()

@@ -12,6 +12,11 @@ use super::jsonx;
 use super::keyed_lists;
 use super::managed::FieldSet;
 
+/// The Deployment controller's annotation.
+const REVISION: &str = crate::diff::REVISION_ANNOTATION;
+/// kube-apiserver's count of a DaemonSet's pod templates.
+const TEMPLATE_GENERATION: &str = crate::diff::TEMPLATE_GENERATION_ANNOTATION;
+
 const CLUSTER_IP_BASE: u32 = (10 << 24) | (96 << 16); // 10.96.0.0/12
 const CLUSTER_IP_SIZE: u32 = 1 << 20;
 const CLUSTER_IP_FIRST: u32 = 11; // .1 is the kubernetes Service, .10 the DNS Service
@@ -212,10 +217,10 @@ pub(crate) fn apply(
             default(spec, "replicas", json!(1));
             default(spec, "revisionHistoryLimit", json!(10));
             default(spec, "progressDeadlineSeconds", json!(600));
-            default(
+            strategy(
                 spec,
                 "strategy",
-                json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}),
+                json!({"maxSurge": "25%", "maxUnavailable": "25%"}),
             );
             template(spec);
         }
@@ -226,10 +231,10 @@ pub(crate) fn apply(
             default(spec, "replicas", json!(1));
             default(spec, "revisionHistoryLimit", json!(10));
             default(spec, "podManagementPolicy", json!("OrderedReady"));
-            default(
+            strategy(
                 spec,
                 "updateStrategy",
-                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+                json!({"partition": 0, "maxUnavailable": 1}),
             );
             default(
                 spec,
@@ -239,14 +244,38 @@ pub(crate) fn apply(
             template(spec);
         }
         ("apps", "DaemonSet") => {
+            // The server counts pod templates in an annotation: 1 at create,
+            // one more whenever the template changes.
+            let template_of = |v: &Value| v.pointer("/spec/template").cloned();
+            let generation = match old {
+                None => Some(1),
+                Some(o) if template_of(o) != template_of(&Value::Object(root.clone())) => o
+                    .pointer(&format!(
+                        "/metadata/annotations/{}",
+                        TEMPLATE_GENERATION.replace('/', "~1")
+                    ))
+                    .and_then(Value::as_str)
+                    .and_then(|g| g.parse::<u64>().ok())
+                    .map(|g| g + 1),
+                Some(_) => None,
+            };
+            if let Some(g) = generation
+                && let Some(meta) = obj_mut(root, "metadata")
+                && let Some(annotations) = meta
+                    .entry("annotations")
+                    .or_insert_with(|| json!({}))
+                    .as_object_mut()
+            {
+                annotations.insert(TEMPLATE_GENERATION.into(), json!(g.to_string()));
+            }
             let Some(spec) = obj_mut(root, "spec") else {
                 return Ok(());
             };
             default(spec, "revisionHistoryLimit", json!(10));
-            default(
+            strategy(
                 spec,
                 "updateStrategy",
-                json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}),
+                json!({"maxSurge": 0, "maxUnavailable": 1}),
             );
             template(spec);
         }
@@ -262,6 +291,33 @@ pub(crate) fn apply(
     Ok(())
 }
 
+/// A workload's update strategy: `RollingUpdate` unless it says otherwise,
+/// and then each missing rolling-update field, even inside a strategy the
+/// client sent (`kubectl create deployment` sends `strategy: {}`).
+fn strategy(spec: &mut Map<String, Value>, key: &str, rolling: Value) {
+    let Some(st) = spec
+        .entry(key.to_string())
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+    else {
+        return;
+    };
+    default(st, "type", json!("RollingUpdate"));
+    if st.get("type").and_then(Value::as_str) != Some("RollingUpdate") {
+        return;
+    }
+    if let (Some(ru), Some(fields)) = (
+        st.entry("rollingUpdate")
+            .or_insert_with(|| json!({}))
+            .as_object_mut(),
+        rolling.as_object(),
+    ) {
+        for (k, v) in fields {
+            default(ru, k, v.clone());
+        }
+    }
+}
+
 fn template(spec: &mut Map<String, Value>) {
     if let Some(pod) = obj_mut(spec, "template").and_then(|t| obj_mut(t, "spec")) {
         pod_spec(pod);
@@ -274,6 +330,10 @@ fn pod_spec(spec: &mut Map<String, Value>) {
     default(spec, "dnsPolicy", json!("ClusterFirst"));
     default(spec, "schedulerName", json!("default-scheduler"));
     default(spec, "securityContext", json!({}));
+    // The deprecated field mirrors the current one.
+    if let Some(name) = spec.get("serviceAccountName").cloned() {
+        default(spec, "serviceAccount", name);
+    }
     for list in ["initContainers", "containers"] {
         let Some(Value::Array(cs)) = spec.get_mut(list) else {
             continue;
@@ -290,6 +350,17 @@ fn pod_spec(spec: &mut Map<String, Value>) {
             default(c, "terminationMessagePath", json!("/dev/termination-log"));
             default(c, "terminationMessagePolicy", json!("File"));
             default(c, "resources", json!({}));
+            for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+                if let Some(p) = c.get_mut(probe).and_then(Value::as_object_mut) {
+                    default(p, "timeoutSeconds", json!(1));
+                    default(p, "periodSeconds", json!(10));
+                    default(p, "successThreshold", json!(1));
+                    default(p, "failureThreshold", json!(3));
+                    if let Some(get) = p.get_mut("httpGet").and_then(Value::as_object_mut) {
+                        default(get, "scheme", json!("HTTP"));
+                    }
+                }
+            }
             if let Some(Value::Array(ports)) = c.get_mut("ports") {
                 for p in ports.iter_mut().filter_map(Value::as_object_mut) {
                     default(p, "protocol", json!("TCP"));
@@ -529,6 +600,32 @@ pub(crate) fn simulate_controllers(
             };
             let available_since = since("Available");
             let progressing_since = since("Progressing");
+            // The revision annotation: 1 for the first ReplicaSet, one more
+            // for each new pod template (a new ReplicaSet).
+            let rolled_from = old_conditions
+                .iter()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some("Progressing"))
+                .and_then(|c| c.get("message").and_then(Value::as_str))
+                .and_then(|m| m.strip_prefix(&format!("ReplicaSet \"{name}-")))
+                .and_then(|m| m.split('"').next())
+                .map(str::to_string);
+            if let Some(meta) = obj_mut(root, "metadata") {
+                let annotations = meta
+                    .entry("annotations")
+                    .or_insert_with(|| json!({}))
+                    .as_object_mut()?;
+                let revision = annotations
+                    .get(REVISION)
+                    .and_then(Value::as_str)
+                    .and_then(|r| r.parse::<u64>().ok())
+                    .unwrap_or(0);
+                let revision = match rolled_from {
+                    _ if revision == 0 => 1,
+                    Some(old) if old != hash => revision + 1,
+                    _ => revision,
+                };
+                annotations.insert(REVISION.into(), json!(revision.to_string()));
+            }
             let status = obj_mut(root, "status")?;
             status.insert("observedGeneration".into(), json!(generation));
             counts(

@@ -61,27 +61,54 @@ pub(crate) fn item_key(keys: &[&str], item: &Value) -> Option<String> {
     serde_json::to_string(&Value::Object(m)).ok()
 }
 
-/// Fields whose value is a string map (`labels`, `data`, ...): managedFields
-/// mark the map itself as a member (`".": {}`) when it is set.
-pub(crate) fn is_string_map(field: &str, value: &Value) -> bool {
-    match field {
-        "labels" | "annotations" | "data" | "binaryData" | "stringData" | "matchLabels"
-        | "nodeSelector" | "limits" | "requests" | "capacity" | "parameters" => true,
-        // Service `spec.selector` is a map; workload `spec.selector` is an
-        // atomic LabelSelector struct.
-        "selector" => value
-            .as_object()
-            .is_some_and(|o| !o.contains_key("matchLabels") && !o.contains_key("matchExpressions")),
-        _ => false,
-    }
+/// Fields whose value is a string map merged key by key (`labels`, `data`,
+/// ...), as opposed to a struct of named fields.
+pub(crate) fn is_string_map(field: &str, _value: &Value) -> bool {
+    matches!(
+        field,
+        "labels"
+            | "annotations"
+            | "data"
+            | "binaryData"
+            | "stringData"
+            | "matchLabels"
+            | "limits"
+            | "requests"
+            | "capacity"
+            | "parameters"
+    )
 }
 
-/// Whether `field` is an atomic struct (owned whole, like a scalar).
-pub(crate) fn is_atomic_struct(field: &str, value: &Value) -> bool {
-    field == "selector"
-        && value
-            .as_object()
-            .is_some_and(|o| o.contains_key("matchLabels") || o.contains_key("matchExpressions"))
+/// Whether `field` is owned and replaced whole, like a scalar: a workload's
+/// LabelSelector (`+structType=atomic`), and the string maps the API marks
+/// `+mapType=atomic` (a Service's `spec.selector`, a pod's `nodeSelector`).
+/// managedFields name such a field, never its keys: `"f:selector": {}`.
+pub(crate) fn is_atomic(field: &str, value: &Value) -> bool {
+    matches!(
+        field,
+        "selector" | "nodeSelector" | "podSelector" | "namespaceSelector"
+    ) && value.is_object()
+}
+
+/// Fields present even in the empty value of their parent type: non-pointer
+/// structs (`spec`, `template`, `strategy`, `resources`, ...) and lists
+/// without `omitempty` (`containers`). Every other map, list or struct
+/// appears only when set, so a write that adds it also owns the field
+/// itself: managedFields of an `Update` mark it `".": {}`.
+pub(crate) fn present_when_empty(field: &str) -> bool {
+    matches!(
+        field,
+        "metadata"
+            | "spec"
+            | "status"
+            | "template"
+            | "strategy"
+            | "updateStrategy"
+            | "resources"
+            | "jobTemplate"
+            | "containers"
+            | "roleRef"
+    )
 }
 
 #[cfg(test)]
@@ -118,15 +145,15 @@ mod tests {
 
     #[test]
     fn maps_and_structs() {
-        assert!(is_string_map("selector", &json!({"app": "web"})));
-        assert!(!is_string_map(
+        // As kube-apiserver 1.37 records them (tests/it/real/parity.rs).
+        assert!(is_atomic("selector", &json!({"app": "web"})));
+        assert!(is_atomic("nodeSelector", &json!({"disk": "ssd"})));
+        assert!(is_atomic(
             "selector",
             &json!({"matchLabels": {"app": "web"}})
         ));
-        assert!(is_atomic_struct(
-            "selector",
-            &json!({"matchLabels": {"app": "web"}})
-        ));
+        assert!(!is_string_map("selector", &json!({"app": "web"})));
+        assert!(present_when_empty("containers") && !present_when_empty("ports"));
         assert!(is_string_map("labels", &json!({})));
     }
 }

@@ -381,7 +381,7 @@ fn item_set(item: &Value, keyed: bool) -> FieldSet {
 
 /// A struct owned whole (built-in types only).
 fn atomic(field: &str, v: &Value, keyed: bool) -> bool {
-    keyed && keyed_lists::is_atomic_struct(field, v)
+    keyed && keyed_lists::is_atomic(field, v)
 }
 
 /// Every field of a value set at map key `field`.
@@ -389,7 +389,11 @@ fn set_of(field: &str, v: &Value, keyed: bool) -> FieldSet {
     match v {
         Value::Object(m) if !m.is_empty() && !atomic(field, v, keyed) => {
             let mut s = FieldSet {
-                member: keyed_lists::is_string_map(field, v),
+                member: if keyed {
+                    !keyed_lists::present_when_empty(field)
+                } else {
+                    keyed_lists::is_string_map(field, v)
+                },
                 children: BTreeMap::new(),
             };
             for (k, c) in m {
@@ -399,7 +403,10 @@ fn set_of(field: &str, v: &Value, keyed: bool) -> FieldSet {
         }
         Value::Array(items) if !items.is_empty() => {
             if let Some((_, nk)) = keyed_items(field, &[], items, keyed) {
-                let mut s = FieldSet::default();
+                let mut s = FieldSet {
+                    member: !keyed_lists::present_when_empty(field),
+                    children: BTreeMap::new(),
+                };
                 for (k, item) in nk {
                     s.children.insert(k, item_set(item, keyed));
                 }
@@ -578,6 +585,15 @@ impl ManagedFields {
         &mut self.entries
     }
 
+    /// Whether any manager owns the field at `path` (`["f:spec", "f:replicas"]`).
+    pub(crate) fn anyone_owns(&self, path: &[&str]) -> bool {
+        self.entries.iter().any(|e| {
+            path.iter()
+                .try_fold(&e.fields, |node, step| node.children.get(*step))
+                .is_some_and(|node| node.member || !node.children.is_empty())
+        })
+    }
+
     /// Gives `manager`'s Apply entry the time `time` (its applied object changed).
     pub(crate) fn touch_apply(&mut self, manager: &str, time: &str) {
         if let Some(e) = self.entries.iter_mut().find(|e| e.is_apply_of(manager))
@@ -689,6 +705,9 @@ mod tests {
         })
     }
 
+    /// As kube-apiserver 1.37 records a create (`kubectl create -f`): lists
+    /// and maps that only exist when set are themselves owned (`"."`), the
+    /// `containers` list and the structs every Deployment has are not.
     #[test]
     fn fields_v1_of_a_created_deployment() {
         let f = fields_of_object(&deployment("web:1", 1), true).to_fields_v1();
@@ -703,10 +722,10 @@ mod tests {
                         "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
                         "f:spec": {"f:containers": {"k:{\"name\":\"server\"}": {
                             ".": {},
-                            "f:env": {"k:{\"name\":\"PORT\"}": {".": {}, "f:name": {}, "f:value": {}}},
+                            "f:env": {".": {}, "k:{\"name\":\"PORT\"}": {".": {}, "f:name": {}, "f:value": {}}},
                             "f:image": {},
                             "f:name": {},
-                            "f:ports": {"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}, "f:protocol": {}}}
+                            "f:ports": {".": {}, "k:{\"containerPort\":8080,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}, "f:protocol": {}}}
                         }}}
                     }
                 }

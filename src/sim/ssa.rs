@@ -65,7 +65,7 @@ enum MapType {
 }
 
 fn map_type(field: &str, v: &Value, keyed: bool) -> MapType {
-    if keyed && keyed_lists::is_atomic_struct(field, v) {
+    if keyed && keyed_lists::is_atomic(field, v) {
         MapType::Atomic
     } else if keyed_lists::is_string_map(field, v) {
         MapType::Granular

@@ -161,15 +161,22 @@ fn spec_changed(old: &Value, new: &Value) -> bool {
         || n.keys().any(|k| !skip(k) && !o.contains_key(k))
 }
 
-fn status_diff(pre: Option<&Value>, post: Option<&Value>, keyed: bool) -> (FieldSet, FieldSet) {
-    let wrap = |v: Option<&Value>| {
-        let mut m = Map::new();
-        if let Some(v) = v {
-            m.insert("status".into(), v.clone());
-        }
-        Value::Object(m)
-    };
-    managed::diff_object(&wrap(pre), &wrap(post), keyed)
+/// What a simulated controller writes: `status`, and annotations (the
+/// Deployment controller's revision), which kube-controller-manager records
+/// under its status update.
+fn controlled(obj: &Value) -> Value {
+    let mut m = Map::new();
+    if let Some(s) = obj.get("status") {
+        m.insert("status".into(), s.clone());
+    }
+    if let Some(a) = obj.pointer("/metadata/annotations") {
+        m.insert("metadata".into(), json!({"annotations": a}));
+    }
+    Value::Object(m)
+}
+
+fn controller_diff(pre: &Value, post: &Value, keyed: bool) -> (FieldSet, FieldSet) {
+    managed::diff_object(pre, &controlled(post), keyed)
 }
 
 fn invalid(def: &ResourceDef, name: &str, causes: Vec<(String, String)>) -> Result<(), ApiStatus> {
@@ -295,7 +302,9 @@ impl Store {
             }
             meta.insert("uid".into(), json!(ids::new_uid()));
             meta.insert("creationTimestamp".into(), json!(ctx.now));
-            meta.insert("generation".into(), json!(1));
+            if def.has_generation() {
+                meta.insert("generation".into(), json!(1));
+            }
         }
         if def.status
             && let Some(m) = obj.as_object_mut()
@@ -357,9 +366,9 @@ impl Store {
                 mf
             }
         };
-        let pre = obj.get("status").cloned();
+        let pre = controlled(&obj);
         if let Some(ctrl) = defaults::simulate_controllers(def, &mut obj, &ctx.now, alloc) {
-            let (c, r) = status_diff(pre.as_ref(), obj.get("status"), def.builtin);
+            let (c, r) = controller_diff(&pre, &obj, def.builtin);
             mf.record_update(ctrl, Some("status"), &api_version, &ctx.now, &c, &r);
         }
         if ctx.dry_run {
@@ -540,7 +549,7 @@ impl Store {
         };
         defaults::apply(def, &mut new, Some(old), alloc)
             .map_err(|c| error::invalid(&def.kind, &def.group, name, &c))?;
-        if spec_changed(old, &new) {
+        if def.has_generation() && spec_changed(old, &new) {
             let generation = jsonx::get(old, "/metadata/generation")
                 .and_then(Value::as_i64)
                 .unwrap_or(0)
@@ -552,9 +561,9 @@ impl Store {
         let (changed, removed) = managed::diff_object(old, &new, def.builtin);
         let mut controller = None;
         if sub != Sub::Status {
-            let pre = new.get("status").cloned();
+            let pre = controlled(&new);
             if let Some(ctrl) = defaults::simulate_controllers(def, &mut new, &ctx.now, alloc) {
-                let (c, r) = status_diff(pre.as_ref(), new.get("status"), def.builtin);
+                let (c, r) = controller_diff(&pre, &new, def.builtin);
                 controller = Some((ctrl, c, r));
             }
         }
@@ -606,14 +615,21 @@ impl Store {
                         .map(|c| std::mem::take(&mut c.managed))
                         .unwrap_or_default(),
                 };
-                mf.record_update(
-                    &ctx.manager,
-                    sub.name(),
-                    &api_version,
-                    &ctx.now,
-                    &changed,
-                    &removed,
-                );
+                // kube-apiserver tracks a write through the scale subresource
+                // only when someone already owned `spec.replicas` (the Scale's
+                // own managedFields are derived from that owner); a replica
+                // count nobody declared stays unowned (docs/simulator.md).
+                let tracked = sub != Sub::Scale || mf.anyone_owns(&["f:spec", "f:replicas"]);
+                if tracked {
+                    mf.record_update(
+                        &ctx.manager,
+                        sub.name(),
+                        &api_version,
+                        &ctx.now,
+                        &changed,
+                        &removed,
+                    );
+                }
                 mf
             }
         };

@@ -15,6 +15,7 @@
 mod answers;
 mod errors;
 mod gone;
+mod parity;
 mod proxy;
 mod rbac;
 mod replay;
