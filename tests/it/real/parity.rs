@@ -322,3 +322,136 @@ fn kubectl_changes_leave_the_same_objects_and_managers() {
     }
     assert_none(diffs);
 }
+
+/// A list's and a watch's wire shapes, and the 410 a watch from a
+/// compacted resourceVersion gets: HTTP 200, then one ERROR event.
+#[test]
+fn lists_watches_and_expired_watches_have_the_same_shape() {
+    const NS: &str = "parity-wire";
+    let (sim, real) = pair(NS);
+    let both = sides(&sim, &real);
+    let path = format!("/api/v1/namespaces/{NS}/configmaps");
+    let mut shapes = Vec::new();
+    for side in &both {
+        side.create(NS, &["configmap", "flags", "--from-literal=a=1"]);
+        let list: Value = serde_json::from_str(&side.kubectl(&["get", "--raw", &path])).unwrap();
+        let before = list["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        side.kubectl(&[
+            "patch",
+            "-n",
+            NS,
+            "configmap/flags",
+            "-p",
+            r#"{"data":{"a":"2"}}"#,
+        ]);
+        let watch = side.kubectl(&[
+            "get",
+            "--raw",
+            &format!("{path}?watch=1&resourceVersion={before}&timeoutSeconds=1"),
+        ]);
+        let events: Vec<Value> = watch
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        // Compacted history: the simulator forgets by itself, etcd is told
+        // to (ConfigMaps reach etcd: they bypass the watch cache).
+        if side.name == "simulator" {
+            sim.sim.compact();
+        } else {
+            real.kube.compact();
+        }
+        let expired = side.kubectl(&[
+            "get",
+            "--raw",
+            &format!("{path}?watch=1&resourceVersion={before}&timeoutSeconds=1"),
+        ]);
+        let expired: Vec<Value> = expired
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let keys = |v: &Value| {
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        let item = &list["items"].as_array().unwrap()[0];
+        shapes.push(json!({
+            "list": {"kind": list["kind"], "apiVersion": list["apiVersion"], "keys": keys(&list),
+                     "metadata": keys(&list["metadata"]), "item": keys(item)},
+            "watch": events.iter().map(|e| json!({
+                "type": e["type"], "keys": keys(e), "object": keys(&e["object"]),
+                "kind": e["object"]["kind"], "apiVersion": e["object"]["apiVersion"],
+                "data": e["object"]["data"],
+            })).collect::<Vec<_>>(),
+            "expired": expired.iter().map(|e| json!({
+                "type": e["type"], "kind": e["object"]["kind"], "code": e["object"]["code"],
+                "reason": e["object"]["reason"], "status": e["object"]["status"],
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    let mut diffs = Vec::new();
+    differences(&shapes[0], &shapes[1], "wire", &mut diffs);
+    assert_none(diffs);
+    let real_shape = &shapes[1];
+    assert_eq!(real_shape["watch"][0]["type"], "MODIFIED", "{real_shape:#}");
+    assert_eq!(real_shape["watch"][0]["data"]["a"], "2", "{real_shape:#}");
+    assert_eq!(
+        real_shape["expired"].as_array().unwrap().len(),
+        1,
+        "{real_shape:#}"
+    );
+    assert_eq!(real_shape["expired"][0]["type"], "ERROR", "{real_shape:#}");
+    assert_eq!(real_shape["expired"][0]["code"], 410, "{real_shape:#}");
+}
+
+/// Deleting a namespace, as a watch of namespaces sees it: first MODIFIED,
+/// Terminating with a deletionTimestamp, then DELETED once the namespace
+/// controller has emptied it.
+#[test]
+fn a_deleted_namespace_terminates_then_goes() {
+    const NS: &str = "parity-ns";
+    const GONE: &str = "parity-ns-gone";
+    let (sim, real) = pair(NS);
+    let both = sides(&sim, &real);
+    let mut seen = Vec::new();
+    for side in &both {
+        side.create(NS, &["namespace", GONE]);
+        side.create(GONE, &["configmap", "flags", "--from-literal=a=1"]);
+        let list: Value =
+            serde_json::from_str(&side.kubectl(&["get", "--raw", "/api/v1/namespaces"])).unwrap();
+        let rv = list["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        side.kubectl(&["delete", "namespace", GONE, "--timeout=60s"]);
+        let watch = side.kubectl(&[
+            "get",
+            "--raw",
+            &format!("/api/v1/namespaces?watch=1&resourceVersion={rv}&timeoutSeconds=1"),
+        ]);
+        let events: Vec<Value> = watch
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["object"]["metadata"]["name"] == GONE)
+            .collect();
+        let first = &events[0];
+        let last = &events[events.len() - 1];
+        seen.push(json!({
+            "first": {"type": first["type"], "phase": first["object"]["status"]["phase"],
+                      "deleting": first["object"]["metadata"]["deletionTimestamp"].is_string()},
+            "last": {"type": last["type"], "phase": last["object"]["status"]["phase"]},
+            "deleted": events.iter().filter(|e| e["type"] == "DELETED").count(),
+        }));
+    }
+    let mut diffs = Vec::new();
+    differences(&seen[0], &seen[1], "namespace", &mut diffs);
+    assert_none(diffs);
+    assert_eq!(
+        seen[1],
+        json!({"first": {"type": "MODIFIED", "phase": "Terminating", "deleting": true},
+               "last": {"type": "DELETED", "phase": "Terminating"}, "deleted": 1})
+    );
+}
