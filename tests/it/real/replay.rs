@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 /// Objects the shop does not have but replays must survive: a headless
 /// Service (its `clusterIP: None` is configuration, not an allocation), a
 /// NodePort Service (its allocated port must not be copied), a StatefulSet
-/// with a claim template, and a DaemonSet.
+/// with a claim template, a DaemonSet, and a Job and a CronJob (replayed only
+/// with `--include`; the server gives a Job a selector and labels of its own).
 fn extras(namespace: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "Service",
@@ -26,6 +27,15 @@ fn extras(namespace: &str) -> Value {
                                         "volumeMounts": [{"name": "data", "mountPath": "/var/lib/postgresql"}]}]}},
                   "volumeClaimTemplates": [{"metadata": {"name": "data"},
                       "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}},
+        {"apiVersion": "batch/v1", "kind": "Job",
+         "metadata": {"name": "migrate", "namespace": namespace},
+         "spec": {"template": {"spec": {"restartPolicy": "Never",
+                  "containers": [{"name": "m", "image": "busybox:1.37", "command": ["true"]}]}}}},
+        {"apiVersion": "batch/v1", "kind": "CronJob",
+         "metadata": {"name": "nightly", "namespace": namespace},
+         "spec": {"schedule": "0 3 * * *",
+                  "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "OnFailure",
+                      "containers": [{"name": "n", "image": "busybox:1.37"}]}}}}}},
         {"apiVersion": "apps/v1", "kind": "DaemonSet",
          "metadata": {"name": "agent", "namespace": namespace},
          "spec": {"selector": {"matchLabels": {"app": "agent"}},
@@ -51,7 +61,9 @@ fn record_then_change(env: &RealEnv, source: &str) -> (crate::common::RecorderPr
         source,
         "--from-literal=checkout=off",
     ]);
-    let recorder = env.start_recorder(&["-n", source]);
+    let recorder = env.start_recorder(&[
+        "-n", source, "deploy", "sts", "ds", "svc", "cm", "jobs", "cronjobs",
+    ]);
     env.wait_baselines(1);
     let before = mark();
     env.kubectl_ok(&["scale", "-n", source, "deployment/frontend", "--replicas=3"]);
@@ -122,6 +134,15 @@ fn server_side_diff(env: &RealEnv, plan: &str, as_user: &[&str]) {
     );
 }
 
+fn objects_of(plan: &Value, kind: &str) -> usize {
+    plan["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["kind"] == kind)
+        .count()
+}
+
 #[test]
 fn a_plan_of_the_shop_before_the_changes_dry_runs_and_applies_on_the_real_server() {
     const SRC: &str = "replay-src";
@@ -142,11 +163,20 @@ fn a_plan_of_the_shop_before_the_changes_dry_runs_and_applies_on_the_real_server
             &before,
             "--to-namespace",
             DST,
+            "--include",
+            "Job",
+            "--include",
+            "CronJob",
         ],
         0,
     );
     assert_eq!(plan["status"], "dry-run-ok", "{plan:#}");
     assert_eq!(plan["complete"], true, "{plan:#}");
+    assert_eq!(
+        (objects_of(&plan, "Job"), objects_of(&plan, "CronJob")),
+        (1, 1),
+        "{plan:#}"
+    );
     let objects = plan["objects"].as_array().unwrap();
     let kinds = |kind: &str| objects.iter().filter(|o| o["kind"] == kind).count();
     assert_eq!(
