@@ -150,17 +150,21 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
         path.display()
     );
     for s in &summary.streams {
-        text.push_str(&format!(
-            "  {:<40} events {:>6}  gaps {}  last rv {}\n",
-            s.name,
-            s.events,
-            s.gaps,
-            if s.last_rv.is_empty() {
-                "-"
-            } else {
-                &s.last_rv
-            }
-        ));
+        text.push_str(&match &s.unavailable {
+            // Nothing it says about events could be trusted: it never read them.
+            Some(why) => format!("  {:<40} unavailable: {why}\n", s.name),
+            None => format!(
+                "  {:<40} events {:>6}  gaps {}  last rv {}\n",
+                s.name,
+                s.events,
+                s.gaps,
+                if s.last_rv.is_empty() {
+                    "-"
+                } else {
+                    &s.last_rv
+                }
+            ),
+        });
     }
     super::out(&text)
 }

@@ -158,6 +158,8 @@ pub struct StreamSummary {
     pub events: u64,
     pub gaps: u64,
     pub last_rv: String,
+    /// Why the stream could not be recorded, when it ended unavailable.
+    pub unavailable: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -223,6 +225,7 @@ pub async fn record(
             events: 0,
             last_rv: String::new(),
             gaps: 0,
+            unavailable: None,
         }));
         statuses.push((id, status.clone()));
         let stream = Stream {
@@ -304,6 +307,7 @@ pub async fn record(
                 } else {
                     t.last_rv
                 },
+                unavailable: s.unavailable,
             }
         })
         .collect();

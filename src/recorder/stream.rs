@@ -95,6 +95,9 @@ pub struct StreamStatus {
     pub events: u64,
     pub last_rv: String,
     pub gaps: u64,
+    /// Why the stream could not be read when it last tried (403, 404), until
+    /// it can again: the phase alone ends as `Stopped`.
+    pub unavailable: Option<String>,
 }
 
 /// A line for the user about one stream.
@@ -164,6 +167,11 @@ impl Stream {
 
     fn set_phase(&self, phase: Phase) {
         if let Ok(mut s) = self.status.lock() {
+            match &phase {
+                Phase::Unavailable(why) => s.unavailable = Some(why.clone()),
+                Phase::Watching => s.unavailable = None,
+                _ => {}
+            }
             s.phase = phase;
         }
     }

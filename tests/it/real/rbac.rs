@@ -93,6 +93,16 @@ fn the_documented_namespace_role_is_enough_and_a_forbidden_stream_is_said_clearl
         )),
         "the server's own words reach the user:\n{stderr}"
     );
+    // The summary does not count events of a stream it could not read.
+    let summary = String::from_utf8_lossy(&out.stdout);
+    let secrets_line = summary
+        .lines()
+        .find(|l| l.contains(&format!("secrets.v1@{NS}")))
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert!(
+        secrets_line.ends_with("unavailable: 403 Forbidden"),
+        "{summary}"
+    );
     let coverage = env.krply_json(&["coverage", "--store", store.to_str().unwrap()], 0);
     assert_eq!(
         states(&coverage),
