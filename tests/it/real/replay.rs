@@ -263,13 +263,13 @@ fn a_plan_of_the_shop_before_the_changes_dry_runs_and_applies_on_the_real_server
     assert_eq!(stopped.code, Some(0), "{stopped:?}");
 }
 
-/// A user with only docs/rbac/replay-role.yaml bound (the admin
-/// impersonates them) can plan and apply.
+/// The limited user (the kubeconfig's `limited` context), with only
+/// docs/rbac/replay-role.yaml bound, can plan and apply: the plan records
+/// that context as its target, and apply uses it.
 #[test]
 fn the_documented_replay_role_is_enough_to_plan_and_apply() {
     const SRC: &str = "replay-rbac-src";
     const DST: &str = "replay-rbac-dst";
-    let user = "replayer@example.com";
     let env = RealEnv::new(SRC);
     let (recorder, before) = record_then_change(&env, SRC);
     env.create_namespace(DST);
@@ -279,7 +279,7 @@ fn the_documented_replay_role_is_enough_to_plan_and_apply() {
     ))
     .unwrap()
     .replace("shop-replay", DST)
-    .replace("jane@example.com", user);
+    .replace("jane@example.com", "krply-limited");
     let path = env.dir.path().join("replay-role.yaml");
     std::fs::write(&path, role).unwrap();
     env.kubectl_ok(&["apply", "-f", path.to_str().unwrap()]);
@@ -294,15 +294,16 @@ fn the_documented_replay_role_is_enough_to_plan_and_apply() {
             &before,
             "--to-namespace",
             DST,
-            "--as",
-            user,
+            "--target-context",
+            "limited",
         ],
         0,
     );
     assert_eq!(plan["status"], "dry-run-ok", "{plan:#}");
+    assert_eq!(plan["target"]["context"], "limited", "{plan:#}");
     let id = plan["id"].as_str().unwrap().to_string();
-    let applied = env.krply_json(&["replay", "apply", &id, "--confirm", "--as", user], 0);
+    let applied = env.krply_json(&["replay", "apply", &id, "--confirm"], 0);
     assert_eq!(applied["status"], "applied", "{applied:#}");
-    server_side_diff(&env, &id, &["--as", user]);
+    server_side_diff(&env, &id, &["--context", "limited"]);
     assert_eq!(recorder.stop().code, Some(0));
 }
