@@ -733,6 +733,17 @@ fn classify_watch_error(e: ApiError, in_stream: bool) -> WatchEnd {
         Some(504) if message_of(&e).contains("too large resource version") => {
             WatchEnd::Expired("504 ResourceVersionTooLarge".into())
         }
+        // The server opened the watch, then refused to go on from this
+        // resourceVersion. kube-apiserver does that for good, with 500
+        // "etcd event received with PrevKv=nil", to a watch that starts
+        // exactly at etcd's compaction revision: retried from the same
+        // resourceVersion, but not forever (three strikes, then a gap and a
+        // relist).
+        Some(_) if in_stream => WatchEnd::Unreadable(format!(
+            "{} {} (in watch stream)",
+            e.code().unwrap_or_default(),
+            reason_of(&e)
+        )),
         _ => WatchEnd::Retry {
             why: short(&e),
             retry_after: retry_after(&e),
@@ -799,6 +810,41 @@ fn secs(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn watch_errors_are_classified() {
+        let status = |code: u16, reason: &str, message: &str| ApiError::Status {
+            code,
+            reason: reason.into(),
+            message: message.into(),
+            retry_after: None,
+            continue_token: None,
+            causes: Vec::new(),
+        };
+        let prev_kv = status(
+            500,
+            "InternalError",
+            "Internal error occurred: etcd event received with PrevKv=nil (key=\"/registry/configmaps/x/y\", modRevision=735, type=PUT)",
+        );
+        assert!(matches!(
+            classify_watch_error(prev_kv.clone(), true),
+            WatchEnd::Unreadable(why) if why.starts_with("500 InternalError: Internal error occurred: etcd event")
+        ));
+        // The same status answered to the request itself is a server having
+        // a bad moment: retried with backoff.
+        assert!(matches!(
+            classify_watch_error(prev_kv, false),
+            WatchEnd::Retry { .. }
+        ));
+        assert!(matches!(
+            classify_watch_error(status(410, "Expired", "too old"), true),
+            WatchEnd::Expired(_)
+        ));
+        assert!(matches!(
+            classify_watch_error(status(403, "Forbidden", "no"), true),
+            WatchEnd::Unavailable(_)
+        ));
+    }
 
     #[test]
     fn short_reasons_name_the_cause_not_a_link() {

@@ -646,6 +646,16 @@ impl Simulator {
         f.fail_retry_after = retry_after_secs;
     }
 
+    /// Opens the next `n` watches (HTTP 200), then sends each one `ERROR` with
+    /// this Status and closes it. kube-apiserver does this, with 500
+    /// InternalError "etcd event received with PrevKv=nil", to every watch
+    /// that starts exactly at etcd's compaction revision.
+    pub fn fail_next_watches_in_stream(&self, n: usize, code: u16, reason: &str, message: &str) {
+        let mut f = lock(&self.shared().faults);
+        f.watch_errors = n;
+        f.watch_error = Some((code, reason.to_string(), message.to_string()));
+    }
+
     /// Denies get, list and watch on a resource (plural name) in `namespace`,
     /// or everywhere with `None` (403 Forbidden, worded like RBAC).
     pub fn forbid(&self, resource: &str, namespace: Option<&str>) {

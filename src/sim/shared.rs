@@ -42,6 +42,9 @@ pub(crate) struct Faults {
     pub fail_remaining: usize,
     pub fail_status: u16,
     pub fail_retry_after: Option<u32>,
+    /// Watches still to refuse in the stream: HTTP 200, then this ERROR.
+    pub watch_errors: usize,
+    pub watch_error: Option<(u16, String, String)>,
     /// `(plural, namespace)`; `None` = every namespace and the cluster scope.
     pub forbidden: Vec<(String, Option<String>)>,
 }
@@ -105,6 +108,16 @@ impl Shared {
         }
         f.fail_remaining -= 1;
         Some((f.fail_status, f.fail_retry_after))
+    }
+
+    /// Takes one injected in-stream watch error, if any are pending.
+    pub(crate) fn take_watch_error(&self) -> Option<(u16, String, String)> {
+        let mut f = lock(&self.faults);
+        if f.watch_errors == 0 {
+            return None;
+        }
+        f.watch_errors -= 1;
+        f.watch_error.clone()
     }
 
     /// Whether reading `plural` in `namespace` (`None`: cluster scope) is denied.

@@ -225,6 +225,11 @@ pub(crate) fn open(
         },
     };
     drop(store);
+    if first_error.is_none()
+        && let Some((code, reason, message)) = shared.take_watch_error()
+    {
+        first_error = Some(ApiStatus::new(code, &reason, message));
+    }
     let (id, ctl, abort) = shared.register_watch();
     let (tx, rx) = mpsc::channel(CHUNKS);
     let w = Watcher {

@@ -805,3 +805,35 @@ fn throttling_is_retried_after_the_requested_delay_without_a_gap() {
     assert_eq!(env.events(CM), env.sim_events("configmaps", "shop", base));
     assert_eq!(env.coverage(CM).gaps, 0);
 }
+
+/// kube-apiserver opens a watch that starts exactly at etcd's compaction
+/// revision and then refuses it in the stream with 500 "etcd event received
+/// with PrevKv=nil", every time (tests/it/real/parity.rs pins that). The
+/// recorder retries from the same resourceVersion three times, then records
+/// a gap and relists instead of retrying for ever.
+#[test]
+fn a_watch_refused_in_the_stream_again_and_again_becomes_a_gap_and_a_relist() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(1);
+    env.sim.fail_next_watches_in_stream(
+        3,
+        500,
+        "InternalError",
+        "Internal error occurred: etcd event received with PrevKv=nil (key=\"/registry/configmaps/shop/frontend-config\", modRevision=735, type=PUT)",
+    );
+    env.sim.drop_watches();
+    env.wait_baselines(2);
+    env.patch_cm("frontend-config", "k", "1");
+    env.wait_events(CM, 1);
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let coverage = env.coverage(CM);
+    assert_eq!(coverage.gaps, 1, "{coverage:?}");
+    let reason = &coverage.windows[0].reason;
+    assert!(
+        reason.starts_with("the watch cannot be read past resourceVersion")
+            && reason.contains("PrevKv=nil"),
+        "{reason}"
+    );
+}

@@ -76,12 +76,14 @@ func runEtcd(args []string) int {
 	}
 }
 
-// runCompact compacts etcd to its current revision, so that every watch or
-// continue token from before now gets 410 Gone from kube-apiserver (where it
-// reaches etcd rather than the watch cache). Prints the revision.
+// runCompact compacts etcd to its current revision (or --revision), so that
+// every watch or continue token from before it gets 410 Gone from
+// kube-apiserver (where it reaches etcd rather than the watch cache). Prints
+// the revision.
 func runCompact(args []string) int {
 	fs := flag.NewFlagSet("compact", flag.ExitOnError)
 	endpoint := fs.String("etcd", "", "etcd client URL (required)")
+	revision := fs.Int64("revision", 0, "compact to this revision instead of the current one")
 	_ = fs.Parse(args)
 	if *endpoint == "" {
 		fmt.Fprintln(os.Stderr, "realkube compact: --etcd is required")
@@ -89,7 +91,7 @@ func runCompact(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rev, err := compactNow(ctx, *endpoint)
+	rev, err := compact(ctx, *endpoint, *revision)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "realkube compact: %v\n", err)
 		return 1
@@ -98,7 +100,7 @@ func runCompact(args []string) int {
 	return 0
 }
 
-func compactNow(ctx context.Context, endpoint string) (int64, error) {
+func compact(ctx context.Context, endpoint string, revision int64) (int64, error) {
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{endpoint},
 		DialTimeout: 10 * time.Second,
@@ -108,12 +110,15 @@ func compactNow(ctx context.Context, endpoint string) (int64, error) {
 		return 0, err
 	}
 	defer cli.Close()
-	// Any read returns the store's current revision in its header.
-	resp, err := cli.Get(ctx, "/realkube/compact-probe")
-	if err != nil {
-		return 0, err
+	rev := revision
+	if rev == 0 {
+		// Any read returns the store's current revision in its header.
+		resp, err := cli.Get(ctx, "/realkube/compact-probe")
+		if err != nil {
+			return 0, err
+		}
+		rev = resp.Header.Revision
 	}
-	rev := resp.Header.Revision
 	if _, err := cli.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
 		return 0, err
 	}

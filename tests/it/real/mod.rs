@@ -329,8 +329,18 @@ impl RealKube {
     /// Compacts etcd to its current revision: every resourceVersion before
     /// now is gone for whatever reaches etcd rather than the watch cache.
     pub fn compact(&self) -> u64 {
+        self.compact_args(&[])
+    }
+
+    /// Compacts etcd to exactly `revision`.
+    pub fn compact_to(&self, revision: u64) -> u64 {
+        self.compact_args(&["--revision", &revision.to_string()])
+    }
+
+    fn compact_args(&self, extra: &[&str]) -> u64 {
         let out = Command::new(&self.built.bin)
             .args(["compact", "--etcd", &self.ready.etcd])
+            .args(extra)
             .output()
             .expect("realkube compact runs");
         assert!(
@@ -453,6 +463,17 @@ impl RealEnv {
         });
     }
 
+    /// Waits until the authorizer lets `user` do `verb resource` (with more
+    /// `kubectl auth can-i` arguments, such as `-n NS` or `-A`): a new
+    /// binding takes a moment to reach it.
+    pub fn wait_can_i(&self, user: &str, verb: &str, resource: &str, scope: &[&str]) {
+        let mut args = vec!["auth", "can-i", verb, resource, "--as", user];
+        args.extend(scope);
+        self.wait_real(&format!("{user} may {verb} {resource}"), || {
+            self.kubectl(&args).stdout.trim() == "yes"
+        });
+    }
+
     /// Waits until `check` holds, up to [`REAL_DEADLINE`].
     pub fn wait_real(&self, what: &str, mut check: impl FnMut() -> bool) {
         wait_for_within(what, REAL_DEADLINE, &mut check)
@@ -471,6 +492,18 @@ pub fn shop_manifest(namespace: &str) -> Value {
         item["metadata"]["namespace"] = Value::String(namespace.into());
     }
     list
+}
+
+/// The image of the first container of the shop's Deployment `name`, as
+/// the fixture declares it.
+pub fn shop_image(name: &str) -> Value {
+    shop_manifest("shop")["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["kind"] == "Deployment" && i["metadata"]["name"] == name)
+        .map(|d| d["spec"]["template"]["spec"]["containers"][0]["image"].clone())
+        .unwrap_or_else(|| panic!("no Deployment {name} in the shop"))
 }
 
 /// Now, as an RFC 3339 time truncated to the millisecond: everything the

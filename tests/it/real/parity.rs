@@ -52,6 +52,15 @@ impl Side<'_> {
         ]);
     }
 
+    /// The lines of `kubectl get --raw PATH`, one JSON document each (a
+    /// watch's events).
+    fn raw_lines(&self, path: &str) -> Vec<Value> {
+        self.kubectl(&["get", "--raw", path])
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
     fn get(&self, what: &str, namespace: &str) -> Value {
         serde_json::from_str(&self.kubectl(&[
             "get",
@@ -155,19 +164,48 @@ fn differences(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
     }
 }
 
+/// Whether the controller of `obj` has caught up with it. `observedGeneration`
+/// alone is not enough for a Deployment: a scale and a new template in quick
+/// succession can be observed by a scaling pass that creates no ReplicaSet
+/// yet. It has caught up when a ReplicaSet runs its current pod template and
+/// carries the revision the Deployment says.
+fn settled(real: &Side, obj: &Value, namespace: &str) -> bool {
+    let generation = &obj["metadata"]["generation"];
+    if !generation.is_null() && obj["status"]["observedGeneration"] != *generation {
+        return false;
+    }
+    if obj["kind"] != "Deployment" {
+        return true;
+    }
+    let revision = &obj["metadata"]["annotations"]["deployment.kubernetes.io/revision"];
+    let sets: Value =
+        serde_json::from_str(&real.kubectl(&["get", "rs", "-n", namespace, "-o", "json"])).unwrap();
+    sets["items"].as_array().unwrap().iter().any(|rs| {
+        let owned = rs["metadata"]["ownerReferences"]
+            .as_array()
+            .is_some_and(|o| o.iter().any(|r| r["uid"] == obj["metadata"]["uid"]));
+        let mut template = rs["spec"]["template"].clone();
+        if let Some(labels) = template["metadata"]["labels"].as_object_mut() {
+            labels.remove("pod-template-hash");
+        }
+        owned
+            && template == obj["spec"]["template"]
+            && rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == *revision
+    })
+}
+
 /// Where the two servers' `what` in `namespace` differ, up to what servers
 /// assign (see [`normalize`]); `status` is compared only `with_status`.
 fn compare(sides: &[Side; 2], what: &str, namespace: &str, with_status: bool) -> Vec<String> {
     let [sim, real] = sides;
     let mut a = normalize(sim.get(what, namespace));
-    // The real controllers work in their own time: wait until they have seen
-    // the latest generation (the simulator's act within the write).
+    // The real controllers work in their own time (the simulator's act
+    // within the write): wait until they have caught up.
     let mut b = Value::Null;
     real.sandbox
-        .wait_for(&format!("{what} observed by its controller"), || {
+        .wait_for(&format!("{what} settled by its controller"), || {
             b = real.get(what, namespace);
-            let generation = &b["metadata"]["generation"];
-            generation.is_null() || b["status"]["observedGeneration"] == *generation
+            settled(real, &b, namespace)
         });
     let mut b = normalize(b);
     if !with_status {
@@ -347,31 +385,20 @@ fn lists_watches_and_expired_watches_have_the_same_shape() {
             "-p",
             r#"{"data":{"a":"2"}}"#,
         ]);
-        let watch = side.kubectl(&[
-            "get",
-            "--raw",
-            &format!("{path}?watch=1&resourceVersion={before}&timeoutSeconds=1"),
-        ]);
-        let events: Vec<Value> = watch
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        // Compacted history: the simulator forgets by itself, etcd is told
-        // to (ConfigMaps reach etcd: they bypass the watch cache).
+        let watch_from_before = format!("{path}?watch=1&resourceVersion={before}&timeoutSeconds=1");
+        let events = side.raw_lines(&watch_from_before);
+        // Compacted history past the patch: the simulator forgets by
+        // itself, etcd is told to (ConfigMaps reach etcd: they bypass the
+        // watch cache). One more write first, so that the compaction
+        // revision is past the patch (see the next test for a watch that
+        // starts exactly at it).
+        side.create(NS, &["configmap", "later", "--from-literal=a=1"]);
         if side.name == "simulator" {
             sim.sim.compact();
         } else {
             real.kube.compact();
         }
-        let expired = side.kubectl(&[
-            "get",
-            "--raw",
-            &format!("{path}?watch=1&resourceVersion={before}&timeoutSeconds=1"),
-        ]);
-        let expired: Vec<Value> = expired
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let expired = side.raw_lines(&watch_from_before);
         let keys = |v: &Value| {
             let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
             k.sort();
@@ -386,6 +413,9 @@ fn lists_watches_and_expired_watches_have_the_same_shape() {
                 "kind": e["object"]["kind"], "apiVersion": e["object"]["apiVersion"],
                 "data": e["object"]["data"],
             })).collect::<Vec<_>>(),
+            // (The message depends on the path: the watch cache says "too old
+            // resource version: R (F)", etcd "The resourceVersion for the
+            // provided watch is too old.")
             "expired": expired.iter().map(|e| json!({
                 "type": e["type"], "kind": e["object"]["kind"], "code": e["object"]["code"],
                 "reason": e["object"]["reason"], "status": e["object"]["status"],
@@ -427,14 +457,11 @@ fn a_deleted_namespace_terminates_then_goes() {
             .unwrap()
             .to_string();
         side.kubectl(&["delete", "namespace", GONE, "--timeout=60s"]);
-        let watch = side.kubectl(&[
-            "get",
-            "--raw",
-            &format!("/api/v1/namespaces?watch=1&resourceVersion={rv}&timeoutSeconds=1"),
-        ]);
-        let events: Vec<Value> = watch
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        let events: Vec<Value> = side
+            .raw_lines(&format!(
+                "/api/v1/namespaces?watch=1&resourceVersion={rv}&timeoutSeconds=1"
+            ))
+            .into_iter()
             .filter(|e| e["object"]["metadata"]["name"] == GONE)
             .collect();
         let first = &events[0];
@@ -454,4 +481,56 @@ fn a_deleted_namespace_terminates_then_goes() {
         json!({"first": {"type": "MODIFIED", "phase": "Terminating", "deleting": true},
                "last": {"type": "DELETED", "phase": "Terminating"}, "deleted": 1})
     );
+}
+
+/// A watch that starts exactly at etcd's compaction revision (from the
+/// resourceVersion just before it) is opened, then refused in the stream
+/// with 500 InternalError "etcd event received with PrevKv=nil": the event
+/// is there, its previous version is compacted away. Every retry from there
+/// gets the same, so the recorder counts it toward its three strikes
+/// (`record::a_watch_refused_in_the_stream_again_and_again_becomes_a_gap_and_a_relist`
+/// drives that against the simulator's injected copy of this answer).
+#[test]
+fn a_watch_from_just_before_the_compaction_revision_is_refused_in_the_stream_with_500() {
+    const NS: &str = "parity-prevkv";
+    let real = RealEnv::new(NS);
+    real.create_namespace(NS);
+    real.kubectl_ok(&["create", "configmap", "flags", "--from-literal=a=1"]);
+    let patched: Value = serde_json::from_str(&real.kubectl_ok(&[
+        "patch",
+        "configmap/flags",
+        "-p",
+        r#"{"data":{"a":"2"}}"#,
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    // Tests may treat a resourceVersion as etcd's revision; the product never does.
+    let revision: u64 = patched["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    real.kube.compact_to(revision);
+    let side = Side {
+        name: "kube-apiserver",
+        sandbox: &real,
+    };
+    for _ in 0..2 {
+        let events = side.raw_lines(&format!(
+            "/api/v1/namespaces/{NS}/configmaps?watch=1&resourceVersion={}&timeoutSeconds=1",
+            revision - 1
+        ));
+        assert_eq!(events.len(), 1, "{events:#?}");
+        let status = &events[0]["object"];
+        assert_eq!(events[0]["type"], "ERROR");
+        assert_eq!(
+            (&status["code"], &status["reason"]),
+            (&json!(500), &json!("InternalError"))
+        );
+        assert!(
+            status["message"].as_str().unwrap().contains("PrevKv=nil"),
+            "{status:#}"
+        );
+    }
 }

@@ -56,6 +56,15 @@ fn the_documented_namespace_role_is_enough_and_a_forbidden_stream_is_said_clearl
         &env,
         &role("recorder-role.yaml", NS, "shop", "krply-limited"),
     );
+    for resource in [
+        "deployments.apps",
+        "statefulsets.apps",
+        "daemonsets.apps",
+        "services",
+        "configmaps",
+    ] {
+        env.wait_can_i("krply-limited", "watch", resource, &["-n", NS]);
+    }
     env.kubectl_ok(&["create", "configmap", "flags", "--from-literal=v=1"]);
     env.kubectl_ok(&["create", "secret", "generic", "db", "--from-literal=p=x"]);
 
@@ -65,7 +74,8 @@ fn the_documented_namespace_role_is_enough_and_a_forbidden_stream_is_said_clearl
     env.wait_journaled(&format!("configmaps.v1@{NS}"), NS, "configmap/flags");
     let stopped = recorder.stop();
     assert_eq!(stopped.code, Some(0), "{stopped:?}");
-    assert!(!stopped.stderr.contains("403"), "{}", stopped.stderr);
+    // (Not "403": resourceVersions contain that too.)
+    assert!(!stopped.stderr.contains("Forbidden"), "{}", stopped.stderr);
     let coverage = env.krply_json(&["coverage"], 0);
     for (resource, state) in states(&coverage) {
         assert_ne!(state, "unavailable", "{resource}: {coverage:#}");
@@ -121,9 +131,19 @@ fn the_documented_cluster_role_is_enough_for_all_namespaces() {
     let env = RealEnv::new("default");
     let user = "cluster-recorder@example.com";
     apply(&env, &role("recorder-clusterrole.yaml", "", "", user));
+    for resource in [
+        "deployments.apps",
+        "statefulsets.apps",
+        "daemonsets.apps",
+        "services",
+        "configmaps",
+        "namespaces",
+    ] {
+        env.wait_can_i(user, "watch", resource, &["-A"]);
+    }
     let out = env.run(&["record", "-A", "--as", user, "--for", "4s"]);
     assert_eq!(out.code, Some(0), "{out:?}");
-    assert!(!out.stderr.contains("403"), "{}", out.stderr);
+    assert!(!out.stderr.contains("Forbidden"), "{}", out.stderr);
     let coverage = env.krply_json(&["coverage", "-A"], 0);
     let states = states(&coverage);
     assert_eq!(states.len(), 6, "{coverage:#}");

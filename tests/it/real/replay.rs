@@ -214,17 +214,9 @@ fn a_plan_of_the_shop_before_the_changes_dry_runs_and_applies_on_the_real_server
     // What the namespace was before the changes, not after them.
     let get = |what: &str| env.get_json(what, DST);
     assert_eq!(get("deployment/frontend")["spec"]["replicas"], 1);
-    let shop = super::shop_manifest(SRC);
-    let recorded_image = shop["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["kind"] == "Deployment" && i["metadata"]["name"] == "productcatalogservice")
-        .map(|d| d["spec"]["template"]["spec"]["containers"][0]["image"].clone())
-        .unwrap();
     assert_eq!(
         get("deployment/productcatalogservice")["spec"]["template"]["spec"]["containers"][0]["image"],
-        recorded_image
+        super::shop_image("productcatalogservice")
     );
     assert_eq!(
         get("deployment/loadgenerator")["metadata"]["name"],
@@ -283,6 +275,8 @@ fn the_documented_replay_role_is_enough_to_plan_and_apply() {
     let path = env.dir.path().join("replay-role.yaml");
     std::fs::write(&path, role).unwrap();
     env.kubectl_ok(&["apply", "-f", path.to_str().unwrap()]);
+    env.wait_can_i("krply-limited", "patch", "deployments.apps", &["-n", DST]);
+    env.wait_can_i("krply-limited", "patch", "namespaces", &[]);
 
     let plan = env.krply_json(
         &[

@@ -253,19 +253,11 @@ fn record_all_namespaces_then_diff_timeline_and_get_at() {
         [field("spec.replicas", json!(1), json!(4), json!("kubectl"))]
     );
     // (The controller's revision annotation is server-owned noise.)
-    let shop = super::shop_manifest(NS);
-    let image_before = shop["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["kind"] == "Deployment" && i["metadata"]["name"] == "productcatalogservice")
-        .map(|d| d["spec"]["template"]["spec"]["containers"][0]["image"].clone())
-        .unwrap();
     assert_eq!(
         fields(object(&diff, "Deployment", "productcatalogservice")),
         [field(
             "spec.template.spec.containers[0].image",
-            image_before,
+            super::shop_image("productcatalogservice"),
             json!("gcr.io/google-samples/microservices-demo/productcatalogservice:v0.9.0"),
             json!("kubectl-set")
         )]
