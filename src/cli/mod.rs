@@ -124,26 +124,52 @@ fn clap_error(e: clap::Error) -> ExitCode {
             }
         }
         _ => {
-            let rendered = e.render().to_string();
-            let first = rendered
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid arguments")
-                .trim();
-            let message = first.strip_prefix("error: ").unwrap_or(first);
-            let tip = rendered
-                .lines()
-                .map(str::trim)
-                .find_map(|l| l.strip_prefix("tip: "))
-                .map(str::to_string);
-            let mut err = CliError::usage(message.to_string());
+            let (message, tip, usage) = usage_error_parts(&e.render().to_string());
+            let mut err = CliError::usage(message);
             if let Some(tip) = tip {
                 err = err.hint(tip);
             }
-            err.hint("see `kubectl krply --help`").print();
+            let help = match usage {
+                Some(usage) => format!("usage: {usage}; `--help` says more"),
+                None => "see `kubectl krply --help`".to_string(),
+            };
+            err.hint(help).print();
             ExitCode::from(2)
         }
     }
+}
+
+/// clap's rendered usage error as one message, its tip and its usage line.
+/// A message that ends with a colon continues on the lines indented below it
+/// (the missing arguments, the valid values): they join the message, so that
+/// it never ends with nothing after the colon.
+fn usage_error_parts(rendered: &str) -> (String, Option<String>, Option<String>) {
+    let lines: Vec<&str> = rendered.lines().collect();
+    let first = lines.iter().position(|l| !l.trim().is_empty()).unwrap_or(0);
+    let head = lines.get(first).map_or("invalid arguments", |l| l.trim());
+    let mut message = head.strip_prefix("error: ").unwrap_or(head).to_string();
+    let more: Vec<&str> = lines
+        .get(first + 1..)
+        .unwrap_or_default()
+        .iter()
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.trim())
+        .filter(|l| message.ends_with(':') || l.starts_with('['))
+        .collect();
+    if !more.is_empty() {
+        message = format!("{message} {}", more.join(", "));
+    }
+    let tip = lines
+        .iter()
+        .map(|l| l.trim())
+        .find_map(|l| l.strip_prefix("tip: "))
+        .map(str::to_string);
+    let usage = lines
+        .iter()
+        .map(|l| l.trim())
+        .find_map(|l| l.strip_prefix("Usage: "))
+        .map(str::to_string);
+    (message, tip, usage)
 }
 
 fn run(cli: Cli) -> CliResult {
@@ -189,5 +215,36 @@ pub fn out(text: &str) -> CliResult {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
         Err(e) => Err(CliError::runtime(format!("cannot write output: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(args: &[&str]) -> (String, Option<String>, Option<String>) {
+        let e = Cli::command()
+            .try_get_matches_from(args)
+            .expect_err("a usage error");
+        usage_error_parts(&e.render().to_string())
+    }
+
+    #[test]
+    fn a_usage_error_names_what_is_missing_or_allowed() {
+        let (message, _, usage) = parts(&["kubectl-krply", "timeline"]);
+        assert_eq!(
+            message,
+            "the following required arguments were not provided: <TYPE/NAME>"
+        );
+        assert!(usage.unwrap().starts_with("kubectl krply timeline"));
+        let (message, _, _) = parts(&["kubectl-krply", "get"]);
+        assert!(message.ends_with("<TYPE/NAME>"), "{message}");
+        let (message, _, _) = parts(&["kubectl-krply", "replay", "plan"]);
+        assert!(message.ends_with("--to-namespace <NS>"), "{message}");
+        let (message, _, _) = parts(&["kubectl-krply", "diff", "--color", "blue"]);
+        assert_eq!(
+            message,
+            "invalid value 'blue' for '--color <WHEN>' [possible values: auto, always, never]"
+        );
     }
 }
