@@ -159,7 +159,13 @@ pub(super) fn text(
         window.until()
     );
     if result.objects.is_empty() {
-        out.push_str("\nNo changes recorded.\n");
+        out.push_str(if result.completeness.nothing_recorded() {
+            "\nNothing was ever recorded here: this journal cannot say what changed.\n"
+        } else if result.completeness.complete() {
+            "\nNo changes recorded.\n"
+        } else {
+            "\nNo changes recorded in the time that was watched (see the warning for the rest).\n"
+        });
         return out;
     }
     let all = reader.namespace.is_none();

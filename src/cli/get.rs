@@ -17,7 +17,8 @@ Examples:
   kubectl krply reconstruct cm/feature-flags --at 2026-11-29T10:00:00Z -o json
 
 apiVersion and kind are filled in from the stream when the server left them out
-(list items); every other field is exactly as recorded.")]
+(list items); every other field is exactly as recorded. metadata.managedFields are
+left out, as kubectl leaves them out, unless --show-managed-fields.")]
 pub struct GetArgs {
     /// The object, as TYPE/NAME (deploy/frontend)
     #[arg(value_name = "TYPE/NAME")]
@@ -25,6 +26,9 @@ pub struct GetArgs {
     /// The time: now, a duration ago (30m, 2h) or an RFC 3339 time
     #[arg(long, default_value = "now", value_name = "TIME")]
     pub at: String,
+    /// Print metadata.managedFields too (the field managers and what they own)
+    #[arg(long)]
+    pub show_managed_fields: bool,
     #[command(flatten)]
     pub strict: StrictArg,
 }
@@ -42,9 +46,15 @@ pub fn run(global: &GlobalArgs, args: GetArgs) -> CliResult {
         ObjectState::Present(v) => v,
         other => return Err(not_there(&history, stream, &object, at, other)?),
     };
-    let value = history
+    let mut value = history
         .object_json(stream, &version)
         .map_err(|e| CliError::runtime(e.to_string()))?;
+    if !args.show_managed_fields
+        && let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut())
+    {
+        // (shift_remove: the other fields keep the order they were recorded in)
+        meta.shift_remove("managedFields");
+    }
     let scope = crate::history::Scope {
         namespace: Some(object.namespace.clone()).filter(|n| !n.is_empty()),
         types: Some(vec![stream.info.resource.clone()]),

@@ -182,6 +182,10 @@ fn table(out: &SnapshotOut, paint: render::Paint) -> String {
         ),
         None => format!("Snapshot of {scope} at {} ({verdict})\n", out.at),
     };
+    if out.watermarks.is_empty() {
+        text.push_str("Nothing was ever recorded here: this journal cannot say what it held.\n");
+        return text;
+    }
     let rows: Vec<Vec<String>> = out
         .watermarks
         .iter()

@@ -46,6 +46,9 @@ impl Missing {
     }
 }
 
+/// Why a scope has no stream at all: no recorder ever covered it.
+pub const NOTHING_RECORDED: &str = "never recorded (`kubectl krply coverage -A` shows what is)";
+
 /// Whether an answer is complete, and if not, what it lacks.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Completeness {
@@ -55,6 +58,12 @@ pub struct Completeness {
 impl Completeness {
     pub fn complete(&self) -> bool {
         self.missing.is_empty()
+    }
+
+    /// True when no stream covers the question at all (a namespace or type
+    /// never recorded): the answer knows nothing, which is not "no changes".
+    pub fn nothing_recorded(&self) -> bool {
+        self.missing.iter().any(|m| m.reason == NOTHING_RECORDED)
     }
 
     pub fn warnings(&self) -> Vec<String> {
@@ -118,7 +127,7 @@ impl History<'_> {
                 stream: describe_scope(scope),
                 from: None,
                 to: None,
-                reason: "nothing recorded for this scope".into(),
+                reason: NOTHING_RECORDED.into(),
             });
         }
         for s in streams {
@@ -205,16 +214,18 @@ impl History<'_> {
 }
 
 fn describe_scope(scope: &Scope) -> String {
-    let types = match &scope.types {
-        None => "any recorded type".to_string(),
-        Some(ts) => ts
-            .iter()
-            .map(|t| t.group_resource())
-            .collect::<Vec<_>>()
-            .join(", "),
+    let place = match &scope.namespace {
+        Some(ns) => format!("namespace {ns}"),
+        None => "every namespace".to_string(),
     };
-    match &scope.namespace {
-        Some(ns) => format!("{types} in namespace {ns}"),
-        None => format!("{types} in every namespace"),
+    match &scope.types {
+        None => place,
+        Some(ts) => format!(
+            "{} in {place}",
+            ts.iter()
+                .map(|t| t.group_resource())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }

@@ -472,6 +472,48 @@ fn get_at_three_times() {
         "json",
     ]);
     assert_eq!(reconstruct.code, Some(0));
+    // managedFields are left out unless asked for, as kubectl does; asked
+    // for, the object is exactly as recorded.
+    let hidden = at(i.t_scaled, "deploy/frontend");
+    assert!(
+        hidden["metadata"].get("managedFields").is_none(),
+        "{hidden:#}"
+    );
+    let shown = json_of(
+        &i.env,
+        &[
+            "get",
+            "deploy/frontend",
+            "--at",
+            &i.t_scaled.to_string(),
+            "--show-managed-fields",
+            "-o",
+            "json",
+        ],
+    );
+    assert!(shown["metadata"]["managedFields"].is_array(), "{shown:#}");
+    let mut without = shown.clone();
+    without["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .shift_remove("managedFields");
+    assert_eq!(without, hidden);
+    let keys = |v: &Value| {
+        v["metadata"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        keys(&hidden),
+        keys(&shown)
+            .into_iter()
+            .filter(|k| k != "managedFields")
+            .collect::<Vec<_>>(),
+        "the other fields keep their recorded order"
+    );
 }
 
 #[test]
@@ -892,4 +934,52 @@ fn a_label_selector_stream_never_answers_for_its_whole_type() {
     assert_eq!(whole["complete"], true, "{}", whole["warnings"]);
     assert_eq!(changes(&whole).len(), 1, "{whole}");
     rec.stop();
+}
+
+/// A namespace the journal never recorded is not "no changes": the text says
+/// so, JSON says `complete: false`, and `--strict` exits 3.
+#[test]
+fn a_namespace_never_recorded_is_not_no_changes() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["deploy", "cm"]);
+    env.wait_baselines(1);
+    assert_eq!(rec.stop().code, Some(0));
+    let diff = env.run(&["diff", "-n", "prod"]);
+    assert_eq!(diff.code, Some(0), "{diff:?}");
+    assert!(
+        diff.stdout
+            .contains("Nothing was ever recorded here: this journal cannot say what changed."),
+        "{}",
+        diff.stdout
+    );
+    assert!(
+        !diff.stdout.contains("No changes recorded"),
+        "{}",
+        diff.stdout
+    );
+    assert!(
+        diff.stderr.contains("namespace prod: never recorded"),
+        "{}",
+        diff.stderr
+    );
+    let json = json_of(&env, &["diff", "-n", "prod", "-o", "json"]);
+    assert_eq!(json["complete"], false);
+    assert_eq!(env.run(&["diff", "-n", "prod", "--strict"]).code, Some(3));
+    let snapshot = env.run(&["snapshot", "-n", "prod"]);
+    assert!(
+        snapshot.stdout.contains("Nothing was ever recorded here"),
+        "{}",
+        snapshot.stdout
+    );
+    assert_eq!(
+        env.run(&["snapshot", "-n", "prod", "--strict"]).code,
+        Some(3)
+    );
+    // A type recorded in another namespace only: the same.
+    let narrowed = json_of(&env, &["diff", "-n", "prod", "deploy", "-o", "json"]);
+    assert_eq!(narrowed["complete"], false);
+    assert_eq!(
+        narrowed["warnings"][0],
+        "deployments.apps in namespace prod: never recorded (`kubectl krply coverage -A` shows what is)"
+    );
 }
