@@ -85,12 +85,13 @@ pub struct GlobalArgs {
         help_heading = "Cluster connection"
     )]
     pub as_group: Vec<String>,
-    /// How long to wait for a single request (e.g. 30s, 1m); 0 waits forever
+    /// How long to wait for a single request (e.g. 30s, 1m; watches are exempt); 0 waits
+    /// forever
     #[arg(
         long,
         global = true,
         value_name = "DURATION",
-        default_value = "0",
+        default_value = "30s",
         help_heading = "Cluster connection"
     )]
     pub request_timeout: String,

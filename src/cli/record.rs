@@ -66,7 +66,7 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
     let opts = global.connect_options()?;
     let path = global.store_path()?;
     // From here on, Ctrl-C and SIGTERM stop cleanly, even during start-up.
-    let stop_rx = stop_signal(duration);
+    let mut stop_rx = stop_signal(duration);
 
     // The journal first: a second recorder fails before touching the cluster.
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -83,8 +83,16 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
     journal.check_integrity()?;
 
     let target = cluster::resolve_target(&opts)?;
-    let access = cluster::connect(&target, &opts).await?;
-    let catalog = Catalog::discover(&access).await?;
+    // A slow or hanging server must not make Ctrl-C wait: start-up gives way
+    // to a stop at once.
+    let Some(access) = unless_stopped(&mut stop_rx, cluster::connect(&target, &opts)).await else {
+        return stopped_before_start();
+    };
+    let access = access?;
+    let Some(catalog) = unless_stopped(&mut stop_rx, Catalog::discover(&access)).await else {
+        return stopped_before_start();
+    };
+    let catalog = catalog?;
     for w in &catalog.warnings {
         eprintln!("warning: {w}");
     }
@@ -167,6 +175,27 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
         });
     }
     super::out(&text)
+}
+
+/// `fut`'s output, or `None` when a stop comes first.
+async fn unless_stopped<T>(
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    fut: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    if *stop.borrow() {
+        return None;
+    }
+    tokio::select! {
+        v = fut => Some(v),
+        _ = stop.wait_for(|stopped| *stopped) => None,
+    }
+}
+
+/// Stopped while connecting or discovering: nothing was recorded, and that is
+/// what was asked for.
+fn stopped_before_start() -> CliResult {
+    eprintln!("stopped before recording started: nothing recorded");
+    Ok(())
 }
 
 /// A flag raised by Ctrl-C, SIGTERM or the end of `--for`. The signal handlers

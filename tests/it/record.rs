@@ -238,29 +238,46 @@ fn sigterm_stops_cleanly_and_verbose_says_what_it_does() {
 }
 
 #[test]
-fn ctrl_c_during_start_up_stops_cleanly() {
+fn ctrl_c_during_start_up_stops_at_once() {
     let env = Env::shop();
-    // A slow server: discovery is still running when the signal comes.
-    env.sim.set_delay(Duration::from_millis(500));
-    let rec = env.start_recorder(&["cm"]);
+    // A server that hangs (every answer takes two minutes) and no request
+    // timeout: only the stop itself can end start-up in time.
+    env.sim.set_delay(Duration::from_secs(120));
+    let mut rec = env.start_recorder(&["cm", "--request-timeout", "0"]);
     // The journal exists once the writer lock is held, after the signal
     // handlers are installed.
     env.wait_for("the journal file", || env.store.exists());
     rec.signal("INT");
-    env.sim.set_delay(Duration::ZERO);
-    let mut rec = rec;
     let out = rec.wait();
+    env.sim.set_delay(Duration::ZERO);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(
-        out.stdout.starts_with("recorded 0 event(s)"),
+        out.stderr
+            .contains("stopped before recording started: nothing recorded"),
         "{}",
-        out.stdout
+        out.stderr
     );
     assert!(!out.stderr.contains("error"), "{}", out.stderr);
     // The journal is whole and the lock is free: the next recorder starts.
     let rec = env.start_recorder(&["cm"]);
     env.wait_baselines(1);
     assert_eq!(rec.stop().code, Some(0));
+}
+
+#[test]
+fn a_server_that_hangs_is_an_error_after_the_request_timeout() {
+    let env = Env::shop();
+    env.sim.set_delay(Duration::from_secs(120));
+    let out = env.run(&["record", "cm", "--request-timeout", "1s"]);
+    env.sim.set_delay(Duration::ZERO);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr
+            .starts_with("error: the API server at http://127.0.0.1:")
+            && out.stderr.contains("did not answer within 1s"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
