@@ -54,7 +54,27 @@ struct ObjectOut<'a> {
     name: &'a str,
     change: &'static str,
     stream: &'a str,
+    /// `watch` (an event showed it) or `relist` (a relist after a gap found
+    /// it: it happened at an unknown time `between`).
+    observed: &'static str,
+    between: Option<BetweenOut>,
     fields: &'a [Field],
+}
+
+/// When a change found by a relist happened: some time in `(from, to]`.
+#[derive(Serialize)]
+pub(super) struct BetweenOut {
+    pub from: String,
+    pub to: String,
+}
+
+impl From<crate::history::Between> for BetweenOut {
+    fn from(b: crate::history::Between) -> Self {
+        BetweenOut {
+            from: Millis::from_ms(b.from).to_string(),
+            to: Millis::from_ms(b.to).to_string(),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -130,6 +150,12 @@ fn object_out(o: &ObjectDiff) -> ObjectOut<'_> {
         name: &o.name,
         change: o.change.as_str(),
         stream: &o.stream,
+        observed: if o.found_by_relist.is_some() {
+            "relist"
+        } else {
+            "watch"
+        },
+        between: o.found_by_relist.map(BetweenOut::from),
         fields: &o.fields,
     }
 }
@@ -176,6 +202,16 @@ pub(super) fn text(
             Change::Modified => paint.yellow("modified"),
         };
         out.push_str(&format!("\n{}  {label}\n", paint.bold(&who(o, all))));
+        if let Some(b) = o.found_by_relist {
+            out.push_str(&format!(
+                "  {}\n",
+                paint.yellow(&format!(
+                    "changed at an unknown time between {} and {}: a relist found it after a gap",
+                    Millis::from_ms(b.from),
+                    Millis::from_ms(b.to)
+                ))
+            ));
+        }
         let width = o
             .fields
             .iter()

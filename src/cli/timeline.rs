@@ -47,6 +47,12 @@ struct EntryOut<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     synthetic: bool,
+    /// `watch` (an event), `list` (a list that found nothing new) or
+    /// `relist` (a list that found a change nobody watched happen);
+    /// `null` for a gap.
+    observed: Option<&'static str>,
+    /// For `relist`: the stretch the change happened in.
+    between: Option<super::diff::BetweenOut>,
     fields: &'a [FieldChange],
     #[serde(skip_serializing_if = "Option::is_none")]
     gap: Option<GapOut>,
@@ -110,6 +116,13 @@ fn entry_out(e: &Entry) -> EntryOut<'_> {
         resource_version: e.resource_version.clone(),
         kind: e.kind.as_str(),
         synthetic: e.synthetic,
+        observed: match (e.kind, e.found_by_relist, e.synthetic) {
+            (EntryType::Gap, _, _) => None,
+            (_, Some(_), _) => Some("relist"),
+            (_, None, true) => Some("list"),
+            (_, None, false) => Some("watch"),
+        },
+        between: e.found_by_relist.map(Into::into),
         fields: &e.fields,
         gap: e.gap.as_ref().map(|g| GapOut {
             from: time(g.from),
@@ -162,6 +175,17 @@ pub(super) fn table(entries: &[Entry], paint: Paint) -> String {
                     })
                     .collect::<Vec<_>>()
                     .join("\n"),
+            };
+            let changes = match e.found_by_relist {
+                Some(b) => format!(
+                    "{changes}\n{}",
+                    paint.yellow(&format!(
+                        "(changed at an unknown time between {} and {})",
+                        time(b.from),
+                        time(b.to)
+                    ))
+                ),
+                None => changes,
             };
             vec![
                 time(e.observed_at),

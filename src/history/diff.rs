@@ -5,7 +5,8 @@
 
 use super::complete::Completeness;
 use super::pipeline::pipeline;
-use super::{History, HistoryError, Scope, StreamHistory};
+use super::state::ObjectState;
+use super::{Between, History, HistoryError, Scope, StreamHistory};
 use crate::diff::{
     DiffOptions, FieldChange, FieldPath, diff_objects, field_manager, parse_managed_for,
     reduce_pair_managed,
@@ -54,6 +55,9 @@ pub struct ObjectDiff {
     pub after: Option<Value>,
     /// Field changes (for `modified`; empty for added and deleted objects).
     pub fields: Vec<Field>,
+    /// Set when only a relist revealed the change (it happened while nobody
+    /// watched): when it happened is not known, only this stretch.
+    pub found_by_relist: Option<Between>,
 }
 
 /// Narrows a diff to some objects by name (`TYPE/NAME` arguments).
@@ -183,6 +187,7 @@ impl History<'_> {
                 {
                     continue;
                 }
+                let found_by_relist = self.found_by_relist(stream, o.id, t1, t2)?;
                 let after = a
                     .map(|v| self.journal.stored_body(v.body, None))
                     .transpose()?;
@@ -195,6 +200,7 @@ impl History<'_> {
                     object: o.clone(),
                     before,
                     after,
+                    found_by_relist,
                 };
                 batch.push((index, pair));
                 index += 1;
@@ -211,6 +217,47 @@ impl History<'_> {
     }
 }
 
+impl History<'_> {
+    /// Whether a relist in `(t1, t2]` found this object different from what
+    /// was known just before it (changed, appeared, or gone from the list):
+    /// then that part of the change happened at an unknown time, and this is
+    /// the stretch (from the earliest such gap to the latest such list).
+    /// `None` when the watch saw every change.
+    fn found_by_relist(
+        &self,
+        stream: &StreamHistory,
+        object: i64,
+        t1: i64,
+        t2: i64,
+    ) -> Result<Option<Between>, HistoryError> {
+        let mut found: Option<Between> = None;
+        for list in stream
+            .baselines
+            .iter()
+            .filter(|b| b.observed_at > t1 && b.observed_at <= t2)
+        {
+            let listed = self.object_at(stream, object, list.observed_at)?;
+            let known = self.object_at(stream, object, list.observed_at - 1)?;
+            // Every write gives an object a new resourceVersion; a list item's
+            // bytes may differ from the event's (no apiVersion/kind), its
+            // resourceVersion does not.
+            let rv = |s: &ObjectState| s.version().map(|v| v.resource_version.clone());
+            if rv(&listed) == rv(&known) {
+                continue;
+            }
+            let w = stream.relist_window(list.observed_at);
+            found = Some(match found {
+                None => w,
+                Some(f) => Between {
+                    from: f.from.min(w.from),
+                    to: f.to.max(w.to),
+                },
+            });
+        }
+        Ok(found)
+    }
+}
+
 /// Pairs are handed to the comparing threads this many at a time.
 const BATCH: usize = 16;
 
@@ -220,6 +267,7 @@ struct Pair<'h> {
     object: ObjectRow,
     before: Option<StoredBody>,
     after: Option<StoredBody>,
+    found_by_relist: Option<Between>,
 }
 
 /// Decodes one pair and compares it field by field. Without `keep_objects`,
@@ -312,6 +360,7 @@ fn compare(
         before: keep(&before)?,
         after: keep(&after)?,
         fields,
+        found_by_relist: p.found_by_relist,
     }))
 }
 

@@ -31,6 +31,13 @@ pub enum HistoryError {
 }
 
 /// What one recorded stream knows.
+/// When a change found by a relist happened: some time in `(from, to]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Between {
+    pub from: i64,
+    pub to: i64,
+}
+
 #[derive(Debug, Clone)]
 pub struct StreamHistory {
     pub info: StreamInfo,
@@ -59,6 +66,24 @@ impl StreamHistory {
     /// The latest completed list at or before `at`.
     pub fn baseline_at(&self, at: i64) -> Option<&BaselineRef> {
         self.baselines.iter().rev().find(|b| b.observed_at <= at)
+    }
+
+    /// The stretch a relist at `listed_at` speaks for: from the start of the
+    /// gap it closed (nobody watched since then) to the list itself. What it
+    /// found changed happened at an unknown time in between.
+    pub fn relist_window(&self, listed_at: i64) -> Between {
+        let from = self
+            .coverage
+            .windows
+            .iter()
+            .filter(|w| w.from <= listed_at)
+            .map(|w| w.from)
+            .max()
+            .unwrap_or(listed_at);
+        Between {
+            from,
+            to: listed_at,
+        }
     }
 
     /// Whether this stream holds objects of namespace `ns` (`None`: any).

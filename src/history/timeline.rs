@@ -5,7 +5,7 @@
 
 use super::complete::Completeness;
 use super::pipeline::pipeline;
-use super::{History, HistoryError, Scope, StreamHistory};
+use super::{Between, History, HistoryError, Scope, StreamHistory};
 use crate::diff::{DiffOptions, FieldChange, diff_objects, reduce_pair};
 use crate::journal::read::GapWindow;
 use crate::journal::versions::{Decoder, ObjectRow, StoredBody, VersionRow};
@@ -43,6 +43,10 @@ pub struct Entry {
     pub fields: Vec<FieldChange>,
     /// For a gap entry: the missing window.
     pub gap: Option<GapWindow>,
+    /// For a list that found the object changed, appeared or gone since the
+    /// version before it (nobody watched in between): when that happened is
+    /// known only to be in this stretch.
+    pub found_by_relist: Option<Between>,
 }
 
 pub struct TimelineAnswer {
@@ -163,12 +167,14 @@ impl History<'_> {
                         synthetic: true,
                         fields: Vec::new(),
                         gap: Some(w.clone()),
+                        found_by_relist: None,
                     });
                 }
             }
         }
         // Stable; a gap starts after the versions observed at its start time.
         entries.sort_by_key(|e| (e.observed_at, e.kind == EntryType::Gap));
+        mark_relist_findings(stream, &mut entries);
 
         let scope = Scope {
             namespace: stream
@@ -191,6 +197,35 @@ impl History<'_> {
     }
 }
 
+/// Marks the list entries that found something the watch did not see: a
+/// version other than the one before it (every write gives an object a new
+/// resourceVersion), or the object gone from the list.
+fn mark_relist_findings(stream: &StreamHistory, entries: &mut [Entry]) {
+    let mut known: Option<Option<String>> = None;
+    for e in entries.iter_mut() {
+        match e.kind {
+            EntryType::Gap => continue,
+            EntryType::Baseline
+                if known
+                    .as_ref()
+                    .is_some_and(|rv| rv.as_ref() != e.resource_version.as_ref()) =>
+            {
+                e.found_by_relist = Some(stream.relist_window(e.observed_at));
+            }
+            EntryType::Deleted if e.synthetic => {
+                e.found_by_relist = Some(stream.relist_window(e.observed_at));
+            }
+            _ => {}
+        }
+        known = match e.kind {
+            // Nothing is known after a deletion: a later list that shows the
+            // object again found it re-created.
+            EntryType::Deleted => Some(None),
+            _ => Some(e.resource_version.clone()),
+        };
+    }
+}
+
 /// Consecutive versions handed to a comparing thread at a time.
 const TIMELINE_RUN: usize = 16;
 
@@ -210,6 +245,7 @@ fn entry(v: &VersionRow, kind: EntryType) -> Entry {
         synthetic: v.synthetic(),
         fields: Vec::new(),
         gap: None,
+        found_by_relist: None,
     }
 }
 
@@ -254,5 +290,6 @@ fn vanished(at: i64, list_rv: &str) -> Entry {
         synthetic: true,
         fields: Vec::new(),
         gap: None,
+        found_by_relist: None,
     }
 }

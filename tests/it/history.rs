@@ -221,6 +221,22 @@ fn diff_reports_exactly_the_incident_and_says_where_it_is_blind() {
         manager, "krply-sim",
         "the field manager owning spec.replicas"
     );
+    // Only the change made while nobody watched is labelled as found by the
+    // relist, with the stretch it happened in: the gap.
+    let gap = i.env.coverage(CM).windows[0].clone();
+    for o in diff["objects"].as_array().unwrap() {
+        if o["name"] == "frontend-config" {
+            assert_eq!(o["observed"], "relist", "{o:#}");
+            assert_eq!(
+                o["between"],
+                json!({"from": Millis::from_ms(gap.from).to_string(),
+                       "to": Millis::from_ms(gap.to.unwrap()).to_string()})
+            );
+        } else {
+            assert_eq!(o["observed"], "watch", "{o:#}");
+            assert!(o["between"].is_null(), "{o:#}");
+        }
+    }
 
     // Text: grouped by object, warnings on stderr.
     let text = i.env.run(&[
@@ -386,6 +402,22 @@ fn timeline_shows_every_version_and_the_gap() {
         0,
         "the relist saw no change"
     );
+    let observed: Vec<&Value> = e
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["observed"])
+        .collect();
+    assert_eq!(
+        observed,
+        [
+            &json!("list"),
+            &json!("watch"),
+            &Value::Null,
+            &json!("list")
+        ],
+        "a list that found nothing new is no relist finding"
+    );
     assert_eq!(t["complete"], false);
 
     // The change nobody saw happen shows up with the relist.
@@ -393,6 +425,19 @@ fn timeline_shows_every_version_and_the_gap() {
     let last = fc["entries"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["type"], "BASELINE");
     assert_eq!(last["fields"][0]["path"], "data.log_level");
+    let gap = i.env.coverage(CM).windows[0].clone();
+    assert_eq!(last["observed"], "relist");
+    assert_eq!(
+        last["between"],
+        json!({"from": Millis::from_ms(gap.from).to_string(),
+               "to": Millis::from_ms(gap.to.unwrap()).to_string()})
+    );
+    let text = i.env.run(&["timeline", "cm/frontend-config"]);
+    assert!(
+        text.stdout.contains("(changed at an unknown time between"),
+        "{}",
+        text.stdout
+    );
     // A deleted object still has its timeline.
     let gone = json_of(
         &i.env,

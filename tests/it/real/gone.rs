@@ -135,11 +135,29 @@ fn a_watch_resumed_after_compaction_gets_410_then_one_gap_a_relist_and_goes_on()
         "{timeline:#}"
     );
     assert_eq!(timeline["complete"], false);
+    let relist = &timeline["entries"][3];
+    assert_eq!(relist["observed"], "relist", "{timeline:#}");
+    assert_eq!(
+        relist["between"]["to"], relist["observed_at"],
+        "{timeline:#}"
+    );
 
     // A diff across the gap answers, says it is incomplete, and --strict
     // makes that exit 3.
     let diff = env.krply_json(&["diff", "--since", &t0], 0);
     assert_eq!(diff["complete"], false, "{diff:#}");
+    // Part of the ConfigMap's change happened inside the gap.
+    let flags = diff["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "flags")
+        .unwrap();
+    assert_eq!(flags["observed"], "relist", "{diff:#}");
+    assert_eq!(
+        flags["between"]["from"], timeline["entries"][2]["observed_at"],
+        "the gap's start"
+    );
     let strict = env.run(&["diff", "--since", &t0, "--strict"]);
     assert_eq!(strict.code, Some(3), "{strict:?}");
 }
