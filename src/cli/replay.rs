@@ -358,7 +358,14 @@ fn plan_json(plan: &Plan) -> serde_json::Value {
 }
 
 pub(crate) fn plan_text(plan: &Plan, paint: Paint) -> String {
+    // A dry run into a namespace that does not exist yet checks only the
+    // Namespace: the headline says how much was really checked.
+    let unchecked = plan.dry_run.validated_at_apply.len();
     let verdict = match plan.status.as_str() {
+        "dry-run-ok" if unchecked > 0 => paint.yellow(&format!(
+            "dry-run-ok for the Namespace only; {unchecked} of {} objects are checked at apply, once it exists",
+            plan.objects.len()
+        )),
         "dry-run-ok" | "applied" => paint.green(&plan.status),
         _ => paint.red(&plan.status),
     };

@@ -106,10 +106,8 @@ pub async fn dry_run(plan: &mut Plan, access: &ClusterAccess) -> Result<(), Unre
     }
     dry.ok = dry.conflicts.is_empty() && dry.errors.is_empty();
     if !exists && dry.ok {
-        plan.warnings.push(format!(
-            "namespace {} does not exist yet: its objects are validated when apply has created it",
-            plan.target.namespace
-        ));
+        plan.warnings
+            .push(missing_namespace_warning(&plan.target.namespace));
     }
     plan.status = if dry.ok {
         "dry-run-ok"
@@ -133,8 +131,19 @@ pub async fn apply(plan: &mut Plan, access: &ClusterAccess) -> Result<bool, Unre
     let result = apply_in_order(plan, access).await;
     if let Ok(true) = result {
         plan.status = "applied".into();
+        // The namespace exists now: what the plan said about it no longer holds.
+        plan.target.namespace_exists = true;
+        let stale = missing_namespace_warning(&plan.target.namespace);
+        plan.warnings.retain(|w| *w != stale);
     }
     result
+}
+
+/// The warning of a plan whose target namespace does not exist yet.
+fn missing_namespace_warning(namespace: &str) -> String {
+    format!(
+        "namespace {namespace} does not exist yet: its objects are validated when apply has created it"
+    )
 }
 
 async fn apply_in_order(plan: &mut Plan, access: &ClusterAccess) -> Result<bool, Unreachable> {

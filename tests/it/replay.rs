@@ -655,8 +655,30 @@ fn a_missing_target_namespace_is_validated_at_apply_then_created() {
             .all(|o| o["dry_run"] == "validated at apply")
     );
     assert!(p["warnings"].to_string().contains("does not exist yet"));
-    let applied = env.run(&["replay", "apply", p["id"].as_str().unwrap(), "--confirm"]);
+    // The headline says how little the dry run could check.
+    let id = p["id"].as_str().unwrap();
+    let shown = env.run(&["replay", "show", id]);
+    let objects = p["objects"].as_array().unwrap().len();
+    assert!(
+        shown.stdout.starts_with(&format!(
+            "Plan {id}: dry-run-ok for the Namespace only; {} of {objects} objects are checked at apply, once it exists\n",
+            objects - 1
+        )),
+        "{}",
+        shown.stdout
+    );
+    assert!(shown.stdout.contains("namespace shop-copy (to be created)"));
+    let applied = env.run(&["replay", "apply", id, "--confirm"]);
     assert_eq!(applied.code, Some(0), "{}", applied.stderr);
+    // Once applied, what was said of the missing namespace is gone.
+    assert!(
+        applied.stdout.starts_with(&format!("Plan {id}: applied\n")),
+        "{}",
+        applied.stdout
+    );
+    for stale in ["to be created", "does not exist yet"] {
+        assert!(!applied.stdout.contains(stale), "{}", applied.stdout);
+    }
     assert!(env.sim.get("v1", "Namespace", None, "shop-copy").is_some());
     assert!(
         env.sim
