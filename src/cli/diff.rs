@@ -3,7 +3,10 @@
 use super::answer::{self, StrictArg};
 use super::args::GlobalArgs;
 use super::reader::Reader;
-use crate::diff::{DiffOptions, render_value, strip_noise};
+use crate::diff::{DiffOptions, render_pair, strip_noise};
+
+/// Text answers fit this many columns (CONTRACT: 120).
+pub(super) const TEXT_WIDTH: usize = 120;
 use crate::error::CliResult;
 use crate::history::diff::{Change, DiffAnswer, Field, ObjectDiff};
 use crate::render::{self, Format, Paint};
@@ -206,7 +209,7 @@ pub(super) fn text(
             out.push_str(&format!(
                 "  {}\n",
                 paint.yellow(&format!(
-                    "changed at an unknown time between {} and {}: a relist found it after a gap",
+                    "changed at an unknown time between {} and {} (found by a relist)",
                     Millis::from_ms(b.from),
                     Millis::from_ms(b.to)
                 ))
@@ -224,14 +227,23 @@ pub(super) fn text(
             let manager = f
                 .manager
                 .as_deref()
-                .map(|m| paint.dim(&format!("  (manager: {m})")))
+                .map(|m| format!("  (manager: {m})"))
                 .unwrap_or_default();
-            out.push_str(&format!(
-                "  {path}{}  {} -> {}{manager}\n",
-                " ".repeat(pad),
-                render_value(f.change.before.as_ref(), 60),
-                render_value(f.change.after.as_ref(), 60),
-            ));
+            let (before, after) = (f.change.before.as_ref(), f.change.after.as_ref());
+            let (b, a) = render_pair(before, after, 60);
+            let line = format!("  {path}{}  {b} -> {a}", " ".repeat(pad));
+            if line.chars().count() + manager.chars().count() <= TEXT_WIDTH {
+                out.push_str(&format!("{line}{}\n", paint.dim(&manager)));
+            } else {
+                // Too wide for one line: the path, then the values below it,
+                // each given half of what the line leaves.
+                let room = TEXT_WIDTH - 6 - 4 - manager.chars().count();
+                let (b, a) = render_pair(before, after, (room / 2).clamp(16, 60));
+                out.push_str(&format!(
+                    "  {path}\n      {b} -> {a}{}\n",
+                    paint.dim(&manager)
+                ));
+            }
         }
     }
     out.push_str(&format!("\n{} object(s) changed.\n", result.objects.len()));

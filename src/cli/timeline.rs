@@ -4,7 +4,7 @@ use super::answer::{self, StrictArg};
 use super::args::GlobalArgs;
 use super::reader::Reader;
 use crate::diff::FieldChange;
-use crate::diff::{DiffOptions, render_value};
+use crate::diff::{DiffOptions, render_pair};
 use crate::error::{CliError, CliResult};
 use crate::history::timeline::{Entry, EntryType};
 use crate::render::{self, Format, Paint};
@@ -166,12 +166,14 @@ pub(super) fn table(entries: &[Entry], paint: Paint) -> String {
                     .fields
                     .iter()
                     .map(|f| {
-                        format!(
-                            "{}: {} -> {}",
-                            f.path,
-                            render_value(f.before.as_ref(), 40),
-                            render_value(f.after.as_ref(), 40)
-                        )
+                        let (b, a) = render_pair(f.before.as_ref(), f.after.as_ref(), 32);
+                        let one = format!("{}: {b} -> {a}", f.path);
+                        // The other columns take about 50 of the 120.
+                        if one.chars().count() <= 70 {
+                            one
+                        } else {
+                            format!("{}:\n  {b} -> {a}", f.path)
+                        }
                     })
                     .collect::<Vec<_>>()
                     .join("\n"),

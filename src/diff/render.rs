@@ -34,6 +34,92 @@ pub fn render_value(value: Option<&Value>, max_chars: usize) -> String {
     }
 }
 
+/// Renders a value's old and new versions on one line each, in at most
+/// `max_chars` characters, keeping the parts where they differ: runs both
+/// share are cut down to a little context around a `…`, so that a changed
+/// registry in the middle of an image reference stays visible
+/// (`…dev/online-boutique-ci/micro…:v0.10.6` / `…dev/google-samples/micro…:v0.10.7`).
+pub fn render_pair(
+    before: Option<&Value>,
+    after: Option<&Value>,
+    max_chars: usize,
+) -> (String, String) {
+    // Long enough to find the differences in; anything longer is cut plainly.
+    const COMPARED: usize = 4096;
+    let full = |v: Option<&Value>| render_value(v, COMPARED);
+    let (a, b) = (full(before), full(after));
+    let fits = |t: &str| max_chars == 0 || t.chars().count() <= max_chars;
+    if fits(&a) && fits(&b) {
+        return (a, b);
+    }
+    let (ta, tb) = (tokens(&a), tokens(&b));
+    let diff = similar::capture_diff_slices(similar::Algorithm::Myers, &ta, &tb);
+    let mut out_a = String::new();
+    let mut out_b = String::new();
+    let last = diff.len().saturating_sub(1);
+    for (i, op) in diff.iter().enumerate() {
+        match *op {
+            similar::DiffOp::Equal { old_index, len, .. } => {
+                let same: String = ta[old_index..old_index + len].concat();
+                let shown = elide_same(&same, i == 0, i == last);
+                out_a.push_str(&shown);
+                out_b.push_str(&shown);
+            }
+            _ => {
+                let (old, new) = (op.old_range(), op.new_range());
+                out_a.push_str(&ta[old].concat());
+                out_b.push_str(&tb[new].concat());
+            }
+        }
+    }
+    let cut = |t: String| {
+        if max_chars == 0 {
+            t
+        } else {
+            truncate_middle(&t, max_chars)
+        }
+    };
+    (cut(out_a), cut(out_b))
+}
+
+/// Words and the separators between them: the units two values are compared in.
+fn tokens(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        if matches!(
+            c,
+            '/' | ':' | '.' | '-' | '_' | '=' | ',' | '@' | ' ' | '"' | '{' | '}' | '[' | ']'
+        ) {
+            if start < i {
+                out.push(&text[start..i]);
+            }
+            out.push(&text[i..i + c.len_utf8()]);
+            start = i + c.len_utf8();
+        }
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
+/// A run both sides share, cut to a little context next to the differences:
+/// its end when it leads, its start when it trails, both ends in between.
+fn elide_same(same: &str, leading: bool, trailing: bool) -> String {
+    const CONTEXT: usize = 6;
+    let n = same.chars().count();
+    let head = |k: usize| same.chars().take(k).collect::<String>();
+    let tail = |k: usize| same.chars().skip(n.saturating_sub(k)).collect::<String>();
+    match (leading, trailing) {
+        (true, true) => same.to_string(),
+        (true, false) if n > CONTEXT + 1 => format!("…{}", tail(CONTEXT)),
+        (false, true) if n > CONTEXT + 1 => format!("{}…", head(CONTEXT)),
+        (false, false) if n > 2 * CONTEXT + 1 => format!("{}…{}", head(CONTEXT), tail(CONTEXT)),
+        _ => same.to_string(),
+    }
+}
+
 /// Whether a string can be shown without quotes.
 fn is_unambiguous(s: &str) -> bool {
     !s.is_empty()
@@ -137,6 +223,31 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_pair_keeps_where_it_differs() {
+        let before = json!(
+            "us-central1-docker.pkg.dev/online-boutique-ci/microservices-demo/productcatalogservice:v0.10.6"
+        );
+        let after = json!(
+            "us-central1-docker.pkg.dev/google-samples/microservices-demo/productcatalogservice:v0.10.7"
+        );
+        let (a, b) = render_pair(Some(&before), Some(&after), 40);
+        assert_eq!(a, "…g.dev/online-boutique-ci/micro…v0.10.6");
+        assert_eq!(b, "…g.dev/google-samples/micro…v0.10.7");
+        // Short values are left alone.
+        let (a, b) = render_pair(Some(&json!(1)), Some(&json!(3)), 40);
+        assert_eq!((a.as_str(), b.as_str()), ("1", "3"));
+        let (a, b) = render_pair(None, Some(&json!("web")), 40);
+        assert_eq!((a.as_str(), b.as_str()), ("<none>", "web"));
+        // Nothing in common: cut in the middle, as one value alone would be.
+        let long = json!("x".repeat(100));
+        let (a, _) = render_pair(Some(&long), None, 20);
+        assert_eq!(a.chars().count(), 20);
+        // No limit: whole.
+        let (a, _) = render_pair(Some(&before), Some(&after), 0);
+        assert_eq!(Some(&json!(a)), Some(&before));
+    }
 
     fn r(v: Value) -> String {
         render_value(Some(&v), 0)

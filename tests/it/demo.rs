@@ -39,7 +39,10 @@ fn the_demo_records_the_incident_and_explains_it() {
         "Deployment frontend  modified",
         "spec.replicas  1 -> 2",
         "Deployment productcatalogservice  modified",
-        "productcatalogservice:v0.10.7",
+        // The changed registry stays visible, however the value is cut.
+        "online-boutique-ci",
+        "google-samples",
+        "v0.10.7",
         "EXTRA_LATENCY",
         "ConfigMap feature-flags  modified",
         r#"data.new-checkout  <none> -> "true""#,
