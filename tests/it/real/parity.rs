@@ -218,6 +218,15 @@ fn compare(sides: &[Side; 2], what: &str, namespace: &str, with_status: bool) ->
     diffs
 }
 
+/// Asserts that both servers hold the same objects (see [`compare`]).
+fn assert_same(sides: &[Side; 2], namespace: &str, objects: &[&str]) {
+    let mut diffs = Vec::new();
+    for what in objects {
+        diffs.extend(compare(sides, what, namespace, false));
+    }
+    assert_none(diffs);
+}
+
 /// Asserts that nothing differs, listing every difference.
 fn assert_none(diffs: Vec<String>) {
     assert!(
@@ -279,23 +288,23 @@ fn created_objects_are_defaulted_and_managed_alike() {
             path.to_str().unwrap(),
         ]);
     }
-    let mut diffs = Vec::new();
-    for what in [
-        "deployment/web",
-        "configmap/flags",
-        "secret/db",
-        "service/web",
-        "serviceaccount/robot",
-        "statefulset/db",
-        "daemonset/agent",
-        "deployment/frontend",
-        "service/frontend",
-        "service/frontend-external",
-        "serviceaccount/frontend",
-    ] {
-        diffs.extend(compare(&both, what, NS, false));
-    }
-    assert_none(diffs);
+    assert_same(
+        &both,
+        NS,
+        &[
+            "deployment/web",
+            "configmap/flags",
+            "secret/db",
+            "service/web",
+            "serviceaccount/robot",
+            "statefulset/db",
+            "daemonset/agent",
+            "deployment/frontend",
+            "service/frontend",
+            "service/frontend-external",
+            "serviceaccount/frontend",
+        ],
+    );
 }
 
 /// What kubectl's everyday changes leave behind: the objects, their
@@ -349,16 +358,16 @@ fn kubectl_changes_leave_the_same_objects_and_managers() {
         side.kubectl(&["patch", "-n", NS, "deployment/frontend", "--type=json", "-p",
             r#"[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"frontend:v2"}]"#]);
     }
-    let mut diffs = Vec::new();
-    for what in [
-        "deployment/web",
-        "deployment/frontend",
-        "service/frontend",
-        "configmap/flags",
-    ] {
-        diffs.extend(compare(&both, what, NS, false));
-    }
-    assert_none(diffs);
+    assert_same(
+        &both,
+        NS,
+        &[
+            "deployment/web",
+            "deployment/frontend",
+            "service/frontend",
+            "configmap/flags",
+        ],
+    );
 }
 
 /// A list's and a watch's wire shapes, and the 410 a watch from a

@@ -20,6 +20,15 @@ fn role(file: &str, namespace: &str, old_namespace: &str, user: &str) -> String 
     .replace("jane@example.com", user)
 }
 
+/// What `record` lists and watches by default, in one namespace.
+const DEFAULT_RESOURCES: [&str; 5] = [
+    "deployments.apps",
+    "statefulsets.apps",
+    "daemonsets.apps",
+    "services",
+    "configmaps",
+];
+
 /// Applies YAML as the admin.
 fn apply(env: &RealEnv, yaml: &str) {
     let path = env.dir.path().join("rbac.yaml");
@@ -56,13 +65,7 @@ fn the_documented_namespace_role_is_enough_and_a_forbidden_stream_is_said_clearl
         &env,
         &role("recorder-role.yaml", NS, "shop", "krply-limited"),
     );
-    for resource in [
-        "deployments.apps",
-        "statefulsets.apps",
-        "daemonsets.apps",
-        "services",
-        "configmaps",
-    ] {
+    for resource in DEFAULT_RESOURCES {
         env.wait_can_i("krply-limited", "watch", resource, &["-n", NS]);
     }
     env.kubectl_ok(&["create", "configmap", "flags", "--from-literal=v=1"]);
@@ -131,14 +134,7 @@ fn the_documented_cluster_role_is_enough_for_all_namespaces() {
     let env = RealEnv::new("default");
     let user = "cluster-recorder@example.com";
     apply(&env, &role("recorder-clusterrole.yaml", "", "", user));
-    for resource in [
-        "deployments.apps",
-        "statefulsets.apps",
-        "daemonsets.apps",
-        "services",
-        "configmaps",
-        "namespaces",
-    ] {
+    for resource in DEFAULT_RESOURCES.iter().chain(&["namespaces"]) {
         env.wait_can_i(user, "watch", resource, &["-A"]);
     }
     let out = env.run(&["record", "-A", "--as", user, "--for", "4s"]);
