@@ -352,7 +352,7 @@ fn load(journal: &Journal, id: &str) -> CliResult<Plan> {
         .map_err(|e| CliError::runtime(format!("plan {id} cannot be read: {e}")))
 }
 
-/// The plan as CONTRACT.md shapes it (manifests included).
+/// The plan in the JSON shape of docs/output.md (manifests included).
 fn plan_json(plan: &Plan) -> serde_json::Value {
     serde_json::to_value(plan).unwrap_or_default()
 }

@@ -1,4 +1,4 @@
-//! Whether an answer is complete (DESIGN §1): every stream it draws on had a
+//! Whether an answer is complete (docs/consistency.md): every stream it draws on had a
 //! baseline before the window, no gap inside it, was available throughout, and
 //! was watched up to the window's end. Completeness is proven from baselines and
 //! durable points, never assumed from an absence of records.

@@ -1,4 +1,4 @@
-//! What changed between two times (DESIGN §4): only objects with a record in
+//! What changed between two times (docs/architecture.md §5): only objects with a record in
 //! `(since, until]` can differ (plus, when a relist falls in the window, the
 //! objects that relist no longer saw); each is compared field by field between
 //! its state at both ends. A relist that saw an unchanged object is no change.

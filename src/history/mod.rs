@@ -1,4 +1,4 @@
-//! History answers from the journal (DESIGN §1, §4): the state of objects at a
+//! History answers from the journal (docs/consistency.md, docs/architecture.md §5): the state of objects at a
 //! time, what changed between two times, the timeline of one object, snapshots,
 //! and for every answer whether it is complete and what is missing.
 //!

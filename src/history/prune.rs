@@ -1,4 +1,4 @@
-//! Planning retention (DESIGN §3): for each stream, the state at the cut time
+//! Planning retention (docs/journal.md): for each stream, the state at the cut time
 //! becomes a new baseline and everything older goes, so every answer about a
 //! time at or after the cut stays the same. A stream whose cut falls where the
 //! journal does not cover it keeps its history: a baseline there would claim

@@ -1,4 +1,4 @@
-//! State at a time (DESIGN §4): the latest baseline at or before T, then the
+//! State at a time (docs/consistency.md, docs/architecture.md §5): the latest baseline at or before T, then the
 //! events after it up to T. An object missing from a later baseline is gone from
 //! that baseline on, even if its DELETED event fell into a gap.
 

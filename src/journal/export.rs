@@ -1,5 +1,5 @@
 //! `export`: the journal's records as NDJSON, oldest first, one JSON object per
-//! line, for other tools. The shape is CONTRACT.md's (fields that do not apply
+//! line, for other tools. The shape is docs/output.md's (fields that do not apply
 //! are null); object bodies are embedded byte for byte as recorded.
 
 use super::read::StreamInfo;

@@ -1,7 +1,7 @@
 //! The journal: one SQLite file (WAL) holding everything a recorder saw.
 //!
 //! - [`Journal`] opens a journal for reading, or creates one for the recorder,
-//!   refusing files that are not krply journals (DESIGN §3).
+//!   refusing files that are not krply journals (docs/journal.md).
 //! - [`writer`] is the single writer thread with batched transactions.
 //! - [`read`] answers status and coverage questions without scanning history.
 //! - [`codec`] stores bodies compactly and returns their exact bytes.

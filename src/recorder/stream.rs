@@ -1,5 +1,5 @@
 //! One recorder stream: list, baseline, watch from exactly the list's
-//! resourceVersion, and everything that can go wrong in between (DESIGN §2).
+//! resourceVersion, and everything that can go wrong in between (docs/architecture.md §2).
 //!
 //! ```text
 //!          ┌──────────── 410 (at start or in the stream): GAP ─────────────┐

@@ -1,5 +1,5 @@
-//! Moving a manifest from the source namespace to the target (DESIGN §5 step
-//! 4): its own namespace and every structured reference that names the source
+//! Moving a manifest from the source namespace to the target (docs/replay-safety.md,
+//! "Namespace mapping"): its own namespace and every structured reference that names the source
 //! namespace. References hidden in free text (DNS names in env values or
 //! ConfigMap data) are not rewritten; they are reported.
 

@@ -1,4 +1,4 @@
-//! Replay (DESIGN §5): rebuild the declarative state of a namespace at a time,
+//! Replay (docs/replay-safety.md): rebuild the declarative state of a namespace at a time,
 //! sanitize it, map it into a target namespace, order it, and plan a
 //! server-side apply checked by a dry run. Replay never sends past events to a
 //! cluster, never forces a conflict and never deletes.

@@ -1,4 +1,4 @@
-//! What a replay leaves out, and why (DESIGN §5 steps 3 and 9), and the order
+//! What a replay leaves out, and why (docs/replay-safety.md, "Exclusions"), and the order
 //! in which the rest is applied (step 5).
 
 use serde_json::Value;

@@ -83,7 +83,7 @@ fn record(dry: &mut DryRun, o: &mut PlanObject, result: Result<api::Applied, Api
 
 /// Dry-runs every object against the target. When the target namespace does
 /// not exist yet, only the Namespace can be checked; the objects in it are
-/// "validated at apply" (DESIGN §5 step 6).
+/// "validated at apply" (docs/replay-safety.md, "The dry run").
 pub async fn dry_run(plan: &mut Plan, access: &ClusterAccess) -> Result<(), Unreachable> {
     let exists = namespace_exists(access, &plan.target.namespace).await?;
     plan.target.namespace_exists = exists;

@@ -1,5 +1,5 @@
-//! Sanitizing a recorded object into a manifest to apply elsewhere (DESIGN §5
-//! step 2): drop what the server or a controller assigned, at exact paths only
+//! Sanitizing a recorded object into a manifest to apply elsewhere
+//! (docs/replay-safety.md, "Sanitization"): drop what the server or a controller assigned, at exact paths only
 //! (an empty `emptyDir: {}` is configuration and stays).
 
 use serde_json::{Map, Value};

@@ -1,4 +1,4 @@
-//! A Kubernetes API server simulator on 127.0.0.1 (DESIGN §7).
+//! A Kubernetes API server simulator on 127.0.0.1 (docs/simulator.md).
 //!
 //! It serves what the recorder, kube-rs and the real `kubectl` use:
 //! `/version`, discovery, lists with `limit`/`continue` and selectors, watches

@@ -1,4 +1,4 @@
-//! `status` and `coverage` read the journal offline, in the shapes CONTRACT.md
+//! `status` and `coverage` read the journal offline, in the shapes docs/output.md
 //! promises, and pick the cluster the way it says.
 
 use crate::common;
