@@ -237,7 +237,7 @@ pub(super) fn text(
             } else {
                 // Too wide for one line: the path, then the values below it,
                 // each given half of what the line leaves.
-                let room = TEXT_WIDTH - 6 - 4 - manager.chars().count();
+                let room = TEXT_WIDTH.saturating_sub(10 + manager.chars().count());
                 let (b, a) = render_pair(before, after, (room / 2).clamp(16, 60));
                 out.push_str(&format!(
                     "  {path}\n      {b} -> {a}{}\n",
