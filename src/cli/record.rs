@@ -48,6 +48,12 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
     if global.output.is_some() {
         return Err(CliError::usage("record does not take -o/--output"));
     }
+    if global.cluster_id.is_some() {
+        return Err(CliError::usage(
+            "record does not take --cluster-id: it records the cluster of the context",
+        )
+        .hint("--context or --kubeconfig pick the cluster to record"));
+    }
     let duration = match &args.duration {
         Some(d) => Some(
             crate::time::parse_positive_duration(d)

@@ -53,6 +53,12 @@ fn bad_selector_and_bad_duration_are_usage_errors() {
         "invalid --for",
     );
     assert_one_error(&env.run(&["record", "--bogus"]), 2, "--bogus");
+    // A readers' flag: record records the cluster of the context.
+    assert_one_error(
+        &env.run(&["record", "cm", "--cluster-id", "elsewhere"]),
+        2,
+        "record does not take --cluster-id",
+    );
     assert_one_error(
         &env.run(&["coverage", "-o", "xml"]),
         2,
