@@ -35,21 +35,9 @@ impl Side<'_> {
         generate.extend(args);
         generate.extend(["--dry-run=client", "-o", "json"]);
         let manifest = self.kubectl(&generate);
-        let path = self
-            .sandbox
-            .dir
-            .path()
-            .join(format!("{}.json", args.join("-")));
-        std::fs::write(&path, manifest).unwrap();
         // Nor does it serve /openapi/v3, where kubectl looks for validation.
-        self.kubectl(&[
-            "create",
-            "--validate=false",
-            "-n",
-            namespace,
-            "-f",
-            path.to_str().unwrap(),
-        ]);
+        self.sandbox
+            .kubectl_stdin(&["create", "--validate=false", "-n", namespace], &manifest);
     }
 
     /// The lines of `kubectl get --raw PATH`, one JSON document each (a
@@ -59,6 +47,20 @@ impl Side<'_> {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
+    }
+
+    /// The Online Boutique, applied server-side as kubectl (the default manager).
+    fn apply_shop(&self, namespace: &str) {
+        self.sandbox.kubectl_stdin(
+            &[
+                "apply",
+                "--server-side",
+                "--validate=false",
+                "-n",
+                namespace,
+            ],
+            &super::shop_manifest(namespace).to_string(),
+        );
     }
 
     fn get(&self, what: &str, namespace: &str) -> Value {
@@ -263,7 +265,6 @@ fn created_objects_are_defaulted_and_managed_alike() {
     const NS: &str = "parity-create";
     let (sim, real) = pair(NS);
     let both = sides(&sim, &real);
-    let shop = super::shop_manifest(NS).to_string();
     for side in &both {
         side.create(
             NS,
@@ -273,20 +274,9 @@ fn created_objects_are_defaulted_and_managed_alike() {
         side.create(NS, &["secret", "generic", "db", "--from-literal=p=x"]);
         side.create(NS, &["service", "clusterip", "web", "--tcp=80:8080"]);
         side.create(NS, &["serviceaccount", "robot"]);
-        let path = side.sandbox.dir.path().join("workloads.json");
-        std::fs::write(&path, workloads(NS)).unwrap();
-        side.kubectl(&["create", "--validate=false", "-f", path.to_str().unwrap()]);
-        let path = side.sandbox.dir.path().join("shop.json");
-        std::fs::write(&path, &shop).unwrap();
-        side.kubectl(&[
-            "apply",
-            "--server-side",
-            "--validate=false",
-            "-n",
-            NS,
-            "-f",
-            path.to_str().unwrap(),
-        ]);
+        side.sandbox
+            .kubectl_stdin(&["create", "--validate=false"], &workloads(NS));
+        side.apply_shop(NS);
     }
     assert_same(
         &both,
@@ -317,24 +307,13 @@ fn kubectl_changes_leave_the_same_objects_and_managers() {
     const NS: &str = "parity-change";
     let (sim, real) = pair(NS);
     let both = sides(&sim, &real);
-    let shop = super::shop_manifest(NS).to_string();
     for side in &both {
         side.create(
             NS,
             &["deployment", "web", "--image=nginx:1.27", "--replicas=1"],
         );
         side.create(NS, &["configmap", "flags", "--from-literal=a=1"]);
-        let path = side.sandbox.dir.path().join("shop.json");
-        std::fs::write(&path, &shop).unwrap();
-        side.kubectl(&[
-            "apply",
-            "--server-side",
-            "--validate=false",
-            "-n",
-            NS,
-            "-f",
-            path.to_str().unwrap(),
-        ]);
+        side.apply_shop(NS);
         side.kubectl(&["scale", "-n", NS, "deployment/web", "--replicas=3"]);
         side.kubectl(&["scale", "-n", NS, "deployment/frontend", "--replicas=2"]);
         side.kubectl(&["label", "-n", NS, "deployment/frontend", "tier=web"]);
