@@ -246,10 +246,10 @@ pub(crate) fn apply(
         ("apps", "DaemonSet") => {
             // The server counts pod templates in an annotation: 1 at create,
             // one more whenever the template changes.
-            let template_of = |v: &Value| v.pointer("/spec/template").cloned();
+            let new_template = root.get("spec").and_then(|s| s.get("template"));
             let generation = match old {
                 None => Some(1),
-                Some(o) if template_of(o) != template_of(&Value::Object(root.clone())) => o
+                Some(o) if o.pointer("/spec/template") != new_template => o
                     .pointer(&format!(
                         "/metadata/annotations/{}",
                         TEMPLATE_GENERATION.replace('/', "~1")
@@ -549,6 +549,21 @@ fn int(v: Option<&Value>) -> i64 {
 
 /// Sets the status a converged controller would report. Returns the field
 /// manager of that controller when the status changed.
+/// Whether a simulated controller writes objects of `def` (see
+/// [`simulate_controllers`]): only then does a write need to keep what the
+/// controller may change, to record its managedFields.
+pub(crate) fn simulates(def: &ResourceDef) -> bool {
+    def.builtin
+        && matches!(
+            (def.group.as_str(), def.kind.as_str()),
+            (
+                "apps",
+                "Deployment" | "StatefulSet" | "ReplicaSet" | "DaemonSet"
+            ) | ("", "Pod")
+                | ("apiextensions.k8s.io", "CustomResourceDefinition")
+        )
+}
+
 pub(crate) fn simulate_controllers(
     def: &ResourceDef,
     obj: &mut Value,

@@ -366,10 +366,12 @@ impl Store {
                 mf
             }
         };
-        let pre = controlled(&obj);
-        if let Some(ctrl) = defaults::simulate_controllers(def, &mut obj, &ctx.now, alloc) {
-            let (c, r) = controller_diff(&pre, &obj, def.builtin);
-            mf.record_update(ctrl, Some("status"), &api_version, &ctx.now, &c, &r);
+        if defaults::simulates(def) {
+            let pre = controlled(&obj);
+            if let Some(ctrl) = defaults::simulate_controllers(def, &mut obj, &ctx.now, alloc) {
+                let (c, r) = controller_diff(&pre, &obj, def.builtin);
+                mf.record_update(ctrl, Some("status"), &api_version, &ctx.now, &c, &r);
+            }
         }
         if ctx.dry_run {
             return Ok(dry_run_result(obj, mf));
@@ -560,7 +562,7 @@ impl Store {
         }
         let (changed, removed) = managed::diff_object(old, &new, def.builtin);
         let mut controller = None;
-        if sub != Sub::Status {
+        if sub != Sub::Status && defaults::simulates(def) {
             let pre = controlled(&new);
             if let Some(ctrl) = defaults::simulate_controllers(def, &mut new, &ctx.now, alloc) {
                 let (c, r) = controller_diff(&pre, &new, def.builtin);
