@@ -85,3 +85,47 @@ fn a_stopped_server_a_rejected_token_and_a_foreign_ca_are_one_clear_error_each()
         "nothing was recorded"
     );
 }
+
+/// A real server that stops answering (a proxy holds every connection):
+/// `record` gives up after `--request-timeout`, and Ctrl-C during start-up
+/// stops it at once even with no timeout.
+#[test]
+fn a_server_that_stops_answering_is_a_timeout_and_ctrl_c_still_works() {
+    let mut env = RealEnv::new("default");
+    let proxy = super::proxy::Proxy::start(
+        env.kube
+            .ready
+            .server
+            .trim_start_matches("https://")
+            .parse()
+            .unwrap(),
+    );
+    env.route_through(&proxy.url());
+    proxy.cut_and_hold();
+
+    let hung = env.run(&["record", "--request-timeout", "2s"]);
+    assert_eq!(hung.code, Some(1), "{hung:?}");
+    assert!(
+        hung.stderr.starts_with(&format!(
+            "error: the API server at {} did not answer within 2s",
+            proxy.url()
+        )),
+        "{}",
+        hung.stderr
+    );
+
+    let before = proxy.accepted();
+    let mut recorder = env.start_recorder(&["--request-timeout", "0"]);
+    env.wait_real("the recorder to reach the server", || proxy.accepted() > before);
+    recorder.signal("INT");
+    let stopped = recorder.wait();
+    assert_eq!(stopped.code, Some(0), "{stopped:?}");
+    assert!(
+        stopped
+            .stderr
+            .contains("stopped before recording started: nothing recorded"),
+        "{}",
+        stopped.stderr
+    );
+    proxy.release();
+}
