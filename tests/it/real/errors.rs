@@ -116,7 +116,9 @@ fn a_server_that_stops_answering_is_a_timeout_and_ctrl_c_still_works() {
 
     let before = proxy.accepted();
     let mut recorder = env.start_recorder(&["--request-timeout", "0"]);
-    env.wait_real("the recorder to reach the server", || proxy.accepted() > before);
+    env.wait_real("the recorder to reach the server", || {
+        proxy.accepted() > before
+    });
     recorder.signal("INT");
     let stopped = recorder.wait();
     assert_eq!(stopped.code, Some(0), "{stopped:?}");
