@@ -137,15 +137,23 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
     let pace = Duration::from_millis(400);
     tokio::time::sleep(pace).await;
 
-    step("scale deployment/frontend from 1 to 3 replicas".into());
-    edit(&sim, "apps/v1", "Deployment", "frontend", |d| {
-        d["spec"]["replicas"] = json!(3);
-    })?;
-    tokio::time::sleep(pace).await;
-
-    step("roll deployment/productcatalogservice to a new image".into());
+    step("kubectl scale deployment/frontend from 1 to 3 replicas".into());
     edit(
         &sim,
+        "kubectl-scale",
+        "apps/v1",
+        "Deployment",
+        "frontend",
+        |d| {
+            d["spec"]["replicas"] = json!(3);
+        },
+    )?;
+    tokio::time::sleep(pace).await;
+
+    step("helm upgrade rolls deployment/productcatalogservice to a new image".into());
+    edit(
+        &sim,
+        "helm",
         "apps/v1",
         "Deployment",
         "productcatalogservice",
@@ -165,13 +173,20 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
     )?;
     tokio::time::sleep(pace).await;
 
-    step("edit configmap/feature-flags: turn the new checkout on".into());
-    edit(&sim, "v1", "ConfigMap", "feature-flags", |c| {
-        c["data"]["new-checkout"] = json!("true");
-    })?;
+    step("kubectl edit configmap/feature-flags: turn the new checkout on".into());
+    edit(
+        &sim,
+        "kubectl-edit",
+        "v1",
+        "ConfigMap",
+        "feature-flags",
+        |c| {
+            c["data"]["new-checkout"] = json!("true");
+        },
+    )?;
     tokio::time::sleep(pace).await;
 
-    step("delete deployment/loadgenerator".into());
+    step("kubectl delete deployment/loadgenerator".into());
     sim.delete("apps/v1", "Deployment", Some(NAMESPACE), "loadgenerator")
         .map_err(|e| DemoError::Sim(e.to_string()))?;
     tokio::time::sleep(pace).await;
@@ -189,18 +204,32 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
         })
     })
     .await?;
-    step("while nobody watches: configmap/frontend-config changes".into());
-    edit(&sim, "v1", "ConfigMap", "frontend-config", |c| {
-        c["data"]["log_level"] = json!("debug");
-    })?;
+    step("while nobody watches: kubectl patch configmap/frontend-config".into());
+    edit(
+        &sim,
+        "kubectl-patch",
+        "v1",
+        "ConfigMap",
+        "frontend-config",
+        |c| {
+            c["data"]["log_level"] = json!("debug");
+        },
+    )?;
     sim.set_delay(Duration::ZERO);
     wait_until(store, "the relists after the 410", |j| all_listed(j, 2)).await?;
     tokio::time::sleep(pace).await;
 
-    step("scale deployment/frontend back to 2 replicas".into());
-    edit(&sim, "apps/v1", "Deployment", "frontend", |d| {
-        d["spec"]["replicas"] = json!(2);
-    })?;
+    step("kubectl scale deployment/frontend back to 2 replicas".into());
+    edit(
+        &sim,
+        "kubectl-scale",
+        "apps/v1",
+        "Deployment",
+        "frontend",
+        |d| {
+            d["spec"]["replicas"] = json!(2);
+        },
+    )?;
     let last_rv = sim.current_rv();
     wait_until(store, "the last change to be journaled", |j| {
         j.streams(None).ok().is_some_and(|ss| {
@@ -229,9 +258,11 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
     })
 }
 
-/// Changes one object of the demo namespace through the simulator's API.
+/// Changes one object of the demo namespace through the simulator's API, as
+/// the field manager a person's tool would use (`kubectl-scale`, `helm`).
 fn edit(
     sim: &Simulator,
+    manager: &str,
     api_version: &str,
     kind: &str,
     name: &str,
@@ -241,7 +272,8 @@ fn edit(
         .get(api_version, kind, Some(NAMESPACE), name)
         .ok_or_else(|| DemoError::Sim(format!("{kind} {name} not found")))?;
     change(&mut obj);
-    sim.update(obj).map_err(|e| DemoError::Sim(e.to_string()))?;
+    sim.update_by(obj, manager)
+        .map_err(|e| DemoError::Sim(e.to_string()))?;
     Ok(())
 }
 

@@ -116,6 +116,24 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
         super::answer::warning_text(&changes.completeness, paint)
     ))?;
 
+    // The same window in order, one line per change, with the gap where it fell.
+    let log = history
+        .log(
+            &scope,
+            &Default::default(),
+            since.as_ms(),
+            until.as_ms(),
+            &Default::default(),
+        )
+        .map_err(|e| CliError::runtime(e.to_string()))?;
+    super::out(&format!(
+        "\n{}\n{}",
+        paint.bold(&format!(
+            "$ kubectl krply log -n shop --since {since} --until {until}"
+        )),
+        super::log::text(&log, false, paint),
+    ))?;
+
     // The object that changed most, version by version, with the gap.
     let ids: Vec<_> = history.streams.iter().map(|s| s.info.id).collect();
     if let Some(object) = reader.journal.busiest_object(&ids)?

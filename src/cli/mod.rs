@@ -9,6 +9,7 @@ pub mod demo;
 pub mod diff;
 pub mod export;
 pub mod get;
+pub mod log;
 pub mod object_arg;
 pub mod prune;
 pub mod reader;
@@ -75,6 +76,7 @@ pub enum Command {
     Coverage(coverage::CoverageArgs),
     Diff(diff::DiffArgs),
     Timeline(timeline::TimelineArgs),
+    Log(log::LogArgs),
     #[command(alias = "reconstruct")]
     Get(get::GetArgs),
     Snapshot(snapshot::SnapshotArgs),
@@ -192,6 +194,7 @@ fn run(cli: Cli) -> CliResult {
             Command::Coverage(a) => coverage::run(&global, a),
             Command::Diff(a) => diff::run(&global, a),
             Command::Timeline(a) => timeline::run(&global, a),
+            Command::Log(a) => log::run(&global, a),
             Command::Get(a) => get::run(&global, a),
             Command::Snapshot(a) => snapshot::run(&global, a),
             Command::Export(a) => export::run(&global, a),

@@ -3,9 +3,9 @@
 use super::answer::{self, StrictArg};
 use super::args::GlobalArgs;
 use super::reader::Reader;
-use crate::diff::FieldChange;
 use crate::diff::{DiffOptions, render_pair};
 use crate::error::{CliError, CliResult};
+use crate::history::diff::Field;
 use crate::history::timeline::{Entry, EntryType};
 use crate::render::{self, Format, Paint};
 use crate::time::Millis;
@@ -53,7 +53,7 @@ struct EntryOut<'a> {
     observed: Option<&'static str>,
     /// For `relist`: the stretch the change happened in.
     between: Option<super::diff::BetweenOut>,
-    fields: &'a [FieldChange],
+    fields: &'a [Field],
     #[serde(skip_serializing_if = "Option::is_none")]
     gap: Option<GapOut>,
 }
@@ -152,8 +152,9 @@ pub(super) fn table(entries: &[Entry], paint: Paint) -> String {
                 _ => kind,
             };
             let changes = match (&e.gap, e.kind) {
+                // The reason below: the columns before this one take 44 of the 120.
                 (Some(g), _) => format!(
-                    "not covered until {} ({})",
+                    "not covered until {}\n({})",
                     g.to.map(time).unwrap_or_else(|| "now".into()),
                     g.reason
                 ),
@@ -166,6 +167,7 @@ pub(super) fn table(entries: &[Entry], paint: Paint) -> String {
                     .fields
                     .iter()
                     .map(|f| {
+                        let f = &f.change;
                         let (b, a) = render_pair(f.before.as_ref(), f.after.as_ref(), 32);
                         let one = format!("{}: {b} -> {a}", f.path);
                         // The other columns take about 50 of the 120.
@@ -175,6 +177,7 @@ pub(super) fn table(entries: &[Entry], paint: Paint) -> String {
                             format!("{}:\n  {b} -> {a}", f.path)
                         }
                     })
+                    .chain(managers(&e.fields).map(|m| paint.dim(&format!("by {m}"))))
                     .collect::<Vec<_>>()
                     .join("\n"),
             };
@@ -205,4 +208,15 @@ pub(super) fn table(entries: &[Entry], paint: Paint) -> String {
         out.push_str("* seen by a list (or missing from one), not received as an event\n");
     }
     out
+}
+
+/// The field managers of a change, each once, in field order (`None`: none known).
+pub(super) fn managers(fields: &[Field]) -> Option<String> {
+    let mut seen: Vec<&str> = Vec::new();
+    for m in fields.iter().filter_map(|f| f.manager.as_deref()) {
+        if !seen.contains(&m) {
+            seen.push(m);
+        }
+    }
+    (!seen.is_empty()).then(|| seen.join(", "))
 }

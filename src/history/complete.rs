@@ -20,28 +20,25 @@ pub struct Missing {
 impl Missing {
     /// One line for a warning.
     pub fn describe(&self) -> String {
+        format!("{}: {}", self.stream, self.what())
+    }
+
+    /// The stretch and why, without the stream.
+    pub fn what(&self) -> String {
+        match self.when() {
+            Some(when) => format!("{when} ({})", self.reason),
+            None => self.reason.clone(),
+        }
+    }
+
+    /// The stretch alone (`None` when the whole question is missing).
+    pub fn when(&self) -> Option<String> {
         let t = |t: i64| Millis::from_ms(t).to_string();
         match (self.from, self.to) {
-            (Some(a), Some(b)) => format!(
-                "{}: {} .. {} not covered ({})",
-                self.stream,
-                t(a),
-                t(b),
-                self.reason
-            ),
-            (Some(a), None) => format!(
-                "{}: not covered since {} ({})",
-                self.stream,
-                t(a),
-                self.reason
-            ),
-            (None, Some(b)) => format!(
-                "{}: not covered before {} ({})",
-                self.stream,
-                t(b),
-                self.reason
-            ),
-            (None, None) => format!("{}: {}", self.stream, self.reason),
+            (Some(a), Some(b)) => Some(format!("{} .. {} not covered", t(a), t(b))),
+            (Some(a), None) => Some(format!("not covered since {}", t(a))),
+            (None, Some(b)) => Some(format!("not covered before {}", t(b))),
+            (None, None) => None,
         }
     }
 }
@@ -72,8 +69,9 @@ impl Completeness {
 
     /// The warnings for people: stretches with the same reason are one line
     /// naming every stream they hit, spanning from the earliest start to the
-    /// latest end among them.
-    pub fn summary(&self) -> Vec<String> {
+    /// latest end among them. Each is one [`Missing`] whose `stream` joins its
+    /// streams by ", ".
+    pub fn grouped(&self) -> Vec<Missing> {
         let mut groups: Vec<(String, Vec<&Missing>)> = Vec::new();
         for m in &self.missing {
             match groups.iter_mut().find(|(r, _)| r == &m.reason) {
@@ -98,7 +96,6 @@ impl Completeness {
                     to,
                     reason,
                 }
-                .describe()
             })
             .collect()
     }

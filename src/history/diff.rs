@@ -70,7 +70,7 @@ pub struct NameFilter {
 }
 
 impl NameFilter {
-    fn allows(&self, s: &StreamHistory, name: &str) -> bool {
+    pub(super) fn allows(&self, s: &StreamHistory, name: &str) -> bool {
         let (g, r) = (&s.info.resource.group, &s.info.resource.resource);
         self.objects.is_empty()
             || self.whole_types.iter().any(|(wg, wr)| wg == g && wr == r)
@@ -306,41 +306,25 @@ fn compare(
                 ("apiVersion", api_version.as_str()),
                 ("kind", resource.kind.as_str()),
             ];
-            let (mut rb, mut ra, managed) = if keep_objects {
-                (full(b)?, full(a)?, None)
+            let fields = if keep_objects {
+                // Whole objects: each side carries its managedFields.
+                let (fb, fa) = (full(b)?, full(a)?);
+                diff_objects(&fb, &fa, opts)
+                    .into_iter()
+                    .map(|change| {
+                        let owner = if change.after.is_some() { &fa } else { &fb };
+                        Field {
+                            manager: field_manager(owner, &change.path),
+                            change,
+                        }
+                    })
+                    .collect()
             } else {
-                let r = reduce_pair_managed(b, a, opts, &defaults)
-                    .map_err(|e| body_error(e.to_string()))?;
-                (r.before, r.after, Some((r.managed_before, r.managed_after)))
+                fields_between(b, a, opts, &defaults).map_err(|e| body_error(e.to_string()))?
             };
-            let changes = diff_objects(&rb, &ra, opts);
-            if changes.is_empty() {
+            if fields.is_empty() {
                 return Ok(None);
             }
-            // Who owns each field: the reduced versions carry the changed parts;
-            // the managedFields of a side are parsed only when a change needs them.
-            if let Some((mb, ma)) = managed {
-                let paths = |after: bool| -> Vec<&FieldPath> {
-                    changes
-                        .iter()
-                        .filter(|c| c.after.is_some() == after)
-                        .map(|c| &c.path)
-                        .collect()
-                };
-                with_managed_fields(&mut ra, ma, &paths(true));
-                with_managed_fields(&mut rb, mb, &paths(false));
-            }
-            let fields = changes
-                .into_iter()
-                .map(|change| {
-                    // Who owns the field now; for a removed field, who owned it.
-                    let owner = if change.after.is_some() { &ra } else { &rb };
-                    Field {
-                        manager: field_manager(owner, &change.path),
-                        change,
-                    }
-                })
-                .collect();
             (Change::Modified, fields)
         }
     };
@@ -362,6 +346,43 @@ fn compare(
         fields,
         found_by_relist: p.found_by_relist,
     }))
+}
+
+/// The field changes from one version's JSON to the next, each with the
+/// field manager that owns it after the change (for a removed field, the one
+/// that owned it). Only the parts that differ are parsed, and each side's
+/// managedFields only when a change needs them.
+pub(super) fn fields_between(
+    before: &str,
+    after: &str,
+    opts: &DiffOptions,
+    defaults: &[(&str, &str)],
+) -> serde_json::Result<Vec<Field>> {
+    let r = reduce_pair_managed(before, after, opts, defaults)?;
+    let (mut rb, mut ra) = (r.before, r.after);
+    let changes = diff_objects(&rb, &ra, opts);
+    if changes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let paths = |after: bool| -> Vec<&FieldPath> {
+        changes
+            .iter()
+            .filter(|c| c.after.is_some() == after)
+            .map(|c| &c.path)
+            .collect()
+    };
+    with_managed_fields(&mut ra, r.managed_after, &paths(true));
+    with_managed_fields(&mut rb, r.managed_before, &paths(false));
+    Ok(changes
+        .into_iter()
+        .map(|change| {
+            let owner = if change.after.is_some() { &ra } else { &rb };
+            Field {
+                manager: field_manager(owner, &change.path),
+                change,
+            }
+        })
+        .collect())
 }
 
 /// Puts raw managedFields into a reduced value's metadata.

@@ -8,6 +8,7 @@
 
 pub mod complete;
 pub mod diff;
+pub mod log;
 mod pipeline;
 pub mod prune;
 pub mod resolve;

@@ -4,9 +4,10 @@
 //! there (synthetic), since its DELETED event fell into a gap.
 
 use super::complete::Completeness;
+use super::diff::{Field, fields_between};
 use super::pipeline::pipeline;
 use super::{Between, History, HistoryError, Scope, StreamHistory};
-use crate::diff::{DiffOptions, FieldChange, diff_objects, reduce_pair};
+use crate::diff::DiffOptions;
 use crate::journal::read::GapWindow;
 use crate::journal::versions::{Decoder, ObjectRow, StoredBody, VersionRow};
 use crate::model::WatchType;
@@ -40,7 +41,8 @@ pub struct Entry {
     pub kind: EntryType,
     /// Seen by a list, or inferred from one, rather than received as an event.
     pub synthetic: bool,
-    pub fields: Vec<FieldChange>,
+    /// The fields this version changed, each with its manager.
+    pub fields: Vec<Field>,
     /// For a gap entry: the missing window.
     pub gap: Option<GapWindow>,
     /// For a list that found the object changed, appeared or gone since the
@@ -201,8 +203,18 @@ impl History<'_> {
 /// version other than the one before it (every write gives an object a new
 /// resourceVersion), or the object gone from the list.
 fn mark_relist_findings(stream: &StreamHistory, entries: &mut [Entry]) {
+    // Before its first entry, an object is known to be absent from every
+    // list that completed before it: first listed by a later list, it was
+    // created while nobody watched.
+    let first_list = stream.baselines.first().map(|b| b.observed_at);
     let mut known: Option<Option<String>> = None;
     for e in entries.iter_mut() {
+        if known.is_none()
+            && e.kind != EntryType::Gap
+            && first_list.is_some_and(|f| f < e.observed_at)
+        {
+            known = Some(None);
+        }
         match e.kind {
             EntryType::Gap => continue,
             EntryType::Baseline
@@ -257,7 +269,7 @@ fn compare_run(
     opts: &DiffOptions,
     defaults: &[(&str, &str)],
     what: &str,
-    out: &mut Vec<(usize, Vec<FieldChange>)>,
+    out: &mut Vec<(usize, Vec<Field>)>,
 ) -> Result<(), HistoryError> {
     let body_error = |detail: String| HistoryError::Body {
         object: what.to_string(),
@@ -273,9 +285,9 @@ fn compare_run(
     for (entry, body) in &run.versions {
         let after = decode(body)?;
         if let (Some(entry), Some(b)) = (entry, &before) {
-            let (rb, ra) =
-                reduce_pair(b, &after, opts, defaults).map_err(|e| body_error(e.to_string()))?;
-            out.push((*entry, diff_objects(&rb, &ra, opts)));
+            let fields =
+                fields_between(b, &after, opts, defaults).map_err(|e| body_error(e.to_string()))?;
+            out.push((*entry, fields));
         }
         before = Some(after);
     }

@@ -120,7 +120,7 @@ pub fn exclusion(kind: &str, object: &Value, include: &[String]) -> Option<Strin
             .any(|k| k.eq_ignore_ascii_case("LoadBalancer"))
     {
         return Some(
-            "a LoadBalancer Service provisions a real load balancer (--include LoadBalancer to replay it)"
+            "a LoadBalancer Service creates a real load balancer (--include LoadBalancer to replay it)"
                 .into(),
         );
     }

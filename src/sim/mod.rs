@@ -386,6 +386,14 @@ impl Simulator {
     /// Replaces an object (PUT semantics: a set `metadata.resourceVersion`
     /// must match, else 409 Conflict).
     pub fn update(&self, obj: Value) -> Result<Value, SimError> {
+        self.update_by(obj, SIM_MANAGER)
+    }
+
+    /// [`Simulator::update`] by another field manager (`kubectl-edit`, `helm`):
+    /// the fields it changes are recorded as owned by it.
+    pub fn update_by(&self, obj: Value, field_manager: &str) -> Result<Value, SimError> {
+        let mut ctx = WriteCtx::new(field_manager);
+        ctx.want_value = true;
         let mut store = lock(&self.shared().store);
         let def = Self::resolve(&store, &text(&obj, "/apiVersion"), &text(&obj, "/kind"))?;
         let ns = Self::ns_key(
@@ -396,9 +404,7 @@ impl Simulator {
         );
         let name = text(&obj, "/metadata/name");
         store
-            .replace(&def, &ns, &name, Sub::Main, &Self::ctx(), &mut |_| {
-                Ok(obj.clone())
-            })
+            .replace(&def, &ns, &name, Sub::Main, &ctx, &mut |_| Ok(obj.clone()))
             .map(|w| w.value)
             .map_err(api_err)
     }

@@ -1028,3 +1028,192 @@ fn a_namespace_never_recorded_is_not_no_changes() {
         "deployments.apps in namespace prod: never recorded (`kubectl krply coverage -A` shows what is)"
     );
 }
+
+/// The lines of a `log -o json` answer as (type, kind/name, first field path).
+fn log_lines(log: &Value) -> Vec<(String, String, String)> {
+    log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap().to_string(),
+                match e["kind"].as_str() {
+                    Some(k) => format!("{k}/{}", e["name"].as_str().unwrap()),
+                    None => String::new(),
+                },
+                e["fields"][0]["path"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn log_tells_the_incident_in_order_with_the_gap_where_it_fell() {
+    let i = incident();
+    let since = i.t0.to_string();
+    let log = json_of(&i.env, &["log", "--since", &since, "-o", "json"]);
+    let entries = log["entries"].as_array().unwrap();
+    let times: Vec<&str> = entries
+        .iter()
+        .map(|e| e["observed_at"].as_str().unwrap())
+        .collect();
+    let mut sorted = times.clone();
+    sorted.sort();
+    assert_eq!(times, sorted, "oldest first");
+    let lines = log_lines(&log);
+    let at = |t: &str, what: &str| {
+        lines
+            .iter()
+            .position(|(ty, w, _)| ty == t && w == what)
+            .unwrap_or_else(|| panic!("no {t} {what} in {lines:#?}"))
+    };
+    // Watched changes in the order they happened, the gap, what the relist
+    // found, and the change after it; then the stretch after the recorder stopped.
+    let scaled = at("MODIFIED", "Deployment/frontend");
+    let image = at("MODIFIED", "Deployment/productcatalogservice");
+    let promo = at("ADDED", "ConfigMap/promo");
+    let gone = at("DELETED", "ConfigMap/currency-rates");
+    let gap = lines
+        .iter()
+        .position(|(ty, _, _)| ty == "GAP")
+        .expect("the 410 gap");
+    let relist = at("RELIST", "ConfigMap/frontend-config");
+    let cart = at("MODIFIED", "Deployment/cartservice");
+    // (A gap of several streams shows where the first of them lost its
+    // watch; another stream's events may still come after that.)
+    assert!(scaled < image && image < promo.min(gone), "{lines:#?}");
+    assert!(gap < relist && relist < cart, "{lines:#?}");
+    assert_eq!(lines[scaled].2, "spec.replicas");
+    assert_eq!(lines[relist].2, "data.log_level");
+    assert_eq!(
+        lines.last().unwrap().0,
+        "GAP",
+        "the time after the recorder stopped is not covered: {lines:#?}"
+    );
+    let r = &entries[relist];
+    assert_eq!(r["observed"], "relist");
+    assert_eq!(r["change"], "modified");
+    let window = i.env.coverage(CM).windows[0].clone();
+    assert_eq!(
+        r["between"],
+        json!({"from": Millis::from_ms(window.from).to_string(),
+               "to": Millis::from_ms(window.to.unwrap()).to_string()})
+    );
+    assert!(
+        entries[gap]["gap"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("410"),
+        "{:#}",
+        entries[gap]
+    );
+    assert_eq!(entries[scaled]["fields"][0]["manager"], "krply-sim");
+    assert_eq!(log["complete"], false);
+    // The relist saw frontend unchanged: no line for it.
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|(_, w, _)| w == "Deployment/frontend")
+            .count(),
+        1,
+        "{lines:#?}"
+    );
+
+    // Text: one line per change, the same order, within 120 columns.
+    let text = i.env.run(&["log", "--since", &since, "--color", "never"]);
+    assert_eq!(text.code, Some(0), "{}", text.stderr);
+    for line in text.stdout.lines() {
+        assert!(line.chars().count() <= 120, "too wide: {line}");
+    }
+    let relist_line = text
+        .stdout
+        .lines()
+        .find(|l| l.contains("RELIST"))
+        .unwrap_or_else(|| panic!("{}", text.stdout));
+    assert!(
+        relist_line.contains("ConfigMap frontend-config  between "),
+        "{relist_line}"
+    );
+    assert!(
+        text.stdout.contains("spec.replicas: 1 -> 3  (krply-sim)"),
+        "{}",
+        text.stdout
+    );
+    assert!(text.stderr.contains("incomplete"), "{}", text.stderr);
+    assert_eq!(
+        i.env.run(&["log", "--since", &since, "--strict"]).code,
+        Some(3)
+    );
+
+    // Narrowed to one object, and to a window after the gap.
+    let one = json_of(
+        &i.env,
+        &["log", "deploy/frontend", "--since", &since, "-o", "json"],
+    );
+    assert!(
+        log_lines(&one)
+            .iter()
+            .all(|(ty, w, _)| ty == "GAP" || w == "Deployment/frontend"),
+        "{one:#}"
+    );
+    let after = json_of(
+        &i.env,
+        &[
+            "log",
+            "--since",
+            &i.t_end.to_string(),
+            "--until",
+            &i.t_stopped.to_string(),
+            "-o",
+            "json",
+        ],
+    );
+    assert!(log_lines(&after).iter().all(|(ty, _, _)| ty != "MODIFIED"));
+}
+
+#[test]
+fn log_and_timeline_say_what_a_relist_found_created_or_deleted() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(1);
+    let t0 = now();
+    env.sim.set_delay(Duration::from_millis(400));
+    env.sim.compact();
+    env.sim.expire_watches();
+    env.sim
+        .create(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "born-in-gap", "namespace": "shop"}}))
+        .unwrap();
+    env.sim
+        .delete("v1", "ConfigMap", Some("shop"), "currency-rates")
+        .unwrap();
+    env.sim.set_delay(Duration::ZERO);
+    env.wait_baselines(2);
+    assert_eq!(rec.stop().code, Some(0));
+
+    let log = json_of(&env, &["log", "--since", &t0.to_string(), "-o", "json"]);
+    let found: Vec<(String, String)> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "RELIST")
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_string(),
+                e["change"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("born-in-gap".to_string(), "added".to_string()),
+            ("currency-rates".to_string(), "deleted".to_string())
+        ]
+    );
+    // The object first seen by the relist was created while nobody watched.
+    let t = json_of(&env, &["timeline", "cm/born-in-gap", "-o", "json"]);
+    let first = &t["entries"][0];
+    assert_eq!(first["observed"], "relist", "{t:#}");
+}

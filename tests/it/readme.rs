@@ -28,6 +28,8 @@ fn normalize(text: &str) -> Vec<String> {
     let rules = [
         (r"\d{4}-\d{2}-\d{2}T[\d:.]+Z", "<T>"),
         (r"\d{2}:\d{2}:\d{2}\.\d{3}Z", "<t>"),
+        (r"\d{4}-\d{2}-\d{2} \(UTC\)", "<date> (UTC)"),
+        (r"\b\d{2}:\d{2}:\d{2}\.\d{3}\b", "<t>"),
         (r"127\.0\.0\.1:\d+", "<addr>"),
         (r"127\.0\.0\.1-[0-9a-f]{8}", "<cluster>"),
         (r"/\S*/journal\.db", "<dir>/journal.db"),

@@ -1,0 +1,371 @@
+//! `log`: what happened, in order, one line per change (docs/output.md).
+
+use super::answer::{self, StrictArg};
+use super::args::GlobalArgs;
+use super::diff::{BetweenOut, TEXT_WIDTH};
+use super::reader::Reader;
+use super::timeline::managers;
+use crate::diff::{DiffOptions, render_pair};
+use crate::error::CliResult;
+use crate::history::diff::Field;
+use crate::history::log::{LogAnswer, LogEntry, LogType};
+use crate::render::{self, Format, Paint};
+use crate::time::Millis;
+use clap::Args;
+use serde::Serialize;
+
+/// Show what happened, in order: one line per change, oldest first, with the gaps where they fall
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  # Everything that changed in the current namespace in the last 30 minutes
+  kubectl krply log --since 30m
+
+  # The ConfigMaps and Deployments of shop since 14:00 today
+  kubectl krply log cm deploy -n shop --since 14:00
+
+  # One object, as JSON
+  kubectl krply log deploy/frontend -n shop -o json
+
+Times are UTC, when the recorder observed each change. RELIST marks a change
+that only a relist after a gap found: it happened at an unknown time in the
+range shown. GAP lines are stretches the recording does not cover.")]
+pub struct LogArgs {
+    /// Narrow to resource types or objects: TYPE or TYPE/NAME (deploy, cm/frontend-config)
+    #[arg(value_name = "TYPE[/NAME]")]
+    pub targets: Vec<String>,
+    /// Start of the window: now, a duration ago (30m, 2h, 1d), a time of day (14:02) or an RFC 3339 time
+    #[arg(long, default_value = "1h", value_name = "TIME")]
+    pub since: String,
+    /// End of the window (same forms)
+    #[arg(long, default_value = "now", value_name = "TIME")]
+    pub until: String,
+    /// Also show changes of the status
+    #[arg(long)]
+    pub include_status: bool,
+    #[command(flatten)]
+    pub strict: StrictArg,
+}
+
+#[derive(Serialize)]
+struct GapOut {
+    from: String,
+    to: Option<String>,
+    reason: String,
+    streams: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct EntryOut<'a> {
+    observed_at: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    /// `added`, `modified` or `deleted`; for a relist finding, what it found.
+    change: Option<&'static str>,
+    /// `watch` (an event showed it), `relist` (a relist after a gap found it),
+    /// `null` for a gap.
+    observed: Option<&'static str>,
+    #[serde(rename = "kind")]
+    object_kind: Option<&'a str>,
+    namespace: Option<&'a str>,
+    name: Option<&'a str>,
+    resource_version: Option<&'a str>,
+    between: Option<BetweenOut>,
+    fields: &'a [Field],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gap: Option<GapOut>,
+}
+
+#[derive(Serialize)]
+struct LogOut<'a> {
+    cluster: &'a str,
+    namespace: Option<&'a str>,
+    since: String,
+    until: String,
+    complete: bool,
+    warnings: Vec<String>,
+    entries: Vec<EntryOut<'a>>,
+}
+
+pub fn run(global: &GlobalArgs, args: LogArgs) -> CliResult {
+    let format = global.format(Format::Text, &[Format::Text, Format::Json, Format::Yaml])?;
+    let window = answer::window(&args.since, &args.until, Millis::now())?;
+    let reader = Reader::open(global)?;
+    let history = reader.history()?;
+    let (scope, names) = answer::scope(&reader, &history, &args.targets)?;
+    let opts = DiffOptions {
+        include_status: args.include_status,
+    };
+    let result = history
+        .log(
+            &scope,
+            &names,
+            window.since().as_ms(),
+            window.until().as_ms(),
+            &opts,
+        )
+        .map_err(|e| crate::error::CliError::runtime(e.to_string()))?;
+    let text = match format {
+        Format::Json | Format::Yaml => {
+            let out = LogOut {
+                cluster: &reader.cluster.id,
+                namespace: reader.namespace.as_deref(),
+                since: window.since().to_string(),
+                until: window.until().to_string(),
+                complete: result.completeness.complete(),
+                warnings: result.completeness.warnings(),
+                entries: result.entries.iter().map(entry_out).collect(),
+            };
+            if format == Format::Json {
+                render::json(&out)
+            } else {
+                render::yaml(&out)
+            }
+        }
+        _ => {
+            let paint = global.paint();
+            answer::warn(&result.completeness, paint);
+            text(&result, reader.namespace.is_none(), paint)
+        }
+    };
+    super::out(&text)?;
+    answer::strict(&result.completeness, args.strict.strict)
+}
+
+fn time(t: i64) -> String {
+    Millis::from_ms(t).to_string()
+}
+
+fn entry_out(e: &LogEntry) -> EntryOut<'_> {
+    let gap = e.kind == LogType::Gap;
+    EntryOut {
+        observed_at: time(e.observed_at),
+        kind: e.kind.as_str(),
+        change: e.kind.change(),
+        observed: match e.kind {
+            LogType::Gap => None,
+            LogType::Relist(_) => Some("relist"),
+            _ => Some("watch"),
+        },
+        object_kind: (!gap).then_some(e.object_kind.as_str()),
+        namespace: (!gap).then_some(e.namespace.as_str()),
+        name: (!gap).then_some(e.name.as_str()),
+        resource_version: e.resource_version.as_deref(),
+        between: e.between.map(Into::into),
+        fields: &e.fields,
+        gap: e.gap.as_ref().map(|(g, streams)| GapOut {
+            from: time(g.from),
+            to: g.to.map(time),
+            reason: g.reason.clone(),
+            streams: streams.clone(),
+        }),
+    }
+}
+
+/// `HH:MM:SS.mmm` of a time, in UTC (the date is printed when it changes).
+fn clock(t: i64) -> (String, String) {
+    let full = time(t);
+    let (date, rest) = full.split_once('T').unwrap_or((&full, ""));
+    (date.to_string(), rest.trim_end_matches('Z').to_string())
+}
+
+/// One line per entry, oldest first, each within [`TEXT_WIDTH`] columns.
+pub(super) fn text(result: &LogAnswer, all_namespaces: bool, paint: Paint) -> String {
+    if result.entries.is_empty() {
+        return if result.completeness.nothing_recorded() {
+            "Nothing was ever recorded here: this journal cannot say what happened.\n".into()
+        } else if result.completeness.complete() {
+            "No changes recorded.\n".into()
+        } else {
+            "No changes recorded in the time that was watched (see the warning for the rest).\n"
+                .into()
+        };
+    }
+    let mut out = String::new();
+    let mut day = String::new();
+    for e in &result.entries {
+        let (date, clock) = clock(e.observed_at);
+        if date != day {
+            out.push_str(&paint.dim(&format!("{date} (UTC)\n")));
+            day = date;
+        }
+        out.push_str(&line(e, &clock, all_namespaces, paint));
+        out.push('\n');
+    }
+    out
+}
+
+fn line(e: &LogEntry, clock: &str, all_namespaces: bool, paint: Paint) -> String {
+    let label = format!("{:<8}", e.kind.as_str());
+    let label = match e.kind {
+        LogType::Added => paint.green(&label),
+        LogType::Deleted => paint.red(&label),
+        LogType::Relist(_) | LogType::Gap => paint.yellow(&label),
+        LogType::Modified => label,
+    };
+    if let Some((g, streams)) = &e.gap {
+        let which = match streams.as_slice() {
+            [one] => one.clone(),
+            many => format!("{} streams", many.len()),
+        };
+        let text = match g.to {
+            Some(to) => format!(
+                "{which} not covered until {}: {}",
+                clock_of(to, e.observed_at),
+                g.reason
+            ),
+            None => format!("{which} not covered from here on: {}", g.reason),
+        };
+        return format!("{clock}  {label}  {}", shorten(&text, TEXT_WIDTH - 24));
+    }
+    let who = if all_namespaces && !e.namespace.is_empty() {
+        format!("{} {}/{}", e.object_kind, e.namespace, e.name)
+    } else {
+        format!("{} {}", e.object_kind, e.name)
+    };
+    let mut head = format!("{clock}  {label}  {}", paint.bold(&who));
+    let mut used = clock.chars().count() + 2 + 8 + 2 + who.chars().count();
+    if let Some(b) = e.between {
+        let between = format!(
+            "  between {} and {}",
+            clock_of(b.from, e.observed_at),
+            clock_of(b.to, e.observed_at)
+        );
+        used += between.chars().count();
+        head.push_str(&paint.yellow(&between));
+    }
+    let room = TEXT_WIDTH.saturating_sub(used + 2);
+    let what = match e.kind.change() {
+        _ if !e.fields.is_empty() => {
+            // Too little room left for the first field to show its values:
+            // the fields go on a line of their own, under the object.
+            let owners = managers(&e.fields).map_or(0, |m| m.chars().count() + 4);
+            let more = if e.fields.len() > 1 { 12 } else { 0 };
+            let first = e.fields[0].change.path.to_string().chars().count() + 30;
+            if room >= first + owners + more {
+                fields_text(&e.fields, room)
+            } else {
+                let indent = clock.chars().count() + 2;
+                format!(
+                    "\n{}{}",
+                    " ".repeat(indent),
+                    fields_text(&e.fields, TEXT_WIDTH - indent)
+                )
+            }
+        }
+        Some("added") => "created".into(),
+        Some("deleted") => "deleted".into(),
+        _ => String::new(),
+    };
+    match what.as_str() {
+        "" => head,
+        w if w.starts_with('\n') => format!("{head}{w}"),
+        w => format!("{head}  {w}"),
+    }
+}
+
+/// A time as `HH:MM:SS.mmm`, with its date when that differs from `near`'s.
+fn clock_of(t: i64, near: i64) -> String {
+    let (date, c) = clock(t);
+    if date == clock(near).0 {
+        c
+    } else {
+        format!("{date} {c}")
+    }
+}
+
+/// The changed fields with their old and new values, shortened around what
+/// differs, then the managers, within `room` characters.
+fn fields_text(fields: &[Field], room: usize) -> String {
+    let owners = managers(fields)
+        .map(|m| format!("  ({m})"))
+        .unwrap_or_default();
+    let room = room.saturating_sub(owners.chars().count()).max(24);
+    let mut parts: Vec<String> = Vec::new();
+    let mut left = room;
+    for (i, f) in fields.iter().enumerate() {
+        // Room kept for "; +N more" while fields remain after this one.
+        let more = if i + 1 < fields.len() { 12 } else { 0 };
+        let path = f.change.path.to_string();
+        let values = left.saturating_sub(path.chars().count() + 6 + more);
+        if i > 0 && values < 16 {
+            parts.push(format!("+{} more", fields.len() - i));
+            break;
+        }
+        let (before, after) = (f.change.before.as_ref(), f.change.after.as_ref());
+        // A short side (`<none>`, a number) leaves its room to the other.
+        let (b, a) = render_pair(before, after, 0);
+        let short = b.chars().count().min(a.chars().count());
+        let (b, a) = if short <= values / 2 {
+            render_pair(before, after, values.saturating_sub(short).max(8))
+        } else {
+            render_pair(before, after, (values / 2).max(8))
+        };
+        let part = shorten(&format!("{path}: {b} -> {a}"), left.saturating_sub(more));
+        left = left.saturating_sub(part.chars().count() + 2);
+        parts.push(part);
+    }
+    format!("{}{owners}", parts.join("; "))
+}
+
+/// `text` cut to `max` characters with a `…` at the end.
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diff::{FieldChange, parse_path};
+    use serde_json::json;
+
+    fn field(path: &str, before: serde_json::Value, after: serde_json::Value) -> Field {
+        Field {
+            change: FieldChange {
+                path: parse_path(path).expect("path"),
+                before: Some(before),
+                after: Some(after),
+            },
+            manager: Some("kubectl-edit".into()),
+        }
+    }
+
+    #[test]
+    fn fields_fit_their_room_and_count_what_did_not() {
+        let fields: Vec<Field> = (0..6)
+            .map(|i| {
+                field(
+                    &format!("data.key{i}"),
+                    json!("a-rather-long-old-value-that-is-long"),
+                    json!("a-rather-long-new-value-that-is-long"),
+                )
+            })
+            .collect();
+        let text = fields_text(&fields, 80);
+        assert!(text.chars().count() <= 80, "{text}");
+        assert!(text.contains("+"), "{text}");
+        assert!(text.ends_with("(kubectl-edit)"), "{text}");
+    }
+
+    #[test]
+    fn a_long_value_keeps_the_part_that_changed() {
+        let f = field(
+            "spec.template.spec.containers[0].image",
+            json!(
+                "us-central1-docker.pkg.dev/online-boutique-ci/microservices-demo/frontend:v0.10.6"
+            ),
+            json!("us-central1-docker.pkg.dev/google-samples/microservices-demo/frontend:v0.10.7"),
+        );
+        let text = fields_text(&[f], 90);
+        assert!(text.chars().count() <= 90, "{text}");
+        assert!(
+            text.contains("v0.10.6") && text.contains("v0.10.7"),
+            "{text}"
+        );
+    }
+}

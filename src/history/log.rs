@@ -1,0 +1,266 @@
+//! What happened, in order (docs/output.md, `log`): every change of the objects
+//! in scope within `(since, until]`, one entry per change, oldest first, with
+//! the gaps of their streams where they fall.
+//!
+//! Each object's entries come from its timeline, so `log`, `timeline` and
+//! `diff` agree on what a change is and which ones only a relist found. A
+//! list that saw an object unchanged is no change; a version that changed
+//! only server-owned fields (status) is left out, as in `diff`.
+
+use super::complete::Completeness;
+use super::diff::{Field, NameFilter};
+use super::timeline::EntryType;
+use super::{Between, History, HistoryError, Scope};
+use crate::diff::DiffOptions;
+use crate::journal::read::GapWindow;
+use std::collections::HashSet;
+
+/// What kind of change a log entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogType {
+    Added,
+    Modified,
+    Deleted,
+    /// Found by a relist after a gap: it happened at an unknown time `between`.
+    Relist(RelistFinding),
+    /// A stretch the recording does not cover.
+    Gap,
+}
+
+/// What a relist found about an object it could not have watched change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelistFinding {
+    /// Listed for the first time: created while nobody watched.
+    Appeared,
+    /// Listed at another resourceVersion than last known.
+    Changed,
+    /// Absent from the list: deleted while nobody watched.
+    Gone,
+}
+
+impl LogType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogType::Added => "ADDED",
+            LogType::Modified => "MODIFIED",
+            LogType::Deleted => "DELETED",
+            LogType::Relist(_) => "RELIST",
+            LogType::Gap => "GAP",
+        }
+    }
+
+    /// `added`, `modified` or `deleted`, also for a relist finding
+    /// (`None` for a gap).
+    pub fn change(self) -> Option<&'static str> {
+        match self {
+            LogType::Added | LogType::Relist(RelistFinding::Appeared) => Some("added"),
+            LogType::Modified | LogType::Relist(RelistFinding::Changed) => Some("modified"),
+            LogType::Deleted | LogType::Relist(RelistFinding::Gone) => Some("deleted"),
+            LogType::Gap => None,
+        }
+    }
+}
+
+/// One line of the log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogEntry {
+    pub observed_at: i64,
+    pub kind: LogType,
+    /// The object's kind, namespace and name (empty for a gap).
+    pub object_kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub resource_version: Option<String>,
+    /// For a relist finding: when it happened is known only to be in here.
+    pub between: Option<Between>,
+    pub fields: Vec<Field>,
+    /// For a gap: the stretch, and the streams it is missing from.
+    pub gap: Option<(GapWindow, Vec<String>)>,
+}
+
+pub struct LogAnswer {
+    pub entries: Vec<LogEntry>,
+    pub completeness: Completeness,
+}
+
+impl History<'_> {
+    /// Every change in `(since, until]` of the objects in scope, oldest first.
+    pub fn log(
+        &self,
+        scope: &Scope,
+        names: &NameFilter,
+        since: i64,
+        until: i64,
+        opts: &DiffOptions,
+    ) -> Result<LogAnswer, HistoryError> {
+        let streams = self.streams_in(scope);
+        let completeness = self.completeness(scope, &streams, Some(since), until);
+        let ids: HashSet<_> = streams.iter().map(|s| s.info.id).collect();
+        let touched = self.journal.touched_objects(&ids, since, until)?;
+        let mut entries = Vec::new();
+        for stream in &streams {
+            // Objects with a record in the window, and, when a relist falls in
+            // it, those present before it (it may have found them gone).
+            let mut mine: HashSet<i64> = touched.clone();
+            if let Some(list) = stream
+                .baselines
+                .iter()
+                .find(|b| b.observed_at > since && b.observed_at <= until)
+                && let Some(present) = self.stream_at(stream, list.observed_at - 1)?
+            {
+                mine.extend(present.keys());
+            }
+            let mut rows: Vec<_> = self
+                .objects(&mine)?
+                .into_values()
+                .filter(|o| o.stream == stream.info.id)
+                .filter(
+                    |o| match (&scope.namespace, stream.info.resource.namespaced) {
+                        (Some(ns), true) => &o.namespace == ns,
+                        _ => true,
+                    },
+                )
+                .filter(|o| names.allows(stream, &o.name))
+                .collect();
+            rows.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+            for o in rows {
+                let t = self.timeline(stream, &o, opts)?;
+                // Whether the object existed just before an entry.
+                let mut present = false;
+                for e in t.entries {
+                    if e.kind == EntryType::Gap {
+                        continue;
+                    }
+                    let existed = std::mem::replace(&mut present, e.kind != EntryType::Deleted);
+                    if e.observed_at <= since || e.observed_at > until {
+                        continue;
+                    }
+                    let kind = match (e.kind, e.found_by_relist) {
+                        (EntryType::Gap, _) => continue,
+                        (EntryType::Deleted, Some(_)) => LogType::Relist(RelistFinding::Gone),
+                        (_, Some(_)) if !existed => LogType::Relist(RelistFinding::Appeared),
+                        // Changed only where nobody asked to look (status).
+                        (_, Some(_)) if e.fields.is_empty() => continue,
+                        (_, Some(_)) => LogType::Relist(RelistFinding::Changed),
+                        // A list that found nothing new.
+                        (EntryType::Baseline, None) => continue,
+                        (EntryType::Modified, None) if e.fields.is_empty() => continue,
+                        (EntryType::Added, None) => LogType::Added,
+                        (EntryType::Modified, None) => LogType::Modified,
+                        (EntryType::Deleted, None) => LogType::Deleted,
+                    };
+                    entries.push(LogEntry {
+                        observed_at: e.observed_at,
+                        kind,
+                        object_kind: t.kind.clone(),
+                        namespace: t.namespace.clone(),
+                        name: t.name.clone(),
+                        resource_version: e.resource_version,
+                        between: e.found_by_relist,
+                        fields: e.fields,
+                        gap: None,
+                    });
+                }
+            }
+        }
+        entries.extend(gaps(&completeness, since, until));
+        // Stable: within one instant, gaps last (a gap starts after what was
+        // observed at its start), then by object.
+        entries.sort_by(|a, b| {
+            (
+                a.observed_at,
+                a.kind == LogType::Gap,
+                &a.namespace,
+                &a.object_kind,
+                &a.name,
+            )
+                .cmp(&(
+                    b.observed_at,
+                    b.kind == LogType::Gap,
+                    &b.namespace,
+                    &b.object_kind,
+                    &b.name,
+                ))
+        });
+        Ok(LogAnswer {
+            entries,
+            completeness,
+        })
+    }
+}
+
+/// What the answer does not cover, as log entries where each stretch starts:
+/// stretches with the same reason that overlap are one entry naming every
+/// stream they hit (a recorder restart or a 410 leaves a gap in each).
+fn gaps(completeness: &Completeness, since: i64, until: i64) -> Vec<LogEntry> {
+    let mut out: Vec<(i64, i64, LogEntry)> = Vec::new();
+    for m in &completeness.missing {
+        let (from, to) = (m.from.unwrap_or(since), m.to.unwrap_or(until));
+        let same = |(f, t, e): &&mut (i64, i64, LogEntry)| {
+            *f <= to && from <= *t && e.gap.as_ref().is_some_and(|(g, _)| g.reason == m.reason)
+        };
+        match out.iter_mut().find(same) {
+            Some((f, t, e)) => {
+                *f = (*f).min(from);
+                *t = (*t).max(to);
+                if let Some((g, streams)) = &mut e.gap {
+                    g.from = g.from.min(from);
+                    g.to = match (g.to, m.to.filter(|&t| t < until)) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        _ => None,
+                    };
+                    if !streams.contains(&m.stream) {
+                        streams.push(m.stream.clone());
+                    }
+                }
+                e.observed_at = e.observed_at.min(from.max(since));
+            }
+            None => out.push((
+                from,
+                to,
+                LogEntry {
+                    // A stretch that began before the window shows at its start.
+                    observed_at: from.max(since),
+                    kind: LogType::Gap,
+                    object_kind: String::new(),
+                    namespace: String::new(),
+                    name: String::new(),
+                    resource_version: None,
+                    between: None,
+                    fields: Vec::new(),
+                    gap: Some((
+                        GapWindow {
+                            from,
+                            from_rv: None,
+                            // Open when it lasts past the window.
+                            to: m.to.filter(|&t| t < until),
+                            to_rv: None,
+                            reason: m.reason.clone(),
+                        },
+                        vec![m.stream.clone()],
+                    )),
+                },
+            )),
+        }
+    }
+    out.into_iter().map(|(_, _, e)| e).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relist_findings_read_as_the_change_they_were() {
+        assert_eq!(
+            LogType::Relist(RelistFinding::Gone).change(),
+            Some("deleted")
+        );
+        assert_eq!(
+            LogType::Relist(RelistFinding::Appeared).change(),
+            Some("added")
+        );
+        assert_eq!(LogType::Relist(RelistFinding::Changed).as_str(), "RELIST");
+        assert_eq!(LogType::Gap.change(), None);
+    }
+}
