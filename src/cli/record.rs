@@ -23,8 +23,8 @@ Examples:
   # Record every namespace, only objects labelled app=web
   kubectl krply record -A -l app=web
 
-Default resources: deployments, statefulsets, daemonsets, services, configmaps
-(plus namespaces with -A). Secrets are refused unless --include-secrets, and then
+Default resources: deployments, statefulsets, daemonsets, services, configmaps,
+serviceaccounts (plus namespaces with -A). Secrets are refused unless --include-secrets, and then
 their values are stored only as digests.")]
 pub struct RecordArgs {
     /// Resources to record (plural, singular, short name, or RESOURCE.GROUP)

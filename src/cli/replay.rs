@@ -164,7 +164,7 @@ fn check_includes(include: &[String]) -> CliResult<Vec<String>> {
         .map(|name| match policy::include_kind(name) {
             Some(kind) => Ok(kind.to_string()),
             None => Err(CliError::usage(format!(
-                "--include {name}: only kinds left out by default can be included (Job, CronJob, Pod, ServiceAccount, Role, RoleBinding, PersistentVolumeClaim, ReplicaSet, LoadBalancer){}",
+                "--include {name}: only kinds left out by default can be included (Job, CronJob, Pod, Role, RoleBinding, PersistentVolumeClaim, ReplicaSet, LoadBalancer){}",
                 if name.to_ascii_lowercase().starts_with("secret") {
                     "; Secrets are never replayed"
                 } else {
@@ -250,6 +250,16 @@ pub(crate) async fn make_plan(
             .collect(),
     };
     let namespace_object = namespace_object(&history, &source_ns, at)?;
+    // Every kind recorded in the source namespace, whatever the plan asked for:
+    // a workload's missing ConfigMap says "record it" only when it was not.
+    let recorded = history
+        .streams_in(&Scope {
+            namespace: Some(source_ns.clone()),
+            types: None,
+        })
+        .iter()
+        .map(|s| s.info.resource.kind.clone())
+        .collect();
     let id = replay::new_id();
     let mut plan = replay::build(Inputs {
         id: id.clone(),
@@ -275,6 +285,7 @@ pub(crate) async fn make_plan(
             .map(|(resource, object)| Recorded { resource, object })
             .collect(),
         include: &include,
+        recorded,
     });
     drop(history);
 

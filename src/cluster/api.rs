@@ -341,6 +341,33 @@ pub async fn get(
     }
 }
 
+/// Whether an object exists, asking for its metadata only
+/// (`PartialObjectMetadata`): the existence of a Secret is checked without
+/// its data ever reaching this process. A server that does not know the
+/// metadata form answers with the whole object, which is read and dropped.
+pub async fn exists(
+    access: &ClusterAccess,
+    resource: &ResourceType,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<bool, ApiError> {
+    let req = http::Request::get(object_path(resource, namespace, name))
+        .header(
+            http::header::ACCEPT,
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json",
+        )
+        .body(kube::client::Body::from(Vec::new()))
+        .map_err(|e| ApiError::Transport(e.to_string()))?;
+    match send_request(access, req, false).await {
+        Ok(res) => {
+            read_all(res.into_body(), access.request_timeout).await?;
+            Ok(true)
+        }
+        Err(e) if e.code() == Some(404) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// What a server-side apply did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Applied {

@@ -29,6 +29,8 @@ pub const DEFAULT_RESOURCES: &[&str] = &[
     "daemonsets.apps",
     "services",
     "configmaps",
+    // Their names only: a ServiceAccount object holds no token.
+    "serviceaccounts",
 ];
 
 /// What the user asked to record.
@@ -381,7 +383,8 @@ mod tests {
             names,
             vec!["deployments.v1.apps@*", "configmaps.v1@*", "namespaces.v1"]
         );
-        assert_eq!(plan.warnings.len(), 3, "{:?}", plan.warnings);
+        // statefulsets, daemonsets, services, serviceaccounts
+        assert_eq!(plan.warnings.len(), 4, "{:?}", plan.warnings);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! [`build`] makes a plan from reconstructed objects (pure); [`run`] dry-runs
 //! and applies plans against a cluster.
 
+pub mod deps;
 pub mod mapping;
 pub mod policy;
 pub mod run;
@@ -32,6 +33,10 @@ pub struct Plan {
     pub objects: Vec<PlanObject>,
     pub excluded: Vec<Excluded>,
     pub warnings: Vec<String>,
+    /// Objects planned workloads name that the plan does not hold (those the
+    /// target has are dropped by the dry run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<deps::Dependency>,
     pub dry_run: DryRun,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
@@ -136,6 +141,8 @@ pub struct Inputs<'a> {
     pub namespace_object: Option<&'a Value>,
     pub objects: Vec<Recorded>,
     pub include: &'a [String],
+    /// The kinds the source namespace was recorded with.
+    pub recorded: Vec<String>,
 }
 
 /// The field manager of a plan.
@@ -199,7 +206,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         (policy::tier(&a.kind), &a.kind, name(ma)).cmp(&(policy::tier(&b.kind), &b.kind, name(mb)))
     });
     excluded.sort_by(|a, b| (&a.kind, &a.name).cmp(&(&b.kind, &b.name)));
-    let objects = planned
+    let objects: Vec<PlanObject> = planned
         .into_iter()
         .enumerate()
         .map(|(i, (resource, manifest))| PlanObject {
@@ -221,6 +228,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
     if !inputs.complete {
         warnings.extend(inputs.gaps.iter().map(|g| format!("not covered: {g}")));
     }
+    let missing = deps::missing(&objects, &excluded, &inputs.recorded);
     Plan {
         field_manager: field_manager(&inputs.id),
         id: inputs.id,
@@ -233,6 +241,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         objects,
         excluded,
         warnings,
+        missing,
         dry_run: DryRun::default(),
         refused: None,
         applied: Vec::new(),
@@ -311,6 +320,7 @@ mod tests {
             namespace_object: None,
             objects,
             include: &[],
+            recorded: Vec::new(),
         });
         let order: Vec<(usize, &str, &str)> = plan
             .objects

@@ -28,7 +28,6 @@ pub fn kind_rule(kind: &str) -> Option<Exclusion> {
         "Secret" => Exclusion::Always(
             "Secrets are never replayed: the journal holds at most digests of their values".into(),
         ),
-        "ServiceAccount" => Exclusion::ByDefault("service accounts carry cluster credentials"),
         "Role" | "RoleBinding" => Exclusion::ByDefault("RBAC grants permissions"),
         "Pod" => Exclusion::ByDefault("pods are made by their controllers"),
         "ReplicaSet" => Exclusion::ByDefault("replica sets are made by deployments"),
@@ -58,7 +57,6 @@ pub fn include_kind(name: &str) -> Option<&'static str> {
         "job" | "jobs" => "Job",
         "cronjob" | "cronjobs" | "cj" => "CronJob",
         "pod" | "pods" | "po" => "Pod",
-        "serviceaccount" | "serviceaccounts" | "sa" => "ServiceAccount",
         "role" | "roles" => "Role",
         "rolebinding" | "rolebindings" => "RoleBinding",
         "persistentvolumeclaim" | "persistentvolumeclaims" | "pvc" => "PersistentVolumeClaim",
@@ -191,15 +189,17 @@ mod tests {
             ("Jobs", "Job"),
             ("cj", "CronJob"),
             ("pvc", "PersistentVolumeClaim"),
-            ("sa", "ServiceAccount"),
             ("loadbalancer", "LoadBalancer"),
         ] {
             assert_eq!(include_kind(name), Some(kind), "{name}");
         }
         assert_eq!(include_kind("secret"), None);
         assert_eq!(include_kind("configmaps"), None);
+        // ServiceAccounts are planned without asking.
+        assert_eq!(include_kind("sa"), None);
+        assert!(plannable("ServiceAccount", &[]));
         // Every kind --include names is one the rules let it bring back.
-        for name in ["job", "cj", "po", "sa", "role", "rolebinding", "pvc", "rs"] {
+        for name in ["job", "cj", "po", "role", "rolebinding", "pvc", "rs"] {
             assert!(includable(include_kind(name).unwrap()), "{name}");
         }
     }

@@ -105,6 +105,7 @@ pub async fn dry_run(plan: &mut Plan, access: &ClusterAccess) -> Result<(), Unre
         record(&mut dry, o, result);
     }
     dry.ok = dry.conflicts.is_empty() && dry.errors.is_empty();
+    check_dependencies(plan, access, exists).await?;
     if !exists && dry.ok {
         plan.warnings
             .push(missing_namespace_warning(&plan.target.namespace));
@@ -116,6 +117,38 @@ pub async fn dry_run(plan: &mut Plan, access: &ClusterAccess) -> Result<(), Unre
     }
     .into();
     plan.dry_run = dry;
+    Ok(())
+}
+
+/// Drops from `plan.missing` what the target namespace already has, and
+/// warns about the rest (docs/replay-safety.md, "Dependencies").
+async fn check_dependencies(
+    plan: &mut Plan,
+    access: &ClusterAccess,
+    namespace_exists: bool,
+) -> Result<(), Unreachable> {
+    let target = plan.target.namespace.clone();
+    let mut still = Vec::new();
+    for d in std::mem::take(&mut plan.missing) {
+        let mut unsure = None;
+        if namespace_exists && let Some(resource) = super::deps::resource_type(&d.kind) {
+            match api::exists(access, &resource, Some(&target), &d.name).await {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(e) if is_transport(&e) => return Err(Unreachable(e)),
+                // Not allowed to look (reading Secrets, say): say so.
+                Err(e) => unsure = Some(e.to_string()),
+            }
+        }
+        let mut warning = d.warning(&target);
+        if let Some(why) = unsure {
+            warning.push_str(&format!(" (could not check the target: {why})"));
+        }
+        plan.warnings.retain(|w| *w != warning);
+        plan.warnings.push(warning);
+        still.push(d);
+    }
+    plan.missing = still;
     Ok(())
 }
 

@@ -79,7 +79,7 @@ fn the_demo_records_the_incident_and_explains_it() {
     let plan = stdout.split("$ kubectl krply replay plan").nth(1).unwrap();
     assert!(plan.contains(": dry-run-ok"), "{plan}");
     assert!(
-        plan.contains("Deployment   shop-before   loadgenerator"),
+        plan.contains("Deployment       shop-before   loadgenerator"),
         "{plan}"
     );
     assert!(!plan.contains("conflict"), "{plan}");

@@ -786,6 +786,7 @@ fn rbac_examples_are_valid_and_minimal() {
         ("apps", "daemonsets"),
         ("", "services"),
         ("", "configmaps"),
+        ("", "serviceaccounts"),
     ];
     let cluster = grants(&role("recorder-clusterrole.yaml", "ClusterRole"));
     let namespaced = grants(&role("recorder-role.yaml", "Role"));

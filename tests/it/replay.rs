@@ -123,10 +123,16 @@ fn a_plan_is_sanitized_mapped_ordered_and_dry_run() {
         .map(|o| o["kind"].as_str().unwrap())
         .collect();
     let tier = |k: &str| {
-        ["Namespace", "ConfigMap", "Service", "Deployment"]
-            .iter()
-            .position(|t| *t == k)
-            .unwrap()
+        [
+            "Namespace",
+            "ConfigMap",
+            "ServiceAccount",
+            "Service",
+            "Deployment",
+        ]
+        .iter()
+        .position(|t| *t == k)
+        .unwrap()
     };
     assert_eq!(kinds[0], "Namespace");
     assert!(
@@ -211,7 +217,7 @@ fn a_plan_is_sanitized_mapped_ordered_and_dry_run() {
     assert!(reason(&p, "Service", "frontend-external").contains("LoadBalancer"));
     assert!(reason(&p, "ConfigMap", "kube-root-ca.crt").contains("every namespace"));
     assert!(reason(&p, "ServiceAccount", "default").contains("every namespace"));
-    assert!(reason(&p, "ServiceAccount", "frontend").contains("--include"));
+    manifest(&p, "ServiceAccount", "frontend");
 
     // Saved: show and list find it.
     let shown = env.run(&["replay", "show", id, "-o", "json"]);
@@ -233,18 +239,12 @@ fn include_brings_back_what_is_safe() {
     let (out, p) = plan(
         &env,
         // Kinds as kubectl users type them: plural, short name, any case.
-        &[
-            "--include",
-            "jobs",
-            "--include",
-            "sa",
-            "--include",
-            "loadbalancer",
-        ],
+        &["--include", "jobs", "--include", "loadbalancer"],
     );
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let job = manifest(&p, "Job", "migrate");
     assert!(job["spec"].get("selector").is_none());
+    // ServiceAccounts need no --include, and lose their token Secrets.
     let sa = manifest(&p, "ServiceAccount", "frontend");
     assert!(sa.get("secrets").is_none());
     manifest(&p, "Service", "public");
@@ -792,4 +792,108 @@ fn the_target_context_decides_where_plans_and_applies_go() {
             .is_some()
     );
     assert_eq!(env.sim.request_log().len(), source_requests);
+}
+
+/// A workload that names objects the target will lack passes its dry run and
+/// then cannot start: the plan names each missing object, who uses it and
+/// what would fix it, and drops what the target already has.
+#[test]
+fn a_plan_warns_about_what_its_workloads_name_and_the_target_lacks() {
+    let env = Env::shop();
+    env.sim
+        .create(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "worker", "namespace": "shop"},
+            "spec": {"selector": {"matchLabels": {"app": "worker"}},
+                     "template": {"metadata": {"labels": {"app": "worker"}},
+                     "spec": {"serviceAccountName": "worker",
+                              "containers": [{"name": "w", "image": "worker:1",
+                                  "envFrom": [{"configMapRef": {"name": "worker-env"}}],
+                                  "env": [{"name": "P", "valueFrom": {"secretKeyRef": {"name": "db", "key": "p"}}},
+                                          {"name": "O", "valueFrom": {"configMapKeyRef": {"name": "maybe", "key": "k", "optional": true}}}]}]}}}}))
+        .unwrap();
+    // ServiceAccounts are not recorded here: the fix for them is to record them.
+    let rec = env.start_recorder(&["deploy", "cm"]);
+    env.wait_baselines(1);
+    let at = krply::time::Millis::now().to_string();
+    assert_eq!(rec.stop().code, Some(0));
+    let plan_json = |env: &Env| -> Value {
+        let out = env.run(&[
+            "replay",
+            "plan",
+            "--to-namespace",
+            "shop-copy",
+            "--at",
+            &at,
+            "-o",
+            "json",
+        ]);
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        serde_json::from_str(&out.stdout).unwrap()
+    };
+    let worker = |p: &Value| -> Vec<(String, String)> {
+        p["missing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| {
+                m["used_by"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&json!("Deployment/worker"))
+            })
+            .map(|m| {
+                (
+                    format!(
+                        "{}/{}",
+                        m["kind"].as_str().unwrap(),
+                        m["name"].as_str().unwrap()
+                    ),
+                    m["fix"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let p = plan_json(&env);
+    let missing = worker(&p);
+    let names: Vec<&str> = missing.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["ServiceAccount/worker", "Secret/db", "ConfigMap/worker-env"],
+        "{p:#}"
+    );
+    assert!(
+        missing[0]
+            .1
+            .contains("kubectl krply record serviceaccounts"),
+        "{missing:?}"
+    );
+    assert!(missing[1].1.contains("never replayed"), "{missing:?}");
+    assert!(
+        missing[2].1.contains("not in the recorded namespace"),
+        "{missing:?}"
+    );
+    let warnings = p["warnings"].to_string();
+    assert!(
+        warnings.contains("ConfigMap worker-env (used by Deployment/worker) is neither in the plan nor in namespace shop-copy"),
+        "{warnings}"
+    );
+    let text = env.run(&["replay", "show", p["id"].as_str().unwrap()]);
+    assert!(
+        text.stdout
+            .contains("Secret db (used by Deployment/worker)"),
+        "{}",
+        text.stdout
+    );
+
+    // What the target has is no warning.
+    for obj in [
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop-copy"}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "worker-env", "namespace": "shop-copy"}}),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "shop-copy"}}),
+    ] {
+        env.sim.create(obj).unwrap();
+    }
+    let p = plan_json(&env);
+    let names: Vec<String> = worker(&p).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["ServiceAccount/worker"], "{p:#}");
 }

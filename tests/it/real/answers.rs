@@ -49,7 +49,7 @@ fn snapshot_coverage_export_and_prune_answer_from_a_real_recording() {
     assert_eq!(at_t1["complete"], true, "{at_t1:#}");
     assert_eq!(
         at_t1["watermarks"].as_array().unwrap().len(),
-        5,
+        krply::recorder::DEFAULT_RESOURCES.len(),
         "{at_t1:#}"
     );
     assert_eq!(named(&at_t1, "ConfigMap", "a")["data"]["v"], "1");

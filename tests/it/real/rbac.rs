@@ -21,12 +21,13 @@ fn role(file: &str, namespace: &str, old_namespace: &str, user: &str) -> String 
 }
 
 /// What `record` lists and watches by default, in one namespace.
-const DEFAULT_RESOURCES: [&str; 5] = [
+const DEFAULT_RESOURCES: [&str; 6] = [
     "deployments.apps",
     "statefulsets.apps",
     "daemonsets.apps",
     "services",
     "configmaps",
+    "serviceaccounts",
 ];
 
 /// Applies YAML as the admin.
@@ -83,7 +84,11 @@ fn the_documented_namespace_role_is_enough_and_a_forbidden_stream_is_said_clearl
     for (resource, state) in states(&coverage) {
         assert_ne!(state, "unavailable", "{resource}: {coverage:#}");
     }
-    assert_eq!(states(&coverage).len(), 5, "{coverage:#}");
+    assert_eq!(
+        states(&coverage).len(),
+        DEFAULT_RESOURCES.len(),
+        "{coverage:#}"
+    );
 
     let store = env.dir.path().join("secrets.db");
     let mut partial = env.command();
@@ -142,7 +147,7 @@ fn the_documented_cluster_role_is_enough_for_all_namespaces() {
     assert!(!out.stderr.contains("Forbidden"), "{}", out.stderr);
     let coverage = env.krply_json(&["coverage", "-A"], 0);
     let states = states(&coverage);
-    assert_eq!(states.len(), 6, "{coverage:#}");
+    assert_eq!(states.len(), DEFAULT_RESOURCES.len() + 1, "{coverage:#}");
     for (resource, state) in states {
         assert_eq!(state, "stopped", "{resource}: {coverage:#}");
     }

@@ -40,7 +40,9 @@ fn extras(namespace: &str) -> Value {
          "metadata": {"name": "agent", "namespace": namespace},
          "spec": {"selector": {"matchLabels": {"app": "agent"}},
                   "template": {"metadata": {"labels": {"app": "agent"}},
-                               "spec": {"containers": [{"name": "a", "image": "busybox:1.37"}]}}}}
+                               "spec": {"containers": [{"name": "a", "image": "busybox:1.37",
+                                   "env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "agent-token", "key": "t"}}}],
+                                   "envFrom": [{"configMapRef": {"name": "agent-config"}}]}]}}}}
     ]})
 }
 
@@ -62,7 +64,7 @@ fn record_then_change(env: &RealEnv, source: &str) -> (crate::common::RecorderPr
         "--from-literal=checkout=off",
     ]);
     let recorder = env.start_recorder(&[
-        "-n", source, "deploy", "sts", "ds", "svc", "cm", "jobs", "cronjobs",
+        "-n", source, "deploy", "sts", "ds", "svc", "cm", "sa", "jobs", "cronjobs",
     ]);
     env.wait_baselines(1);
     let before = mark();
@@ -186,9 +188,10 @@ fn a_plan_of_the_shop_before_the_changes_dry_runs_and_applies_on_the_real_server
             kinds("Service"),
             kinds("Deployment"),
             kinds("StatefulSet"),
-            kinds("DaemonSet")
+            kinds("DaemonSet"),
+            kinds("ServiceAccount")
         ),
-        (1, 1, 13, 12, 1, 1),
+        (1, 1, 13, 12, 1, 1, 11),
         "{plan:#}"
     );
     for o in objects {
@@ -202,7 +205,7 @@ fn a_plan_of_the_shop_before_the_changes_dry_runs_and_applies_on_the_real_server
         .collect();
     assert_eq!(
         excluded,
-        ["kube-root-ca.crt", "frontend-external"],
+        ["kube-root-ca.crt", "frontend-external", "default"],
         "{plan:#}"
     );
     let id = plan["id"].as_str().unwrap().to_string();
@@ -277,6 +280,9 @@ fn the_documented_replay_role_is_enough_to_plan_and_apply() {
     env.kubectl_ok(&["apply", "-f", path.to_str().unwrap()]);
     env.wait_can_i("krply-limited", "patch", "deployments.apps", &["-n", DST]);
     env.wait_can_i("krply-limited", "patch", "namespaces", &[]);
+    // The DaemonSet names a ConfigMap the target has, and a Secret the role
+    // may not look at.
+    env.kubectl_ok(&["create", "configmap", "agent-config", "-n", DST]);
 
     let plan = env.krply_json(
         &[
@@ -295,6 +301,30 @@ fn the_documented_replay_role_is_enough_to_plan_and_apply() {
     );
     assert_eq!(plan["status"], "dry-run-ok", "{plan:#}");
     assert_eq!(plan["target"]["context"], "limited", "{plan:#}");
+    let missing: Vec<String> = plan["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            format!(
+                "{}/{}",
+                m["kind"].as_str().unwrap(),
+                m["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(missing, ["Secret/agent-token"], "{plan:#}");
+    let warning = plan["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|w| w.starts_with("Secret agent-token (used by DaemonSet/agent)"))
+        .unwrap_or_else(|| panic!("{plan:#}"));
+    assert!(
+        warning.contains("could not check the target") && warning.contains("forbidden"),
+        "{warning}"
+    );
     let id = plan["id"].as_str().unwrap().to_string();
     let applied = env.krply_json(&["replay", "apply", &id, "--confirm"], 0);
     assert_eq!(applied["status"], "applied", "{applied:#}");
