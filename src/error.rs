@@ -101,6 +101,18 @@ impl From<JournalError> for CliError {
     }
 }
 
+impl From<crate::history::resolve::TargetError> for CliError {
+    /// A `TYPE[/NAME]` argument that names nothing recorded: a usage error,
+    /// with the closest recorded name as a hint.
+    fn from(e: crate::history::resolve::TargetError) -> CliError {
+        let err = CliError::usage(e.to_string());
+        match e.hint() {
+            Some(h) => err.hint(h),
+            None => err,
+        }
+    }
+}
+
 impl From<ClusterError> for CliError {
     fn from(e: ClusterError) -> CliError {
         let err = CliError::runtime(e.to_string());

@@ -12,6 +12,8 @@
 //! - a duration meaning "that long ago": `90s`, `30m`, `2h`, `1d`, `1h30m`, `1d2h`, `500ms`
 //!   (units `d`, `h`, `m`, `s`, `ms`, largest first, each once; no sign, no spaces, no
 //!   bare numbers);
+//! - a local time of day, `HH:MM` or `HH:MM:SS`: its most recent past occurrence in the
+//!   system's time zone (`14:02` at 09:00 means yesterday's 14:02);
 //! - an RFC 3339 time: `2026-11-29T10:00:00Z`, `2026-11-29T11:00:00.5+01:00`.
 //!
 //! Surrounding whitespace is ignored. Times before the Unix epoch are refused.
@@ -30,7 +32,7 @@ pub use age::format_age;
 use duration::DurationSyntax;
 
 const ACCEPTED_TIMES: &str = "use \"now\", a duration like 30m, 2h, 1d or 1h30m (meaning \
-     that long ago), or an RFC 3339 time like 2026-11-29T10:00:00Z";
+     that long ago), a local time of day like 14:02, or an RFC 3339 time like 2026-11-29T10:00:00Z";
 const ACCEPTED_DURATIONS: &str = "use a whole number with a unit (ms, s, m, h, d), largest \
      unit first, like 90s, 10m, 2h or 1h30m";
 
@@ -176,7 +178,19 @@ impl<'de> Deserialize<'de> for Millis {
 
 /// Parses a time expression (see the module documentation) relative to `now`.
 pub fn parse_time_expr(s: &str, now: Millis) -> Result<Millis, TimeError> {
+    parse_time_expr_in(s, now, &jiff::tz::TimeZone::system())
+}
+
+/// [`parse_time_expr`] with times of day read in `tz`.
+pub fn parse_time_expr_in(
+    s: &str,
+    now: Millis,
+    tz: &jiff::tz::TimeZone,
+) -> Result<Millis, TimeError> {
     let input = s.trim();
+    if let Some(at) = time_of_day(input, now, tz) {
+        return at;
+    }
     let owned = || input.to_owned();
     if input.eq_ignore_ascii_case("now") {
         return Ok(now);
@@ -201,6 +215,49 @@ pub fn parse_time_expr(s: &str, now: Millis) -> Result<Millis, TimeError> {
         return Err(TimeError::BeforeEpoch { input: owned() });
     }
     Ok(Millis(at))
+}
+
+/// `HH:MM` or `HH:MM:SS` as the most recent occurrence of that wall-clock
+/// time in `tz` at or before `now` (`None`: not that form). A time the clock
+/// skips on the day (a DST gap) is the instant it would have been.
+fn time_of_day(
+    input: &str,
+    now: Millis,
+    tz: &jiff::tz::TimeZone,
+) -> Option<Result<Millis, TimeError>> {
+    let parts: Vec<&str> = input.split(':').collect();
+    if !(2..=3).contains(&parts.len())
+        || parts
+            .iter()
+            .any(|p| p.len() != 2 || !p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return None;
+    }
+    let invalid = || TimeError::InvalidTime {
+        input: input.to_owned(),
+    };
+    let number = |i: usize| parts.get(i).map_or(Some(0), |p| p.parse::<i8>().ok());
+    let (Some(h), Some(m), Some(sec)) = (number(0), number(1), number(2)) else {
+        return Some(Err(invalid()));
+    };
+    let Ok(wall) = jiff::civil::Time::new(h, m, sec, 0) else {
+        return Some(Err(invalid()));
+    };
+    let result = (|| {
+        let now_ts = jiff::Timestamp::from_millisecond(now.0).ok()?;
+        let today = now_ts.to_zoned(tz.clone()).date();
+        let mut at = today.to_datetime(wall).to_zoned(tz.clone()).ok()?;
+        if at.timestamp() > now_ts {
+            at = today
+                .yesterday()
+                .ok()?
+                .to_datetime(wall)
+                .to_zoned(tz.clone())
+                .ok()?;
+        }
+        Some(Millis(at.timestamp().as_millisecond()))
+    })();
+    Some(result.ok_or_else(invalid))
 }
 
 /// Parses a duration (`90s`, `10m`, `1h30m`, `500ms`, ...; zero allowed).

@@ -41,9 +41,7 @@ pub fn scope(
     let mut types = Vec::new();
     let mut names = NameFilter::default();
     for arg in args {
-        let target = history
-            .target(arg)
-            .map_err(|e| CliError::usage(e.to_string()))?;
+        let target = history.target(arg)?;
         let t = target.resource().clone();
         let key = (t.group.clone(), t.resource.clone());
         match &target {

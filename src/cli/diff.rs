@@ -35,7 +35,7 @@ pub struct DiffArgs {
     /// Narrow to resource types or objects: TYPE or TYPE/NAME (deploy, cm/frontend-config)
     #[arg(value_name = "TYPE[/NAME]")]
     pub targets: Vec<String>,
-    /// Start of the window: now, a duration ago (30m, 2h, 1d) or an RFC 3339 time
+    /// Start of the window: now, a duration ago (30m, 2h, 1d), a time of day (14:02) or an RFC 3339 time
     #[arg(long, default_value = "1h", value_name = "TIME")]
     pub since: String,
     /// End of the window (same forms)

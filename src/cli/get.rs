@@ -23,7 +23,7 @@ pub struct GetArgs {
     /// The object, as TYPE/NAME (deploy/frontend)
     #[arg(value_name = "TYPE/NAME")]
     pub object: String,
-    /// The time: now, a duration ago (30m, 2h) or an RFC 3339 time
+    /// The time: now, a duration ago (30m, 2h), a time of day (14:02) or an RFC 3339 time
     #[arg(long, default_value = "now", value_name = "TIME")]
     pub at: String,
     /// Print metadata.managedFields too (the field managers and what they own)

@@ -13,9 +13,7 @@ pub fn find<'h>(
     history: &'h History<'_>,
     arg: &str,
 ) -> CliResult<(&'h StreamHistory, ObjectRow)> {
-    let target = history
-        .target(arg)
-        .map_err(|e| CliError::usage(e.to_string()))?;
+    let target = history.target(arg)?;
     let Target::Object(resource, name) = target else {
         return Err(CliError::usage(format!(
             "\"{arg}\" names a type; name one object as TYPE/NAME, like {arg}/NAME"
@@ -41,11 +39,18 @@ pub fn find<'h>(
             None if resource.namespaced => " in any namespace".to_string(),
             None => String::new(),
         };
-        return Err(CliError::runtime(format!(
+        let err = CliError::runtime(format!(
             "{}/{name} was never recorded{place}",
             resource.group_resource()
-        ))
-        .hint("`kubectl krply coverage` shows what is recorded; -n picks the namespace"));
+        ));
+        let known = history.journal.object_names(&ids, namespace.as_deref())?;
+        let err = match crate::history::suggest::closest(&name, known.iter().map(String::as_str)) {
+            Some(close) => err.hint(format!("did you mean \"{}/{close}\"?", resource.singular)),
+            None => err,
+        };
+        return Err(
+            err.hint("`kubectl krply coverage` shows what is recorded; -n picks the namespace")
+        );
     }
     if namespace.is_none() && resource.namespaced {
         let mut namespaces: Vec<&str> = found.iter().map(|o| o.namespace.as_str()).collect();

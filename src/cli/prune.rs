@@ -21,7 +21,7 @@ Each stream's state at the cut becomes a new baseline and older records go, so
 every question about a time at or after the cut gets the same answer as before.
 A stream whose cut falls in a gap keeps its history. No recorder may run meanwhile.")]
 pub struct PruneArgs {
-    /// The cut: now, a duration ago (7d, 12h) or an RFC 3339 time
+    /// The cut: now, a duration ago (7d, 12h), a time of day (14:02) or an RFC 3339 time
     #[arg(long, value_name = "TIME")]
     pub before: String,
 }

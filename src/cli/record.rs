@@ -42,13 +42,19 @@ pub struct RecordArgs {
     /// Record Secrets too (values are stored only as SHA-256 digests)
     #[arg(long)]
     pub include_secrets: bool,
+    /// The readers' global --cluster-id and -o, shadowed here (hidden) so that
+    /// `record --help` does not offer them; given, they are refused below.
+    #[arg(long = "cluster-id", hide = true, value_name = "ID")]
+    pub cluster_id: Option<String>,
+    #[arg(short = 'o', long = "output", hide = true, value_name = "FORMAT")]
+    pub output: Option<String>,
 }
 
 pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
-    if global.output.is_some() {
+    if global.output.is_some() || args.output.is_some() {
         return Err(CliError::usage("record does not take -o/--output"));
     }
-    if global.cluster_id.is_some() {
+    if global.cluster_id.is_some() || args.cluster_id.is_some() {
         return Err(CliError::usage(
             "record does not take --cluster-id: it records the cluster of the context",
         )

@@ -63,7 +63,7 @@ pub struct PlanArgs {
     /// The namespace to replay into
     #[arg(long, value_name = "NS")]
     pub to_namespace: String,
-    /// The time to rebuild: now, a duration ago (2h) or an RFC 3339 time
+    /// The time to rebuild: now, a duration ago (2h), a time of day (14:02) or an RFC 3339 time
     #[arg(long, default_value = "now", value_name = "TIME")]
     pub at: String,
     /// The kubeconfig context of the target cluster (default: the current context)
@@ -192,10 +192,7 @@ pub(crate) async fn make_plan(
     let history = reader.history()?;
     let mut types = Vec::new();
     for t in &args.types {
-        match history
-            .target(t)
-            .map_err(|e| CliError::usage(e.to_string()))?
-        {
+        match history.target(t)? {
             ArgTarget::Type(r) => {
                 if let Some(rule) = policy::kind_rule(&r.kind)
                     && !policy::plannable(&r.kind, &include)

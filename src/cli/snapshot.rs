@@ -27,7 +27,7 @@ pub struct SnapshotArgs {
     /// Only these resource types
     #[arg(value_name = "TYPE")]
     pub types: Vec<String>,
-    /// The time: now, a duration ago (30m, 2h) or an RFC 3339 time
+    /// The time: now, a duration ago (30m, 2h), a time of day (14:02) or an RFC 3339 time
     #[arg(long, default_value = "now", value_name = "TIME")]
     pub at: String,
     /// Save this snapshot in the journal under NAME

@@ -14,6 +14,7 @@ pub mod prune;
 pub mod resolve;
 pub mod snapshot;
 pub mod state;
+pub mod suggest;
 pub mod timeline;
 
 use crate::journal::read::{Coverage, StreamInfo, StreamState};

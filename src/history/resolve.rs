@@ -28,12 +28,30 @@ pub enum TargetError {
     )]
     Malformed(String),
     #[error("no recorded resource type \"{arg}\" (recorded: {recorded})")]
-    Unknown { arg: String, recorded: String },
+    Unknown {
+        arg: String,
+        recorded: String,
+        /// The recorded name closest to `arg`, if one is close.
+        suggestion: Option<String>,
+    },
     #[error("resource type \"{arg}\" is ambiguous: it could be {}", candidates.join(", "))]
     Ambiguous {
         arg: String,
         candidates: Vec<String>,
     },
+}
+
+impl TargetError {
+    /// A hint for the user: the name they probably meant.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            TargetError::Unknown {
+                suggestion: Some(s),
+                ..
+            } => Some(format!("did you mean \"{s}\"?")),
+            _ => None,
+        }
+    }
 }
 
 /// Splits `TYPE/NAME` (or `TYPE`) as kubectl does.
@@ -56,7 +74,17 @@ impl History<'_> {
             ResolveError::Unknown(_) => {
                 let mut recorded: Vec<String> = types.iter().map(|t| t.group_resource()).collect();
                 recorded.sort();
+                let names = types.iter().flat_map(|t| {
+                    [t.resource.as_str(), t.singular.as_str(), t.kind.as_str()]
+                        .into_iter()
+                        .chain(t.short_names.iter().map(String::as_str))
+                });
+                let suggestion = super::suggest::closest(type_arg, names).map(|s| {
+                    // Kinds are suggested as kubectl users type them.
+                    s.to_ascii_lowercase()
+                });
                 TargetError::Unknown {
+                    suggestion,
                     arg: type_arg.to_string(),
                     recorded: if recorded.is_empty() {
                         "none".into()

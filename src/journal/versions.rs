@@ -262,6 +262,33 @@ impl Journal {
         Ok(out)
     }
 
+    /// The distinct names of the objects of some streams (in one namespace,
+    /// or all), sorted.
+    pub fn object_names(
+        &self,
+        streams: &[StreamId],
+        namespace: Option<&str>,
+    ) -> Result<Vec<String>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT DISTINCT name FROM objects
+                 WHERE stream_id = ?1 AND (?2 IS NULL OR namespace = ?2)",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for stream in streams {
+            let rows: Vec<String> = stmt
+                .query_map(params![stream, namespace], |r| r.get(0))
+                .and_then(|rows| rows.collect())
+                .map_err(|e| self.err(e))?;
+            out.extend(rows);
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
     /// Objects by id, for the ids given.
     pub fn objects(&self, ids: &HashSet<i64>) -> Result<HashMap<i64, ObjectRow>, JournalError> {
         let mut out = HashMap::with_capacity(ids.len());

@@ -70,7 +70,8 @@ fn anything_else_names_the_accepted_forms() {
     assert_eq!(
         err.to_string(),
         "invalid time \"yesterday\": use \"now\", a duration like 30m, 2h, 1d or 1h30m \
-         (meaning that long ago), or an RFC 3339 time like 2026-11-29T10:00:00Z"
+         (meaning that long ago), a local time of day like 14:02, or an RFC 3339 time like \
+         2026-11-29T10:00:00Z"
     );
     for bad in [
         "",
@@ -90,6 +91,11 @@ fn anything_else_names_the_accepted_forms() {
         "now-5m",
         "nowz",
         "1h ago",
+        "24:00",
+        "12:60",
+        "1:30",
+        "12:30:61",
+        "12:30:00:00",
         "\u{0}",
     ] {
         assert!(
@@ -348,5 +354,29 @@ proptest! {
     fn parse_time_expr_never_panics(s in "\\PC{0,40}") {
         let _ = parse_time_expr(&s, NOW);
         let _ = parse_duration(&s);
+    }
+}
+
+#[test]
+fn a_time_of_day_is_its_most_recent_past_occurrence_in_the_local_zone() {
+    use jiff::tz::{Offset, TimeZone};
+    let utc = TimeZone::UTC;
+    // NOW is 10:00:00Z.
+    let parse = |s: &str, tz: &TimeZone| parse_time_expr_in(s, NOW, tz).unwrap();
+    assert_eq!(parse("09:30", &utc), at("2026-11-29T09:30:00.000Z"));
+    assert_eq!(parse("10:00:00", &utc), NOW, "now itself is today");
+    assert_eq!(
+        parse("14:02", &utc),
+        at("2026-11-28T14:02:00.000Z"),
+        "later today: yesterday's"
+    );
+    assert_eq!(parse(" 00:00 ", &utc), at("2026-11-29T00:00:00.000Z"));
+    // At UTC+02:00 it is 12:00 local: 11:15 local is 09:15Z today.
+    let plus2 = TimeZone::fixed(Offset::from_hours(2).unwrap());
+    assert_eq!(parse("11:15", &plus2), at("2026-11-29T09:15:00.000Z"));
+    assert_eq!(parse("12:30", &plus2), at("2026-11-28T10:30:00.000Z"));
+    // In New York (UTC-5 in November) it is 05:00.
+    if let Ok(ny) = TimeZone::get("America/New_York") {
+        assert_eq!(parse("04:59", &ny), at("2026-11-29T09:59:00.000Z"));
     }
 }

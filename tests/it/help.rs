@@ -90,3 +90,17 @@ fn help_subcommand_matches_the_flag() {
         help(&["diff"], "--help").trim_end()
     );
 }
+
+/// `record --help` offers only what record takes: not the readers'
+/// `--cluster-id` and `-o`, which it refuses; the readers still offer them.
+#[test]
+fn record_help_leaves_out_the_readers_flags() {
+    let record = help(&["record"], "--help");
+    assert!(!record.contains("--cluster-id"), "{record}");
+    assert!(!record.contains("--output"), "{record}");
+    let diff = help(&["diff"], "--help");
+    assert!(
+        diff.contains("--cluster-id") && diff.contains("--output"),
+        "{diff}"
+    );
+}

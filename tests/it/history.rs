@@ -1217,3 +1217,59 @@ fn log_and_timeline_say_what_a_relist_found_created_or_deleted() {
     let first = &t["entries"][0];
     assert_eq!(first["observed"], "relist", "{t:#}");
 }
+
+/// `--since 14:02:30` is that local time of day, its most recent past
+/// occurrence, as the user's clock shows it.
+#[test]
+fn a_time_of_day_means_the_last_time_the_local_clock_showed_it() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(1);
+    assert_eq!(rec.stop().code, Some(0));
+    let ago = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(60);
+    let local = ago.to_zoned(jiff::tz::TimeZone::system());
+    let clock = local.strftime("%H:%M:%S").to_string();
+    let log = json_of(&env, &["log", "--since", &clock, "-o", "json"]);
+    let expected = Millis::from_ms(ago.as_millisecond() / 1000 * 1000).to_string();
+    assert_eq!(log["since"], expected.as_str(), "{clock}");
+    let bad = env.run(&["diff", "--since", "25:00"]);
+    assert_eq!(bad.code, Some(2));
+    assert!(
+        bad.stderr.contains("a local time of day like 14:02"),
+        "{}",
+        bad.stderr
+    );
+}
+
+/// A mistyped type or object name gets the recorded name it is closest to.
+#[test]
+fn a_mistyped_name_gets_a_did_you_mean() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["deploy", "cm"]);
+    env.wait_baselines(1);
+    assert_eq!(rec.stop().code, Some(0));
+    let typo = env.run(&["diff", "deploymnet"]);
+    assert_eq!(typo.code, Some(2), "{typo:?}");
+    assert!(
+        typo.stderr
+            .contains("error: no recorded resource type \"deploymnet\"")
+            && typo.stderr.contains("hint: did you mean \"deployment\"?"),
+        "{}",
+        typo.stderr
+    );
+    let object = env.run(&["timeline", "deploy/frontedn"]);
+    assert_eq!(object.code, Some(1), "{object:?}");
+    assert!(
+        object
+            .stderr
+            .contains("hint: did you mean \"deployment/frontend\"?"),
+        "{}",
+        object.stderr
+    );
+    let far = env.run(&["get", "cm/zzzzzz"]);
+    assert!(!far.stderr.contains("did you mean"), "{}", far.stderr);
+    assert_eq!(
+        far.stderr.lines().next().map(|l| l.starts_with("error: ")),
+        Some(true)
+    );
+}
