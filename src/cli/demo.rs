@@ -53,10 +53,11 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
         .await
         .map_err(|e| CliError::runtime(format!("the demo failed: {e}")))?;
     say(&format!(
-        "stopped the recorder: {} events, {} gap(s) in {} streams",
+        "stopped the recorder: {} events, {} gap(s) in {} streams, {} change(s) found by relists",
         outcome.summary.events(),
         outcome.summary.gaps(),
-        outcome.summary.streams.len()
+        outcome.summary.streams.len(),
+        outcome.summary.found_by_relists()
     ));
 
     let journal = Journal::open(&store)?;

@@ -4,10 +4,9 @@ use super::answer::{self, StrictArg};
 use super::args::GlobalArgs;
 use super::diff::{BetweenOut, TEXT_WIDTH};
 use super::reader::Reader;
-use super::timeline::managers;
-use crate::diff::{DiffOptions, render_pair};
+use crate::diff::DiffOptions;
 use crate::error::CliResult;
-use crate::history::diff::Field;
+use crate::history::diff::{Field, fields_after, shorten};
 use crate::history::log::{LogAnswer, LogEntry, LogType};
 use crate::render::{self, Format, Paint};
 use crate::time::Millis;
@@ -237,21 +236,7 @@ fn line(e: &LogEntry, clock: &str, all_namespaces: bool, paint: Paint) -> String
     let room = TEXT_WIDTH.saturating_sub(used + 2);
     let what = match e.kind.change() {
         _ if !e.fields.is_empty() => {
-            // Too little room left for the first field to show its values:
-            // the fields go on a line of their own, under the object.
-            let owners = managers(&e.fields).map_or(0, |m| m.chars().count() + 4);
-            let more = if e.fields.len() > 1 { 12 } else { 0 };
-            let first = e.fields[0].change.path.to_string().chars().count() + 30;
-            if room >= first + owners + more {
-                fields_text(&e.fields, room)
-            } else {
-                let indent = clock.chars().count() + 2;
-                format!(
-                    "\n{}{}",
-                    " ".repeat(indent),
-                    fields_text(&e.fields, TEXT_WIDTH - indent)
-                )
-            }
+            fields_after(&e.fields, room, clock.chars().count() + 2, TEXT_WIDTH)
         }
         Some("added") => "created".into(),
         Some("deleted") => "deleted".into(),
@@ -271,101 +256,5 @@ fn clock_of(t: i64, near: i64) -> String {
         c
     } else {
         format!("{date} {c}")
-    }
-}
-
-/// The changed fields with their old and new values, shortened around what
-/// differs, then the managers, within `room` characters.
-fn fields_text(fields: &[Field], room: usize) -> String {
-    let owners = managers(fields)
-        .map(|m| format!("  ({m})"))
-        .unwrap_or_default();
-    let room = room.saturating_sub(owners.chars().count()).max(24);
-    let mut parts: Vec<String> = Vec::new();
-    let mut left = room;
-    for (i, f) in fields.iter().enumerate() {
-        // Room kept for "; +N more" while fields remain after this one.
-        let more = if i + 1 < fields.len() { 12 } else { 0 };
-        let path = f.change.path.to_string();
-        let values = left.saturating_sub(path.chars().count() + 6 + more);
-        if i > 0 && values < 16 {
-            parts.push(format!("+{} more", fields.len() - i));
-            break;
-        }
-        let (before, after) = (f.change.before.as_ref(), f.change.after.as_ref());
-        // A short side (`<none>`, a number) leaves its room to the other.
-        let (b, a) = render_pair(before, after, 0);
-        let short = b.chars().count().min(a.chars().count());
-        let (b, a) = if short <= values / 2 {
-            render_pair(before, after, values.saturating_sub(short).max(8))
-        } else {
-            render_pair(before, after, (values / 2).max(8))
-        };
-        let part = shorten(&format!("{path}: {b} -> {a}"), left.saturating_sub(more));
-        left = left.saturating_sub(part.chars().count() + 2);
-        parts.push(part);
-    }
-    format!("{}{owners}", parts.join("; "))
-}
-
-/// `text` cut to `max` characters with a `…` at the end.
-fn shorten(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::diff::{FieldChange, parse_path};
-    use serde_json::json;
-
-    fn field(path: &str, before: serde_json::Value, after: serde_json::Value) -> Field {
-        Field {
-            change: FieldChange {
-                path: parse_path(path).expect("path"),
-                before: Some(before),
-                after: Some(after),
-            },
-            manager: Some("kubectl-edit".into()),
-        }
-    }
-
-    #[test]
-    fn fields_fit_their_room_and_count_what_did_not() {
-        let fields: Vec<Field> = (0..6)
-            .map(|i| {
-                field(
-                    &format!("data.key{i}"),
-                    json!("a-rather-long-old-value-that-is-long"),
-                    json!("a-rather-long-new-value-that-is-long"),
-                )
-            })
-            .collect();
-        let text = fields_text(&fields, 80);
-        assert!(text.chars().count() <= 80, "{text}");
-        assert!(text.contains("+"), "{text}");
-        assert!(text.ends_with("(kubectl-edit)"), "{text}");
-    }
-
-    #[test]
-    fn a_long_value_keeps_the_part_that_changed() {
-        let f = field(
-            "spec.template.spec.containers[0].image",
-            json!(
-                "us-central1-docker.pkg.dev/online-boutique-ci/microservices-demo/frontend:v0.10.6"
-            ),
-            json!("us-central1-docker.pkg.dev/google-samples/microservices-demo/frontend:v0.10.7"),
-        );
-        let text = fields_text(&[f], 90);
-        assert!(text.chars().count() <= 90, "{text}");
-        assert!(
-            text.contains("v0.10.6") && text.contains("v0.10.7"),
-            "{text}"
-        );
     }
 }

@@ -162,11 +162,12 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
     };
     let summary = recorder::record(&access, journal, plan.streams, options, stop_rx).await?;
     let mut text = format!(
-        "recorded {} event(s) in {} stream(s) over {}; {} gap(s); journal {}\n",
+        "recorded {} event(s) in {} stream(s) over {}; {} gap(s); {} change(s) found by relists; journal {}\n",
         summary.events(),
         summary.streams.len(),
         humantime(summary.elapsed),
         summary.gaps(),
+        summary.found_by_relists(),
         path.display()
     );
     for s in &summary.streams {
@@ -174,7 +175,7 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
             // Nothing it says about events could be trusted: it never read them.
             Some(why) => format!("  {:<40} unavailable: {why}\n", s.name),
             None => format!(
-                "  {:<40} events {:>6}  gaps {}  last rv {}\n",
+                "  {:<40} events {:>6}  gaps {}  last rv {}{}\n",
                 s.name,
                 s.events,
                 s.gaps,
@@ -182,6 +183,10 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
                     "-"
                 } else {
                     &s.last_rv
+                },
+                match s.found_by_relists {
+                    0 => String::new(),
+                    n => format!("  found by relists {n}"),
                 }
             ),
         });

@@ -5,7 +5,7 @@ use super::args::GlobalArgs;
 use super::reader::Reader;
 use crate::diff::{DiffOptions, render_pair};
 use crate::error::{CliError, CliResult};
-use crate::history::diff::Field;
+use crate::history::diff::{Field, managers};
 use crate::history::timeline::{Entry, EntryType};
 use crate::render::{self, Format, Paint};
 use crate::time::Millis;
@@ -208,15 +208,4 @@ pub(super) fn table(entries: &[Entry], paint: Paint) -> String {
         out.push_str("* seen by a list (or missing from one), not received as an event\n");
     }
     out
-}
-
-/// The field managers of a change, each once, in field order (`None`: none known).
-pub(super) fn managers(fields: &[Field]) -> Option<String> {
-    let mut seen: Vec<&str> = Vec::new();
-    for m in fields.iter().filter_map(|f| f.manager.as_deref()) {
-        if !seen.contains(&m) {
-            seen.push(m);
-        }
-    }
-    (!seen.is_empty()).then(|| seen.join(", "))
 }

@@ -83,7 +83,87 @@ pub struct LogAnswer {
     pub completeness: Completeness,
 }
 
+/// What one relist found that the watch had not seen: objects listed at
+/// another resourceVersion than last known, listed for the first time (or
+/// again after a deletion), and known but absent from the list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RelistFindings {
+    /// When the findings happened: some time in here.
+    pub between: Option<Between>,
+    pub changed: Vec<String>,
+    pub appeared: Vec<String>,
+    pub gone: Vec<String>,
+}
+
+impl RelistFindings {
+    pub fn count(&self) -> usize {
+        self.changed.len() + self.appeared.len() + self.gone.len()
+    }
+}
+
 impl History<'_> {
+    /// What the latest list of `stream` found changed since what was known
+    /// just before it; `None` when it is the stream's first list (nothing
+    /// was known) or there is no list. Names are `namespace/name` for a
+    /// stream of every namespace, else `name`; sorted.
+    pub fn latest_relist_findings(
+        &self,
+        stream: &super::StreamHistory,
+    ) -> Result<Option<RelistFindings>, HistoryError> {
+        let Some(list) = stream.baselines.last() else {
+            return Ok(None);
+        };
+        if stream.baselines.len() < 2 {
+            return Ok(None);
+        }
+        let Some(before) = self.stream_at(stream, list.observed_at - 1)? else {
+            return Ok(None);
+        };
+        let after = self
+            .stream_at(stream, list.observed_at)?
+            .unwrap_or_default();
+        let mut changed = Vec::new();
+        let mut appeared = Vec::new();
+        let mut gone = Vec::new();
+        for (id, v) in &after {
+            match before.get(id) {
+                Some(b) if b.resource_version == v.resource_version => {}
+                Some(_) => changed.push(*id),
+                None => appeared.push(*id),
+            }
+        }
+        gone.extend(before.keys().filter(|id| !after.contains_key(id)));
+        let ids: HashSet<i64> = changed
+            .iter()
+            .chain(&appeared)
+            .chain(&gone)
+            .copied()
+            .collect();
+        let rows = self.objects(&ids)?;
+        let names = |ids: Vec<i64>| -> Vec<String> {
+            let mut out: Vec<String> = ids
+                .iter()
+                .filter_map(|id| rows.get(id))
+                .map(|o| {
+                    // A stream of one namespace names its objects alone.
+                    if o.namespace.is_empty() || stream.info.namespace.is_some() {
+                        o.name.clone()
+                    } else {
+                        format!("{}/{}", o.namespace, o.name)
+                    }
+                })
+                .collect();
+            out.sort();
+            out
+        };
+        Ok(Some(RelistFindings {
+            between: Some(stream.relist_window(list.observed_at)),
+            changed: names(changed),
+            appeared: names(appeared),
+            gone: names(gone),
+        }))
+    }
+
     /// Every change in `(since, until]` of the objects in scope, oldest first.
     pub fn log(
         &self,

@@ -118,6 +118,8 @@ pub struct WriterStats {
 #[derive(Debug, Clone)]
 pub struct Change {
     pub stream: StreamId,
+    /// When the recorder observed it.
+    pub at: i64,
     pub watch_type: WatchType,
     pub namespace: String,
     pub name: String,
@@ -460,6 +462,7 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
                 };
                 cx.changes.push(Change {
                     stream,
+                    at,
                     watch_type,
                     namespace: meta.namespace.clone(),
                     name: meta.name.clone(),

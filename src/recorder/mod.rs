@@ -115,33 +115,42 @@ pub fn plan_streams(catalog: &Catalog, args: &PlanArgs) -> Result<Plan, PlanErro
 /// At most this many changes a second reach the live feed.
 const FEED_PER_SECOND: u32 = 20;
 
-/// Says which fields a recorded change touched; a status-only update is no
-/// line in the feed.
+/// A recorded change for the feed, with the fields it changed (old and new
+/// values, and who owns them now); a status-only update is no line in the feed.
 fn feed_item(
     change: &Change,
     kinds: &std::collections::HashMap<StreamId, ResourceType>,
 ) -> Option<FeedItem> {
     let resource = kinds.get(&change.stream)?;
-    let paths = match (&change.before, change.watch_type) {
+    let fields = match (&change.before, change.watch_type) {
         (Some(before), WatchType::Modified) => {
+            let api_version = resource.api_version();
             // The previous version may be a list item without apiVersion/kind.
-            let before = resource.fill_type_meta(serde_json::from_slice(before).ok()?);
-            let after = resource.fill_type_meta(serde_json::from_slice(&change.after).ok()?);
-            let paths =
-                crate::diff::changed_paths(&before, &after, &crate::diff::DiffOptions::default());
-            if paths.is_empty() {
+            let defaults = [
+                ("apiVersion", api_version.as_str()),
+                ("kind", resource.kind.as_str()),
+            ];
+            let fields = crate::history::diff::fields_between(
+                std::str::from_utf8(before).ok()?,
+                std::str::from_utf8(&change.after).ok()?,
+                &crate::diff::DiffOptions::default(),
+                &defaults,
+            )
+            .ok()?;
+            if fields.is_empty() {
                 return None;
             }
-            paths
+            fields
         }
         _ => Vec::new(),
     };
     Some(FeedItem {
+        at: change.at,
         event: change.watch_type.to_string(),
         kind: resource.kind.clone(),
         namespace: change.namespace.clone(),
         name: change.name.clone(),
-        paths,
+        fields,
     })
 }
 
@@ -162,6 +171,9 @@ pub struct StreamSummary {
     pub last_rv: String,
     /// Why the stream could not be recorded, when it ended unavailable.
     pub unavailable: Option<String>,
+    /// Changes the relists of this run found that no watch saw (changed,
+    /// created or deleted while nobody watched).
+    pub found_by_relists: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -177,6 +189,69 @@ impl RecordSummary {
     }
     pub fn gaps(&self) -> u64 {
         self.streams.iter().map(|s| s.gaps).sum()
+    }
+    pub fn found_by_relists(&self) -> u64 {
+        self.streams.iter().map(|s| s.found_by_relists).sum()
+    }
+}
+
+/// What the latest list of a stream found that no watch saw, read back from
+/// the journal as `diff` and `log` would (a second, read-only connection).
+fn relist_findings(
+    path: &std::path::Path,
+    cluster: &str,
+    stream: StreamId,
+) -> Option<crate::history::log::RelistFindings> {
+    let journal = Journal::open(path).ok()?;
+    let now = crate::time::Millis::now().as_ms();
+    let history = crate::history::History::load(&journal, cluster, now).ok()?;
+    let s = history.stream(stream)?;
+    history.latest_relist_findings(s).ok().flatten()
+}
+
+/// The feed line for what a relist found.
+fn relist_line(stream: &str, f: &crate::history::log::RelistFindings) -> String {
+    let kinds = [
+        ("changed", &f.changed),
+        ("new", &f.appeared),
+        ("gone", &f.gone),
+    ];
+    let found = |with_names: bool| -> String {
+        let parts: Vec<String> = kinds
+            .iter()
+            .filter(|(_, names)| !names.is_empty())
+            .map(|(what, names)| {
+                if !with_names {
+                    return format!("{} {what}", names.len());
+                }
+                let shown: Vec<&str> = names.iter().take(3).map(String::as_str).collect();
+                let more = match names.len().saturating_sub(3) {
+                    0 => String::new(),
+                    n => format!(" +{n}"),
+                };
+                format!("{} {what} ({}{more})", names.len(), shown.join(", "))
+            })
+            .collect();
+        if parts.is_empty() {
+            "no change".into()
+        } else {
+            parts.join(", ")
+        }
+    };
+    let when = f
+        .between
+        .map(|b| format!(" (unwatched since {})", display::clock_ms(b.from)))
+        .unwrap_or_default();
+    let head = format!(
+        "{} RELIST   {stream}{when}: ",
+        display::clock(f.between.map_or(0, |b| b.to))
+    );
+    // The names while they fit the feed's width, else the counts alone.
+    let named = format!("{head}{}", found(true));
+    if named.chars().count() <= display::FEED_WIDTH {
+        named
+    } else {
+        crate::history::diff::shorten(&format!("{head}{}", found(false)), display::FEED_WIDTH)
     }
 }
 
@@ -211,15 +286,25 @@ pub async fn record(
         tx: feed_tx,
         per_second: FEED_PER_SECOND,
     });
+    let path = journal.path().to_path_buf();
     let writer = Writer::start_with_feed(journal, feed)?;
     let stats = writer.stats();
     let names: Vec<String> = registered.iter().map(|(_, s, _)| s.name()).collect();
+    let names_by_id: std::collections::HashMap<StreamId, String> = registered
+        .iter()
+        .map(|(id, s, _)| (*id, s.name()))
+        .collect();
     let display = Display::new(options.mode, &names);
     // Unbounded: a warning is never dropped because the display fell behind
     // (notices are few and small).
     let (notice_tx, mut notice_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut statuses = Vec::new();
     let mut tasks = tokio::task::JoinSet::new();
+    let had_history: std::collections::HashSet<StreamId> = registered
+        .iter()
+        .filter(|(_, _, prior)| prior.is_some())
+        .map(|(id, _, _)| *id)
+        .collect();
     for (id, spec, prior) in registered {
         let status = Arc::new(Mutex::new(StreamStatus {
             name: spec.name(),
@@ -251,12 +336,41 @@ pub async fn record(
             .filter_map(|(_, s)| s.lock().ok().map(|s| s.clone()))
             .collect()
     };
+    // Lists made durable per stream so far. The latest list of a stream is a
+    // relist unless it is the stream's very first (a stream with history
+    // before this run relists on its first list too). Between two looks only
+    // the latest list is examined.
+    let mut listed: std::collections::HashMap<StreamId, u64> =
+        statuses.iter().map(|(id, _)| (*id, 0)).collect();
+    let is_relist = |id: &StreamId, lists: u64| had_history.contains(id) || lists >= 2;
+    let mut found: std::collections::HashMap<StreamId, u64> = Default::default();
+    let mut lookups = tokio::task::JoinSet::new();
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     let mut failure: Option<JournalError> = None;
     let mut stopping = false;
     loop {
         tokio::select! {
-            _ = tick.tick() => display.refresh(&snapshot(&statuses)),
+            _ = tick.tick() => {
+                display.refresh(&snapshot(&statuses));
+                // A list that followed a gap (or a restart): look, off this
+                // task, at what it found that no watch saw.
+                let totals = stats.streams.lock().map(|t| t.clone()).unwrap_or_default();
+                for (id, seen) in listed.iter_mut() {
+                    let now = totals.get(id).map_or(0, |t| t.baselines);
+                    if now > *seen && is_relist(id, now) {
+                        let (path, cluster, id) = (path.clone(), target.cluster_id.clone(), *id);
+                        lookups.spawn_blocking(move || (id, relist_findings(&path, &cluster, id)));
+                    }
+                    *seen = now;
+                }
+            }
+            Some(Ok((id, findings))) = lookups.join_next(), if !lookups.is_empty() => {
+                if let Some(f) = findings {
+                    *found.entry(id).or_default() += f.count() as u64;
+                    let name = names_by_id.get(&id).cloned().unwrap_or_default();
+                    display.feed_line(&relist_line(&name, &f));
+                }
+            }
             Some(n) = notice_rx.recv() => display.notice(&n),
             Some(change) = feed_rx.recv() => {
                 if let Some(item) = feed_item(&change, &kinds) {
@@ -284,6 +398,23 @@ pub async fn record(
     while let Ok(n) = notice_rx.try_recv() {
         display.notice(&n);
     }
+    // Lists made durable since the last tick, and lookups still running:
+    // the summary counts every relist of this run.
+    let totals = stats.streams.lock().map(|t| t.clone()).unwrap_or_default();
+    for (id, seen) in &listed {
+        let now = totals.get(id).map_or(0, |t| t.baselines);
+        if now > *seen && is_relist(id, now) {
+            let (path, cluster, id) = (path.clone(), target.cluster_id.clone(), *id);
+            lookups.spawn_blocking(move || (id, relist_findings(&path, &cluster, id)));
+        }
+    }
+    while let Some(joined) = lookups.join_next().await {
+        if let Ok((id, Some(f))) = joined {
+            *found.entry(id).or_default() += f.count() as u64;
+            let name = names_by_id.get(&id).cloned().unwrap_or_default();
+            display.feed_line(&relist_line(&name, &f));
+        }
+    }
     let finished = snapshot(&statuses);
     display.finish(&finished);
     let written = writer.finish();
@@ -310,6 +441,7 @@ pub async fn record(
                     t.last_rv
                 },
                 unavailable: s.unavailable,
+                found_by_relists: found.get(id).copied().unwrap_or(0),
             }
         })
         .collect();
@@ -322,6 +454,36 @@ pub async fn record(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_relist_line_names_what_it_found_while_that_fits() {
+        let f = crate::history::log::RelistFindings {
+            between: Some(crate::history::Between {
+                from: 1_795_946_400_000,
+                to: 1_795_946_401_500,
+            }),
+            changed: vec!["a".into(), "b".into(), "c".into(), "d".into()],
+            appeared: vec![],
+            gone: vec!["old".into()],
+        };
+        let line = relist_line("configmaps.v1@shop", &f);
+        assert_eq!(
+            line,
+            "10:00:01Z RELIST   configmaps.v1@shop (unwatched since 10:00:00.000Z): 4 changed (a, b, c +1), 1 gone (old)"
+        );
+        let long = crate::history::log::RelistFindings {
+            changed: vec!["x".repeat(60), "y".repeat(60)],
+            ..f.clone()
+        };
+        let line = relist_line("configmaps.v1@shop", &long);
+        assert!(line.ends_with(": 2 changed, 1 gone"), "{line}");
+        let none = crate::history::log::RelistFindings {
+            changed: vec![],
+            gone: vec![],
+            ..f
+        };
+        assert!(relist_line("s", &none).ends_with(": no change"));
+    }
+
     use super::*;
     use crate::cluster::discovery::Discovered;
     use crate::model::ResourceType;

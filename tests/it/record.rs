@@ -854,3 +854,60 @@ fn a_watch_refused_in_the_stream_again_and_again_becomes_a_gap_and_a_relist() {
         "{reason}"
     );
 }
+
+/// The feed says when, what changed from what to what, and who owns it; a
+/// relist after a 410 says what it found that no watch saw, and the summary
+/// counts it.
+#[test]
+fn the_feed_shows_values_and_managers_and_relists_say_what_they_found() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(1);
+    env.patch_cm("feature-flags", "new-checkout", "true");
+    env.wait_events("configmaps.v1@shop", 1);
+    // History lost; two changes while nobody watches.
+    env.sim.set_delay(Duration::from_millis(400));
+    env.sim.compact();
+    env.sim.expire_watches();
+    env.patch_cm("frontend-config", "log_level", "debug");
+    env.sim
+        .delete("v1", "ConfigMap", Some("shop"), "currency-rates")
+        .unwrap();
+    env.sim.set_delay(Duration::ZERO);
+    env.wait_baselines(2);
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let feed = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("configmap/feature-flags -n shop"))
+        .unwrap_or_else(|| panic!("{}", out.stderr));
+    let time = regex::Regex::new(r"^\d{2}:\d{2}:\d{2}Z MODIFIED ").unwrap();
+    assert!(time.is_match(feed), "{feed}");
+    assert!(
+        feed.ends_with(r#"data.new-checkout: <none> -> "true"  (krply-sim)"#),
+        "{feed}"
+    );
+    let relist = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("RELIST   configmaps.v1@shop"))
+        .unwrap_or_else(|| panic!("{}", out.stderr));
+    assert!(
+        relist.contains(" (unwatched since ") && relist.ends_with("): 1 changed, 1 gone"),
+        "{relist}"
+    );
+    assert!(
+        out.stdout.contains("; 2 change(s) found by relists;"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("found by relists 2"), "{}", out.stdout);
+    for line in out
+        .stderr
+        .lines()
+        .filter(|l| time.is_match(l) || l.contains("RELIST"))
+    {
+        assert!(line.chars().count() <= 120, "too wide: {line}");
+    }
+}
