@@ -3,7 +3,7 @@
 //! deletion, lost watch history), all in one process.
 
 use crate::cluster::{self, ConnectOptions, discovery::Catalog};
-use crate::journal::{Journal, JournalError, WriterLock};
+use crate::journal::{Journal, JournalError};
 use crate::recorder::display::Mode;
 use crate::recorder::stream::StreamOptions;
 use crate::recorder::{self, PlanArgs, RecordOptions, RecordSummary};
@@ -104,8 +104,15 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
     )
     .map_err(|e| DemoError::Plan(e.to_string()))?;
 
-    let lock = WriterLock::acquire(store, &format!("the demo (pid {})", std::process::id()))?;
     let journal = Journal::open_or_create(store)?;
+    let lease = recorder::claim(
+        &journal,
+        &target.cluster_id,
+        &target.server,
+        target.context.as_deref(),
+        &plan.streams,
+        &format!("the demo (pid {})", std::process::id()),
+    )?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let streams = plan.streams.clone();
     let options = RecordOptions {
@@ -246,7 +253,7 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
     let summary = recording
         .await
         .map_err(|e| DemoError::Sim(format!("the recorder task failed: {e}")))??;
-    drop(lock);
+    drop(lease);
     Ok(DemoOutcome {
         store: store.to_path_buf(),
         kubeconfig,

@@ -94,7 +94,10 @@ impl From<JournalError> for CliError {
             ),
             JournalError::TooNew { .. } => err.hint("upgrade kubectl-krply to read this journal"),
             JournalError::Locked { .. } => err.hint(
-                "stop that recorder first, or record into another journal with --store; readers need no lock",
+                "wait for it to finish, or stop it first; readers need no lock",
+            ),
+            JournalError::StreamLocked { .. } => err.hint(
+                "that recorder already records the stream; record other namespaces or clusters beside it, or stop it first",
             ),
             _ => err,
         }

@@ -5,8 +5,8 @@ use super::answer::StrictArg;
 use super::args::GlobalArgs;
 use super::reader::select_cluster;
 use crate::error::{CliError, CliResult};
+use crate::journal::Journal;
 use crate::journal::read::{Coverage, GapWindow};
-use crate::journal::{Journal, WriterLock};
 use crate::render::{self, Format};
 use crate::time::Millis;
 use clap::Args;
@@ -98,7 +98,7 @@ fn strict(rows: &[Coverage], strict: bool) -> CliResult {
 /// The coverage of every stream of `cluster` (that covers `namespace`, when
 /// given).
 fn rows(journal: &Journal, cluster: &str, namespace: Option<&str>) -> CliResult<Vec<Coverage>> {
-    let running = WriterLock::is_held(journal.path());
+    let live = crate::journal::lock::live_streams(journal.path());
     let now = Millis::now().as_ms();
     let mut rows = Vec::new();
     for stream in journal.streams(Some(cluster))? {
@@ -108,6 +108,7 @@ fn rows(journal: &Journal, cluster: &str, namespace: Option<&str>) -> CliResult<
         {
             continue;
         }
+        let running = live.contains(&stream.id);
         rows.push(journal.coverage(&stream, now, running)?);
     }
     Ok(rows)

@@ -3,7 +3,7 @@
 use super::args::GlobalArgs;
 use crate::cluster::{self, discovery::Catalog};
 use crate::error::{CliError, CliResult};
-use crate::journal::{Journal, WriterLock};
+use crate::journal::Journal;
 use crate::recorder::display::Mode;
 use crate::recorder::stream::StreamOptions;
 use crate::recorder::{self, PlanArgs, PlanError, RecordOptions};
@@ -80,7 +80,8 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
     // From here on, Ctrl-C and SIGTERM stop cleanly, even during start-up.
     let mut stop_rx = stop_signal(duration);
 
-    // The journal first: a second recorder fails before touching the cluster.
+    // The journal first: a damaged or foreign file fails before the cluster
+    // is touched. The streams are claimed once they are known, below.
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         ensure_dir(dir)?;
     }
@@ -90,7 +91,6 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
         hostname(),
         crate::time::Millis::now()
     );
-    let _lock = WriterLock::acquire(&path, &holder)?;
     let journal = Journal::open_or_create(&path)?;
     journal.check_integrity()?;
 
@@ -138,6 +138,17 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
         )
         .hint("name the resources to record, e.g. `kubectl krply record pods`"));
     }
+
+    // Other recorders may write this journal too, each its own streams; one
+    // that already records one of these makes this one fail, naming it.
+    let _lease = recorder::claim(
+        &journal,
+        &target.cluster_id,
+        &target.server,
+        target.context.as_deref(),
+        &plan.streams,
+        &holder,
+    )?;
 
     let mode = Mode::for_stderr(global.quiet);
     if mode != Mode::Quiet {

@@ -2,7 +2,7 @@
 
 use super::args::GlobalArgs;
 use crate::error::CliResult;
-use crate::journal::{Journal, JournalError, WriterLock};
+use crate::journal::{Journal, JournalError};
 use crate::render::{self, Format};
 use crate::time::Millis;
 use clap::Args;
@@ -49,12 +49,10 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
         &[Format::Text, Format::Table, Format::Json, Format::Yaml],
     )?;
     let path = global.store_path()?;
-    let running = WriterLock::is_held(&path);
-    let holder = running
-        .then(|| std::fs::read_to_string(crate::journal::lock::lock_path(&path)).ok())
-        .flatten()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty());
+    // Every recorder writing the journal now (several may, each its own streams).
+    let holders = crate::journal::lock::holders(&path);
+    let running = !holders.is_empty();
+    let holder = running.then(|| holders.join("; "));
     let mut out = StatusOut {
         store: path.display().to_string(),
         exists: false,

@@ -19,7 +19,7 @@ pub mod timeline;
 
 use crate::journal::read::{Coverage, StreamInfo, StreamState};
 use crate::journal::versions::{BaselineRef, BodyReader, ObjectRow, VersionRow};
-use crate::journal::{Journal, JournalError, StreamId, WriterLock};
+use crate::journal::{Journal, JournalError, StreamId};
 use crate::model::ResourceType;
 use std::collections::{HashMap, HashSet};
 
@@ -143,10 +143,10 @@ impl<'j> History<'j> {
         // dropped, or by a write on this connection): coverage and records
         // agree even while a recorder commits.
         journal.begin_read()?;
-        let running = WriterLock::is_held(journal.path());
+        let live = crate::journal::lock::live_streams(journal.path());
         let mut streams = Vec::new();
         for info in journal.streams(Some(cluster))? {
-            let coverage = journal.coverage(&info, now, running)?;
+            let coverage = journal.coverage(&info, now, live.contains(&info.id))?;
             let baselines = journal.baselines(info.id)?;
             let lists = baselines.iter().map(|b| b.token).collect();
             streams.push(StreamHistory {

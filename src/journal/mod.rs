@@ -23,7 +23,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use schema::FileState;
 use std::path::{Path, PathBuf};
 
-pub use lock::WriterLock;
+pub use lock::{StreamLease, WriterLock};
 
 /// Everything that can go wrong with a journal file.
 #[derive(Debug, thiserror::Error)]
@@ -42,8 +42,14 @@ pub enum JournalError {
         found: i64,
         supported: i64,
     },
-    #[error("journal {path} is already being recorded by {holder}")]
+    #[error("journal {path} is in use by {holder}")]
     Locked { path: PathBuf, holder: String },
+    #[error("stream {stream} of journal {path} is already being recorded by {holder}")]
+    StreamLocked {
+        path: PathBuf,
+        stream: String,
+        holder: String,
+    },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -158,6 +164,9 @@ impl Journal {
                 source,
             })?;
         }
+        // Two recorders starting at once must not both create the schema:
+        // whoever comes second waits here, then finds the journal made.
+        let _creating = lock::creation_lock(path)?;
         match std::fs::metadata(path) {
             Ok(m) if m.is_dir() => {
                 return Err(JournalError::Foreign {

@@ -281,10 +281,9 @@ struct WriterState {
 impl WriterState {
     fn new(journal: Journal, stats: Arc<WriterStats>) -> Result<WriterState, JournalError> {
         let Journal { conn, path } = journal;
-        let next_seq: i64 = conn
-            .query_row("SELECT coalesce(max(seq), 0) + 1 FROM records", [], |r| {
-                r.get(0)
-            })
+        let next_seq = next_seq(&conn).map_err(|e| JournalError::sqlite(&path, e))?;
+        // Another recorder's transaction is short; wait for it rather than fail.
+        conn.busy_timeout(std::time::Duration::from_secs(30))
             .map_err(|e| JournalError::sqlite(&path, e))?;
         Ok(WriterState {
             conn,
@@ -331,7 +330,14 @@ impl WriterState {
         let mut acks = Vec::new();
         let path = self.path.clone();
         let err = |e| JournalError::sqlite(&path, e);
-        let tx = self.conn.transaction().map_err(err)?;
+        // Other recorders may write this journal too (other streams): take
+        // the write lock up front (a deferred transaction that read first
+        // could not upgrade), and number records after whatever they wrote.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(err)?;
+        self.next_seq = next_seq(&tx).map_err(err)?.max(self.next_seq);
         let mut pending = Pending::default();
         let mut changes = Vec::new();
         for op in batch.drain(..) {
@@ -623,6 +629,13 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
             .map_err(err)
         }
     }
+}
+
+/// The sequence number after the journal's last record.
+fn next_seq(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("SELECT coalesce(max(seq), 0) + 1 FROM records", [], |r| {
+        r.get(0)
+    })
 }
 
 fn take_seq(next: &mut i64) -> i64 {

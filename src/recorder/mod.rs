@@ -255,8 +255,27 @@ fn relist_line(stream: &str, f: &crate::history::log::RelistFindings) -> String 
     }
 }
 
-/// Records `streams` into `journal` until `stop` turns true. The caller holds the
-/// journal's writer lock for the whole call.
+/// Registers the cluster and `streams` in `journal` and claims them for this
+/// recorder (docs/journal.md, "Several recorders"): held until the lease is
+/// dropped; refused, naming the holder, when another recorder has one of them.
+pub fn claim(
+    journal: &Journal,
+    cluster_id: &str,
+    server: &str,
+    context: Option<&str>,
+    streams: &[StreamSpec],
+    holder: &str,
+) -> Result<crate::journal::StreamLease, JournalError> {
+    journal.register_cluster(cluster_id, server, context)?;
+    let mut ids = Vec::new();
+    for spec in streams {
+        ids.push((journal.register_stream(cluster_id, spec)?, spec.name()));
+    }
+    crate::journal::StreamLease::acquire(journal.path(), holder, &ids)
+}
+
+/// Records `streams` into `journal` until `stop` turns true. The caller holds
+/// a [`claim`] on the streams for the whole call.
 pub async fn record(
     access: &ClusterAccess,
     journal: Journal,

@@ -701,7 +701,8 @@ fn prune_is_refused_while_a_recorder_runs() {
     let out = env.run(&["prune", "--before", "1h"]);
     assert_eq!(out.code, Some(1));
     assert!(
-        out.stderr.contains("already being recorded by"),
+        out.stderr
+            .contains(&format!("is in use by pid {}", rec.pid())),
         "{}",
         out.stderr
     );

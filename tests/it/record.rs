@@ -457,7 +457,7 @@ fn a_second_recorder_is_refused_and_names_the_first() {
     assert_eq!(second.code, Some(1));
     let first_line = second.stderr.lines().next().unwrap();
     assert!(
-        first_line.starts_with("error: journal "),
+        first_line.starts_with("error: stream configmaps.v1@shop of journal "),
         "{}",
         second.stderr
     );
@@ -910,4 +910,155 @@ fn the_feed_shows_values_and_managers_and_relists_say_what_they_found() {
     {
         assert!(line.chars().count() <= 120, "too wide: {line}");
     }
+}
+
+/// Patches one ConfigMap `n` times from another thread; returns the thread.
+fn churn(
+    env: &Env,
+    namespace: &'static str,
+    name: &'static str,
+    from: u64,
+    n: u64,
+) -> std::thread::JoinHandle<()> {
+    let sim = env.sim.clone();
+    std::thread::spawn(move || {
+        for i in from..from + n {
+            sim.patch_merge(
+                "v1",
+                "ConfigMap",
+                Some(namespace),
+                name,
+                &json!({"data": {"n": i.to_string()}}),
+            )
+            .unwrap();
+        }
+    })
+}
+
+/// Two recorders, of two namespaces, write one journal at once under churn;
+/// one is killed with -9 and restarted while the other goes on. Every change
+/// either recorder watched is one event, exactly once; the killed one's
+/// stream has its gap; only a recorder of a stream already recorded is
+/// refused, naming the one that records it.
+#[test]
+fn recorders_of_other_namespaces_share_one_journal_under_churn_and_kill_9() {
+    const PAYMENTS: &str = "configmaps.v1@payments";
+    let env = Env::shop();
+    env.sim
+        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "payments"}}))
+        .unwrap();
+    env.sim
+        .create(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "ledger", "namespace": "payments"}, "data": {"n": "-1"}}))
+        .unwrap();
+    let shop = env.start_recorder(&["cm", "-n", "shop"]);
+    let payments = env.start_recorder(&["cm", "-n", "payments"]);
+    env.wait_for("both streams listed", || {
+        let Ok(j) = krply::journal::Journal::open(&env.store) else {
+            return false;
+        };
+        j.streams(None)
+            .is_ok_and(|ss| ss.len() == 2 && ss.iter().all(|s| common::baselines(&j, s) >= 1))
+    });
+
+    let again = env.run(&["record", "cm", "-n", "payments"]);
+    assert_eq!(again.code, Some(1), "{again:?}");
+    assert!(
+        again.stderr.starts_with(&format!(
+            "error: stream {PAYMENTS} of journal {} is already being recorded by pid {} ",
+            env.store.display(),
+            payments.pid()
+        )),
+        "{}",
+        again.stderr
+    );
+    let status = env.krply_json(&["status"], 0);
+    let holders = status["recorder"]["holder"].as_str().unwrap();
+    assert!(
+        holders.contains(&format!("pid {}", shop.pid()))
+            && holders.contains(&format!("pid {}", payments.pid())),
+        "{holders}"
+    );
+
+    // Both write at once.
+    let a = churn(&env, "shop", "feature-flags", 0, 300);
+    let b = churn(&env, "payments", "ledger", 0, 300);
+    a.join().unwrap();
+    b.join().unwrap();
+    env.wait_events(CM, 300);
+    env.wait_events(PAYMENTS, 300);
+
+    // One dies mid-write; the other goes on, then it comes back.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let b = {
+        let (sim, stop) = (env.sim.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 300u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && i < 100_000 {
+                sim.patch_merge(
+                    "v1",
+                    "ConfigMap",
+                    Some("payments"),
+                    "ledger",
+                    &json!({"data": {"n": i.to_string()}}),
+                )
+                .unwrap();
+                i += 1;
+            }
+        })
+    };
+    env.wait_events(PAYMENTS, 400);
+    payments.kill9();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    b.join().unwrap();
+    churn(&env, "shop", "feature-flags", 300, 200)
+        .join()
+        .unwrap();
+    env.wait_events(CM, 500);
+    let payments = env.start_recorder(&["cm", "-n", "payments"]);
+    env.wait_for("the restarted recorder's relist", || {
+        let j = env.journal();
+        let s = env.stream(PAYMENTS);
+        common::baselines(&j, &s) >= 2
+    });
+    assert_eq!(shop.stop().code, Some(0));
+    assert_eq!(payments.stop().code, Some(0));
+
+    let conn = rusqlite::Connection::open(&env.store).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    let (all, distinct): (i64, i64) = conn
+        .query_row(
+            "SELECT count(*), count(DISTINCT seq) FROM records",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(all, distinct, "one sequence for both writers");
+    drop(conn);
+    for (stream, exact) in [(CM, Some(500)), (PAYMENTS, None)] {
+        let events = env.events(stream);
+        let mut rvs: Vec<&String> = events.iter().map(|e| &e.2).collect();
+        rvs.sort();
+        rvs.dedup();
+        assert_eq!(rvs.len(), events.len(), "{stream}: no duplicate events");
+        if let Some(n) = exact {
+            assert_eq!(events.len(), n, "{stream}: every watched change, once");
+        } else {
+            assert!(events.len() >= 400, "{stream}: {}", events.len());
+        }
+    }
+    assert_eq!(env.coverage(CM).gaps, 0, "the other recorder never stopped");
+    let cov = env.coverage(PAYMENTS);
+    assert_eq!(cov.gaps, 1);
+    assert_eq!(cov.windows[0].reason, "recorder not running");
+    // The answer of each namespace stands on its own stream.
+    let ledger = env.krply_json(&["get", "cm/ledger", "-n", "payments"], 0);
+    let now = env
+        .sim
+        .get("v1", "ConfigMap", Some("payments"), "ledger")
+        .unwrap();
+    assert_eq!(ledger["data"], now["data"]);
 }
