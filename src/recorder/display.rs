@@ -4,9 +4,65 @@
 
 use super::stream::{Notice, StreamStatus};
 use crate::history::diff::{Field, fields_after};
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
+use std::collections::VecDeque;
 use std::io::Write;
-use std::time::Duration;
+use std::sync::Mutex;
+
+/// The terminal's (rows, columns) on stderr, if it is one.
+fn terminal_size() -> Option<(u16, u16)> {
+    console::Term::stderr().size_checked()
+}
+
+/// stderr as indicatif draws on it, two columns narrower than it is.
+/// indicatif pads every row to the width it is told and leaves the cursor
+/// after it: at the true width, that is the terminal's pending-wrap column,
+/// and the `^C` a terminal echoes on Ctrl-C wraps onto a new line, so the
+/// final clear starts one row too low and leaves a stale row. Two spare
+/// columns take the echo in place.
+#[derive(Debug)]
+struct Margin(console::Term);
+
+/// Columns kept free at the right of the live area.
+const MARGIN: u16 = 2;
+
+impl TermLike for Margin {
+    fn width(&self) -> u16 {
+        self.0.size().1.saturating_sub(MARGIN).max(20)
+    }
+    fn height(&self) -> u16 {
+        self.0.size().0
+    }
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_up(n)
+    }
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_down(n)
+    }
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_right(n)
+    }
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_left(n)
+    }
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        self.0.write_line(s)
+    }
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        self.0.write_str(s)
+    }
+    fn clear_line(&self) -> std::io::Result<()> {
+        self.0.clear_line()
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Where the live area draws: stderr, with the margin, at most 8 times a second.
+fn live_target() -> ProgressDrawTarget {
+    ProgressDrawTarget::term_like_with_hz(Box::new(Margin(console::Term::stderr())), 8)
+}
 
 /// How much to show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +168,38 @@ pub struct Display {
     multi: Option<MultiProgress>,
     bars: Vec<ProgressBar>,
     width: usize,
+    screen: Mutex<Screen>,
+}
+
+/// What the live display knows of the terminal: its size at the last draw,
+/// and the latest lines printed above the live area (to redraw them after a
+/// resize).
+#[derive(Default)]
+struct Screen {
+    size: Option<(u16, u16)>,
+    recent: VecDeque<String>,
+}
+
+/// Lines kept to redraw the screen after a resize.
+const RECENT_LINES: usize = 200;
+
+/// A resize is decided from the old and new sizes alone: the rows the live
+/// area drew may have been rewrapped by the terminal (or not, depending on
+/// the terminal), so no cursor arithmetic can find them; the screen is
+/// cleared and drawn again.
+fn resized(before: Option<(u16, u16)>, now: Option<(u16, u16)>) -> bool {
+    matches!((before, now), (Some(b), Some(n)) if b != n)
+}
+
+/// `text` cut to `max` characters.
+fn fit(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+        out.push('…');
+        out
+    }
 }
 
 impl Display {
@@ -123,9 +211,10 @@ impl Display {
                 multi: None,
                 bars: Vec::new(),
                 width,
+                screen: Mutex::default(),
             };
         }
-        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(8));
+        let multi = MultiProgress::with_draw_target(live_target());
         let style = ProgressStyle::with_template("{spinner:.cyan} {prefix} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
         let bars = streams
@@ -134,7 +223,8 @@ impl Display {
                 let bar = multi.add(ProgressBar::new_spinner());
                 bar.set_style(style.clone());
                 bar.set_prefix(format!("{name:<width$}"));
-                bar.enable_steady_tick(Duration::from_millis(120));
+                // No ticker thread: every draw happens on the recorder's own
+                // refresh, so none can race a resize redraw or the final clear.
                 bar
             })
             .collect();
@@ -143,14 +233,55 @@ impl Display {
             multi: Some(multi),
             bars,
             width,
+            screen: Mutex::new(Screen {
+                size: terminal_size(),
+                recent: VecDeque::new(),
+            }),
         }
     }
 
-    /// Shows the streams' current state.
+    /// Shows the streams' current state, each line within the terminal's
+    /// width so that no line of the live area wraps.
     pub fn refresh(&self, statuses: &[StreamStatus]) {
+        let columns = self
+            .check_resize()
+            .map_or(usize::MAX, |(_, c)| usize::from(c));
+        // The spinner, a space, the stream name and a space come first.
+        let room = columns
+            .saturating_sub(self.width + 3 + usize::from(MARGIN))
+            .max(1);
         for (bar, s) in self.bars.iter().zip(statuses) {
-            bar.set_message(progress_line(s));
+            bar.set_message(fit(&progress_line(s), room.saturating_sub(1)));
+            bar.tick();
         }
+    }
+
+    /// After a resize, clears the screen and draws it again: the latest
+    /// lines, then the live area. Returns the terminal's (rows, columns).
+    fn check_resize(&self) -> Option<(u16, u16)> {
+        let multi = self.multi.as_ref()?;
+        let now = terminal_size();
+        let Ok(mut screen) = self.screen.lock() else {
+            return now;
+        };
+        if !resized(screen.size, now) {
+            screen.size = screen.size.or(now);
+            return now;
+        }
+        screen.size = now;
+        let rows = now.map_or(24, |(r, _)| usize::from(r));
+        multi.set_draw_target(ProgressDrawTarget::hidden());
+        let mut err = std::io::stderr();
+        // Clear the screen, cursor home.
+        let _ = err.write_all(b"\x1b[2J\x1b[H");
+        let _ = err.flush();
+        multi.set_draw_target(live_target());
+        let keep = rows.saturating_sub(self.bars.len() + 1);
+        let skip = screen.recent.len().saturating_sub(keep);
+        for line in screen.recent.iter().skip(skip) {
+            let _ = multi.println(line);
+        }
+        now
     }
 
     pub fn notice(&self, n: &Notice) {
@@ -182,6 +313,13 @@ impl Display {
     pub fn line(&self, text: &str) {
         match &self.multi {
             Some(m) => {
+                self.check_resize();
+                if let Ok(mut screen) = self.screen.lock() {
+                    if screen.recent.len() == RECENT_LINES {
+                        screen.recent.pop_front();
+                    }
+                    screen.recent.push_back(text.to_string());
+                }
                 let _ = m.println(text);
             }
             None => {
@@ -190,13 +328,17 @@ impl Display {
         }
     }
 
-    pub fn finish(&self, statuses: &[StreamStatus]) {
-        self.refresh(statuses);
-        for (bar, s) in self.bars.iter().zip(statuses) {
-            bar.finish_with_message(progress_line(s));
-        }
+    /// Takes the live area off the screen (the summary follows it).
+    pub fn finish(&self, _statuses: &[StreamStatus]) {
+        self.check_resize();
+        // Clear the whole area while every row is still counted, then stop
+        // drawing, and only then let the rows go.
         if let Some(m) = &self.multi {
             let _ = m.clear();
+            m.set_draw_target(ProgressDrawTarget::hidden());
+        }
+        for bar in &self.bars {
+            bar.finish_and_clear();
         }
     }
 }

@@ -11,6 +11,7 @@ mod demo;
 mod help;
 mod history;
 mod krew;
+mod live;
 mod readers;
 mod readme;
 mod real;

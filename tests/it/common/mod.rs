@@ -439,7 +439,7 @@ pub fn path_str(p: &Path) -> &str {
 }
 
 /// Runs a command, killing it if it outlives the deadline.
-fn run_bounded(mut cmd: Command, what: &str) -> Output {
+pub fn run_bounded(mut cmd: Command, what: &str) -> Output {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
