@@ -173,7 +173,7 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
     };
     let summary = recorder::record(&access, journal, plan.streams, options, stop_rx).await?;
     let mut text = format!(
-        "recorded {} event(s) in {} stream(s) over {}; {} gap(s); {} change(s) found by relists; journal {}\n",
+        "recorded {} event(s) in {} stream(s) over {}; {} gap(s); {} change(s) found by relists\njournal {}\n",
         summary.events(),
         summary.streams.len(),
         humantime(summary.elapsed),

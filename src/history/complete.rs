@@ -43,6 +43,25 @@ impl Missing {
     }
 }
 
+/// Whether two reasons tell the same cause, told by different streams: equal
+/// but for their numbers (a 410 names each stream's own resourceVersions).
+pub fn same_cause(a: &str, b: &str) -> bool {
+    let mask = |s: &str| -> String {
+        let mut out = String::with_capacity(s.len());
+        for c in s.chars() {
+            if c.is_ascii_digit() {
+                if !out.ends_with('#') {
+                    out.push('#');
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    };
+    a == b || mask(a) == mask(b)
+}
+
 /// Why a scope has no stream at all: no recorder ever covered it.
 pub const NOTHING_RECORDED: &str = "never recorded (`kubectl krply coverage -A` shows what is)";
 
@@ -67,14 +86,24 @@ impl Completeness {
         self.missing.iter().map(Missing::describe).collect()
     }
 
-    /// The warnings for people: stretches with the same reason are one line
-    /// naming every stream they hit, spanning from the earliest start to the
-    /// latest end among them. Each is one [`Missing`] whose `stream` joins its
-    /// streams by ", ".
+    /// The warnings for people: overlapping stretches with the same cause
+    /// (see [`same_cause`]) are one line naming every stream they hit,
+    /// spanning from the earliest start to the latest end among them. Each is
+    /// one [`Missing`] whose `stream` joins its streams by ", ", with the
+    /// first stream's reason.
     pub fn grouped(&self) -> Vec<Missing> {
+        let span = |m: &Missing| (m.from.unwrap_or(i64::MIN), m.to.unwrap_or(i64::MAX));
         let mut groups: Vec<(String, Vec<&Missing>)> = Vec::new();
         for m in &self.missing {
-            match groups.iter_mut().find(|(r, _)| r == &m.reason) {
+            let (from, to) = span(m);
+            let joins = |(r, ms): &&mut (String, Vec<&Missing>)| {
+                same_cause(r, &m.reason)
+                    && ms.iter().any(|o| {
+                        let (f, t) = span(o);
+                        f <= to && from <= t
+                    })
+            };
+            match groups.iter_mut().find(joins) {
                 Some((_, ms)) => ms.push(m),
                 None => groups.push((m.reason.clone(), vec![m])),
             }
@@ -224,5 +253,51 @@ fn describe_scope(scope: &Scope) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+    }
+}
+
+#[cfg(test)]
+mod cause_tests {
+    use super::*;
+
+    #[test]
+    fn streams_of_one_410_share_a_line_and_two_410s_do_not() {
+        let m = |stream: &str, from: i64, to: i64, reason: &str| Missing {
+            stream: stream.into(),
+            from: Some(from),
+            to: Some(to),
+            reason: reason.into(),
+        };
+        let c = Completeness {
+            missing: vec![
+                m(
+                    "cm",
+                    10,
+                    20,
+                    "410 Expired: too old resource version: 58 (59)",
+                ),
+                m(
+                    "deploy",
+                    11,
+                    21,
+                    "410 Expired: too old resource version: 58 (58)",
+                ),
+                m(
+                    "cm",
+                    100,
+                    120,
+                    "410 Expired: too old resource version: 90 (91)",
+                ),
+                m("svc", 12, 19, "recorder not running"),
+            ],
+        };
+        let g = c.grouped();
+        assert_eq!(g.len(), 3, "{g:?}");
+        assert_eq!(
+            (g[0].stream.as_str(), g[0].from, g[0].to),
+            ("cm, deploy", Some(10), Some(21))
+        );
+        assert_eq!(g[1].stream, "cm");
+        assert!(!same_cause("410 Expired", "recorder not running"));
     }
 }

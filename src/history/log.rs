@@ -277,7 +277,11 @@ fn gaps(completeness: &Completeness, since: i64, until: i64) -> Vec<LogEntry> {
     for m in &completeness.missing {
         let (from, to) = (m.from.unwrap_or(since), m.to.unwrap_or(until));
         let same = |(f, t, e): &&mut (i64, i64, LogEntry)| {
-            *f <= to && from <= *t && e.gap.as_ref().is_some_and(|(g, _)| g.reason == m.reason)
+            *f <= to
+                && from <= *t
+                && e.gap
+                    .as_ref()
+                    .is_some_and(|(g, _)| super::complete::same_cause(&g.reason, &m.reason))
         };
         match out.iter_mut().find(same) {
             Some((f, t, e)) => {

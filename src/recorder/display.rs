@@ -191,6 +191,30 @@ fn resized(before: Option<(u16, u16)>, now: Option<(u16, u16)>) -> bool {
     matches!((before, now), (Some(b), Some(n)) if b != n)
 }
 
+/// `head` then `text`, broken between words into lines of at most `width`
+/// characters, the later ones indented by four.
+fn wrap(head: &str, text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = head.to_string();
+    let mut fresh = true;
+    for word in text.split(' ') {
+        let len = line.chars().count();
+        if !fresh && len + 1 + word.chars().count() > width {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = "    ".to_string();
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        line.push_str(word);
+        fresh = false;
+    }
+    out.push_str(&line);
+    out
+}
+
 /// `text` cut to `max` characters.
 fn fit(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
@@ -289,12 +313,8 @@ impl Display {
             return;
         }
         let prefix = if n.warning { "warning: " } else { "" };
-        self.line(&format!(
-            "{prefix}{:<w$}  {}",
-            n.stream,
-            n.text,
-            w = self.width
-        ));
+        let head = format!("{prefix}{:<w$}  ", n.stream, w = self.width);
+        self.line(&wrap(&head, &n.text, FEED_WIDTH));
     }
 
     pub fn feed(&self, item: &FeedItem) {
@@ -348,6 +368,20 @@ mod tests {
     use super::*;
     use crate::diff::{FieldChange, parse_path};
     use serde_json::json;
+
+    #[test]
+    fn long_notices_wrap_between_words() {
+        let text = "history lost (410 Expired: too old resource version: 50 (50) (in watch stream)): gap recorded, relisting";
+        let out = wrap("warning: configmaps.v1@shop  ", text, 60);
+        for line in out.lines() {
+            assert!(line.chars().count() <= 60, "{out}");
+        }
+        assert_eq!(
+            out.replace("\n    ", " "),
+            format!("warning: configmaps.v1@shop  {text}")
+        );
+        assert_eq!(wrap("a  ", "short", 60), "a  short");
+    }
 
     #[test]
     fn a_feed_line_has_the_time_the_values_and_the_manager_within_the_width() {

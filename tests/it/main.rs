@@ -21,3 +21,4 @@ mod sim_api;
 mod sim_kubectl;
 mod sim_ssa;
 mod timeline_long;
+mod transcript;

@@ -898,7 +898,7 @@ fn the_feed_shows_values_and_managers_and_relists_say_what_they_found() {
         "{relist}"
     );
     assert!(
-        out.stdout.contains("; 2 change(s) found by relists;"),
+        out.stdout.contains("; 2 change(s) found by relists\n"),
         "{}",
         out.stdout
     );
