@@ -63,7 +63,10 @@ fn time(t: i64) -> String {
 }
 
 pub fn run(global: &GlobalArgs, args: CoverageArgs) -> CliResult {
-    let format = global.format(Format::Table, &[Format::Table, Format::Json, Format::Yaml])?;
+    let format = global.format(
+        Format::Table,
+        &[Format::Table, Format::Wide, Format::Json, Format::Yaml],
+    )?;
     let path = global.store_path()?;
     let journal = Journal::open(&path)?;
     let cluster = select_cluster(&journal, global)?;
@@ -122,7 +125,8 @@ fn render_rows(rows: &[Coverage], format: Format, paint: render::Paint) -> Strin
         Format::Json => render::json(&out),
         Format::Yaml => render::yaml(&out),
         _ if rows.is_empty() => "No streams recorded.\n".to_string(),
-        _ => table(rows, paint),
+        Format::Wide => table(rows, paint),
+        _ => narrow_table(rows, paint),
     }
 }
 
@@ -177,6 +181,20 @@ fn stream_out(c: &Coverage) -> StreamOut {
 
 /// What the COVERAGE column says: `OK`, or what is missing.
 pub fn describe(c: &Coverage) -> String {
+    describe_with(c, true)
+}
+
+/// [`describe`], with times of day without their `Z` when `zone` is false
+/// (a table that says once that its times are UTC).
+fn describe_with(c: &Coverage, zone: bool) -> String {
+    let short_time = |c: &Coverage, t: i64| {
+        let s = short_time(c, t);
+        if zone {
+            s
+        } else {
+            s.trim_end_matches('Z').to_string()
+        }
+    };
     if let Some((since, reason)) = &c.unavailable {
         return format!("unavailable since {} ({reason})", short_time(c, *since));
     }
@@ -211,6 +229,53 @@ fn short_time(c: &Coverage, t: i64) -> String {
     match c.from.map(time) {
         Some(from) if from.get(..11) == full.get(..11) => full[11..].to_string(),
         _ => full,
+    }
+}
+
+/// The default table, within 120 columns at the demo's scale: the stream
+/// name already says its resource and namespace, and when every time shown
+/// falls on one day, the day is said once above the table.
+fn narrow_table(rows: &[Coverage], paint: render::Paint) -> String {
+    let times = rows
+        .iter()
+        .flat_map(|c| [c.from, c.to].into_iter().flatten());
+    let days: std::collections::BTreeSet<String> =
+        times.map(|t| time(t)[..10].to_string()).collect();
+    let one_day = (days.len() == 1).then(|| days.into_iter().next().unwrap_or_default());
+    let at = |t: Option<i64>| match (t, &one_day) {
+        (None, _) => "-".to_string(),
+        (Some(t), Some(_)) => time(t)[11..19].to_string(),
+        (Some(t), None) => time(t),
+    };
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|c| {
+            let cov = describe_with(c, one_day.is_none());
+            let cov = if cov == "OK" {
+                paint.green(&cov)
+            } else {
+                paint.yellow(&cov)
+            };
+            vec![
+                c.stream.name(),
+                c.state.as_str().to_string(),
+                c.events.to_string(),
+                c.gaps.to_string(),
+                at(c.from),
+                at(c.to),
+                cov,
+            ]
+        })
+        .collect();
+    let table = render::table(
+        &[
+            "STREAM", "STATE", "EVENTS", "GAPS", "FROM", "TO", "COVERAGE",
+        ],
+        &body,
+    );
+    match one_day {
+        Some(day) => format!("Times are UTC, on {day} (-o wide shows every column).\n{table}"),
+        None => table,
     }
 }
 

@@ -9,6 +9,9 @@ use std::io::IsTerminal;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Table,
+    /// kubectl's `-o wide`: the table with every column (where a command has
+    /// one; elsewhere `wide` is its table).
+    Wide,
     Text,
     Json,
     Yaml,
@@ -19,6 +22,7 @@ impl Format {
     pub fn name(self) -> &'static str {
         match self {
             Format::Table => "table",
+            Format::Wide => "wide",
             Format::Text => "text",
             Format::Json => "json",
             Format::Yaml => "yaml",
@@ -36,6 +40,7 @@ impl Format {
             return Ok(default);
         };
         let f = match value.to_ascii_lowercase().as_str() {
+            "wide" if allowed.contains(&Format::Wide) => Format::Wide,
             "table" | "wide" => Format::Table,
             "text" => Format::Text,
             "json" => Format::Json,

@@ -129,10 +129,20 @@ fn coverage_table_reads_like_kubectl() {
     let env = recorded();
     let out = env.run(&["coverage"]);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let wide = env.run(&["coverage", "-o", "wide"]);
+    assert_eq!(wide.code, Some(0), "{}", wide.stderr);
+    for line in out.stdout.lines() {
+        assert!(line.chars().count() <= 120, "{line}");
+    }
     let mut settings = insta::Settings::clone_current();
     settings.add_filter(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", "[TIME]");
-    settings.add_filter(r"\d\d:\d\d:\d\d\.\d{3}Z", "[T]");
-    settings.bind(|| insta::assert_snapshot!(out.stdout));
+    settings.add_filter(r"\d\d:\d\d:\d\d\.\d{3}Z?", "[T]");
+    settings.add_filter(r"\d\d:\d\d:\d\d", "[T]");
+    settings.add_filter(r"\d{4}-\d\d-\d\d", "[DAY]");
+    settings.bind(|| {
+        insta::assert_snapshot!(out.stdout);
+        insta::assert_snapshot!("coverage_table_wide", wide.stdout);
+    });
 }
 
 #[test]
