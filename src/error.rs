@@ -15,13 +15,20 @@ pub enum ErrorKind {
     Runtime,
     /// `--strict` and the answer is incomplete: exit 3.
     Incomplete,
+    /// Whoever read the output went away (`| head`): stop quietly, exit 0,
+    /// as Unix tools do.
+    Closed,
 }
 
+/// What went wrong, for the user: one line, hints, the exit code of its kind,
+/// and the library error it came from (kept for `--verbose` and for tests;
+/// its text is already in `message`).
 #[derive(Debug, Clone)]
 pub struct CliError {
     pub kind: ErrorKind,
     pub message: String,
     pub hints: Vec<String>,
+    pub source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 impl CliError {
@@ -30,6 +37,7 @@ impl CliError {
             kind: ErrorKind::Usage,
             message: message.into(),
             hints: Vec::new(),
+            source: None,
         }
     }
 
@@ -38,6 +46,7 @@ impl CliError {
             kind: ErrorKind::Runtime,
             message: message.into(),
             hints: Vec::new(),
+            source: None,
         }
     }
 
@@ -46,6 +55,17 @@ impl CliError {
             kind: ErrorKind::Incomplete,
             message: message.into(),
             hints: Vec::new(),
+            source: None,
+        }
+    }
+
+    /// The output's reader is gone: ends the command quietly with exit 0.
+    pub fn closed() -> CliError {
+        CliError {
+            kind: ErrorKind::Closed,
+            message: String::new(),
+            hints: Vec::new(),
+            source: None,
         }
     }
 
@@ -54,17 +74,49 @@ impl CliError {
         self
     }
 
+    /// Keeps `source` as the cause of this error.
+    pub fn caused_by(mut self, source: impl std::error::Error + Send + Sync + 'static) -> CliError {
+        self.source = Some(std::sync::Arc::new(source));
+        self
+    }
+
+    /// The causes below this error, outermost first (for `--verbose`).
+    pub fn causes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut next: Option<&(dyn std::error::Error + 'static)> = self
+            .source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static));
+        while let Some(e) = next {
+            out.push(e.to_string());
+            next = e.source();
+        }
+        out
+    }
+
     pub fn exit_code(&self) -> ExitCode {
         ExitCode::from(match self.kind {
+            ErrorKind::Closed => 0,
             ErrorKind::Runtime => 1,
             ErrorKind::Usage => 2,
             ErrorKind::Incomplete => 3,
         })
     }
 
-    /// Writes the error as the user sees it.
-    pub fn print(&self) {
+    /// Writes the error as the user sees it; with `verbose`, also each
+    /// cause whose text the message does not already carry.
+    pub fn print(&self, verbose: bool) {
+        if self.kind == ErrorKind::Closed {
+            return;
+        }
         eprintln!("error: {}", self.message);
+        if verbose {
+            for cause in self.causes() {
+                if !self.message.contains(&cause) {
+                    eprintln!("caused by: {cause}");
+                }
+            }
+        }
         for h in &self.hints {
             eprintln!("hint: {h}");
         }
@@ -81,26 +133,55 @@ impl std::error::Error for CliError {}
 
 impl From<JournalError> for CliError {
     fn from(e: JournalError) -> CliError {
-        let err = CliError::runtime(e.to_string());
-        match e {
-            JournalError::Missing(_) => err.hint(
+        let hint = match &e {
+            JournalError::Missing(_) => Some(
                 "run `kubectl krply record` to start a journal, or point --store (KRPLY_STORE) at an existing one",
             ),
             JournalError::Foreign { .. } => {
-                err.hint("pass --store with the path of a krply journal, or move the file away")
+                Some("pass --store with the path of a krply journal, or move the file away")
             }
-            JournalError::Corrupt { .. } => err.hint(
+            JournalError::Corrupt { .. } => Some(
                 "the file is left untouched; record into a new journal with --store, and keep this one for inspection",
             ),
-            JournalError::TooNew { .. } => err.hint("upgrade kubectl-krply to read this journal"),
-            JournalError::Locked { .. } => err.hint(
-                "wait for it to finish, or stop it first; readers need no lock",
-            ),
-            JournalError::StreamLocked { .. } => err.hint(
+            JournalError::TooNew { .. } => Some("upgrade kubectl-krply to read this journal"),
+            JournalError::Locked { .. } => {
+                Some("wait for it to finish, or stop it first; readers need no lock")
+            }
+            JournalError::StreamLocked { .. } => Some(
                 "that recorder already records the stream; record other namespaces or clusters beside it, or stop it first",
             ),
-            _ => err,
+            _ => None,
+        };
+        with_hint(CliError::runtime(e.to_string()), hint).caused_by(e)
+    }
+}
+
+/// `err` with `hint`, if there is one.
+fn with_hint(err: CliError, hint: Option<&str>) -> CliError {
+    match hint {
+        Some(h) => err.hint(h),
+        None => err,
+    }
+}
+
+impl From<crate::history::HistoryError> for CliError {
+    /// A history question that failed: a journal error keeps its own hint.
+    fn from(e: crate::history::HistoryError) -> CliError {
+        match e {
+            crate::history::HistoryError::Journal(j) => j.into(),
+            body @ crate::history::HistoryError::Body { .. } => {
+                CliError::runtime(body.to_string())
+                    .hint("the journal holds a version it cannot read; `kubectl krply export` shows the records around it")
+                    .caused_by(body)
+            }
         }
+    }
+}
+
+impl From<crate::time::TimeError> for CliError {
+    /// A time or window that makes no sense: a usage error.
+    fn from(e: crate::time::TimeError) -> CliError {
+        CliError::usage(e.to_string()).caused_by(e)
     }
 }
 
@@ -118,27 +199,62 @@ impl From<crate::history::resolve::TargetError> for CliError {
 
 impl From<ClusterError> for CliError {
     fn from(e: ClusterError) -> CliError {
-        let err = CliError::runtime(e.to_string());
-        match e {
+        let hint = match &e {
             ClusterError::NoConfiguration { .. } => {
-                err.hint("set KUBECONFIG, pass --kubeconfig, or pass --server")
+                Some("set KUBECONFIG, pass --kubeconfig, or pass --server")
             }
             ClusterError::NoSuchContext(_) => {
-                err.hint("`kubectl config get-contexts` lists the contexts")
+                Some("`kubectl config get-contexts` lists the contexts")
             }
-            ClusterError::Unreachable { .. } => err.hint(
+            ClusterError::Unreachable { .. } => Some(
                 "check the server URL and your network; `kubectl cluster-info` shows what kubectl reaches",
             ),
-            ClusterError::UntrustedCertificate { .. } => err.hint(
+            ClusterError::UntrustedCertificate { .. } => Some(
                 "check that the kubeconfig's certificate authority (certificate-authority-data, or --certificate-authority) is this cluster's; --insecure-skip-tls-verify skips the check, insecurely",
             ),
             ClusterError::Unauthorized { .. } => {
-                err.hint("refresh your credentials; `kubectl auth whoami` shows who you are")
+                Some("refresh your credentials; `kubectl auth whoami` shows who you are")
             }
-            _ => err,
-        }
+            _ => None,
+        };
+        with_hint(CliError::runtime(e.to_string()), hint).caused_by(e)
     }
 }
 
 /// The result type of command functions.
 pub type CliResult<T = ()> = Result<T, CliError>;
+
+#[cfg(test)]
+mod from_tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn a_history_error_keeps_the_journal_hint_and_its_cause() {
+        let journal = JournalError::Corrupt {
+            path: PathBuf::from("/j.db"),
+            detail: "bad page".into(),
+        };
+        let err: CliError = crate::history::HistoryError::Journal(journal).into();
+        assert_eq!(err.kind, ErrorKind::Runtime);
+        assert_eq!(err.message, "journal /j.db is damaged: bad page");
+        assert!(err.hints[0].starts_with("the file is left untouched"), "{err:?}");
+        assert_eq!(err.causes(), ["journal /j.db is damaged: bad page"]);
+    }
+
+    #[test]
+    fn a_closed_output_is_quiet_and_exits_0() {
+        let err = CliError::closed();
+        assert_eq!(err.exit_code(), ExitCode::SUCCESS);
+        assert_eq!(err.kind, ErrorKind::Closed);
+    }
+
+    #[test]
+    fn a_time_error_is_a_usage_error() {
+        let err: CliError = crate::time::TimeError::InvalidTime {
+            input: "x".into(),
+        }
+        .into();
+        assert_eq!(err.kind, ErrorKind::Usage);
+    }
+}

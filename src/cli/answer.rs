@@ -22,14 +22,15 @@ pub struct StrictArg {
 
 /// Parses a time flag, naming the flag in the error.
 pub fn time_flag(flag: &str, value: &str, now: Millis) -> CliResult<Millis> {
-    parse_time_expr(value, now).map_err(|e| CliError::usage(format!("invalid {flag}: {e}")))
+    parse_time_expr(value, now)
+        .map_err(|e| CliError::usage(format!("invalid {flag}: {e}")).caused_by(e))
 }
 
 /// `--since`/`--until` as a checked window.
 pub fn window(since: &str, until: &str, now: Millis) -> CliResult<TimeWindow> {
     let since = time_flag("--since", since, now)?;
     let until = time_flag("--until", until, now)?;
-    TimeWindow::new(since, until).map_err(|e| CliError::usage(e.to_string()))
+    TimeWindow::new(since, until).map_err(CliError::from)
 }
 
 /// Resource arguments (`TYPE` or `TYPE/NAME`) as a scope and a name filter.

@@ -175,5 +175,5 @@ pub fn parse_request_timeout(s: &str) -> CliResult<Option<Duration>> {
     }
     crate::time::parse_duration(s)
         .map(Some)
-        .map_err(|e| CliError::usage(format!("invalid --request-timeout: {e}")))
+        .map_err(|e| CliError::usage(format!("invalid --request-timeout: {e}")).caused_by(e))
 }

@@ -103,7 +103,7 @@ pub fn answer_kubectl() -> Option<ExitCode> {
     Some(match super::out(&complete(&words).render()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            e.print();
+            e.print(false);
             e.exit_code()
         }
     })

@@ -51,7 +51,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     };
     let outcome = crate::demo::run(&store, mode, &say)
         .await
-        .map_err(|e| CliError::runtime(format!("the demo failed: {e}")))?;
+        .map_err(|e| CliError::runtime(format!("the demo failed: {e}")).caused_by(e))?;
     say(&format!(
         "stopped the recorder: {} events, {} gap(s) in {} streams, {} change(s) found by relists",
         outcome.summary.events(),
@@ -92,22 +92,19 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
         .filter_map(|s| s.coverage.to)
         .min()
         .map_or_else(crate::time::Millis::now, crate::time::Millis::from_ms);
-    let window =
-        crate::time::TimeWindow::new(since, until).map_err(|e| CliError::runtime(e.to_string()))?;
+    let window = crate::time::TimeWindow::new(since, until)?;
     let scope = crate::history::Scope {
         namespace: reader.namespace.clone(),
         types: None,
     };
-    let changes = history
-        .diff(
-            &scope,
-            &Default::default(),
-            since.as_ms(),
-            until.as_ms(),
-            &Default::default(),
-            false,
-        )
-        .map_err(|e| CliError::runtime(e.to_string()))?;
+    let changes = history.diff(
+        &scope,
+        &Default::default(),
+        since.as_ms(),
+        until.as_ms(),
+        &Default::default(),
+        false,
+    )?;
     super::out(&format!(
         "\n{}\n{}{}",
         paint.bold(&format!(
@@ -118,15 +115,13 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     ))?;
 
     // The same window in order, one line per change, with the gap where it fell.
-    let log = history
-        .log(
-            &scope,
-            &Default::default(),
-            since.as_ms(),
-            until.as_ms(),
-            &Default::default(),
-        )
-        .map_err(|e| CliError::runtime(e.to_string()))?;
+    let log = history.log(
+        &scope,
+        &Default::default(),
+        since.as_ms(),
+        until.as_ms(),
+        &Default::default(),
+    )?;
     super::out(&format!(
         "\n{}\n{}",
         paint.bold(&format!(
@@ -140,9 +135,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     if let Some(object) = reader.journal.busiest_object(&ids)?
         && let Some(stream) = history.stream(object.stream)
     {
-        let t = history
-            .timeline(stream, &object, &Default::default())
-            .map_err(|e| CliError::runtime(e.to_string()))?;
+        let t = history.timeline(stream, &object, &Default::default())?;
         super::out(&format!(
             "\n{}\n{}",
             paint.bold(&format!(
@@ -171,7 +164,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     outcome
         .sim
         .create(serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": REPLAY_NAMESPACE}}))
-        .map_err(|e| CliError::runtime(format!("the demo failed: {e}")))?;
+        .map_err(|e| CliError::runtime(format!("the demo failed: {e}")).caused_by(e))?;
     super::out(&format!(
         "\n{}\nnamespace/{REPLAY_NAMESPACE} created\n",
         paint.bold(&format!("$ kubectl create namespace {REPLAY_NAMESPACE}"))

@@ -104,16 +104,14 @@ pub fn run(global: &GlobalArgs, args: DiffArgs) -> CliResult {
     let opts = DiffOptions {
         include_status: args.include_status,
     };
-    let result = history
-        .diff(
-            &scope,
-            &names,
-            window.since().as_ms(),
-            window.until().as_ms(),
-            &opts,
-            format == Format::Unified,
-        )
-        .map_err(|e| crate::error::CliError::runtime(e.to_string()))?;
+    let result = history.diff(
+        &scope,
+        &names,
+        window.since().as_ms(),
+        window.until().as_ms(),
+        &opts,
+        format == Format::Unified,
+    )?;
     let paint = global.paint();
     let text = match format {
         Format::Json | Format::Yaml => {

@@ -64,7 +64,7 @@ pub fn run(global: &GlobalArgs, args: ExportArgs) -> CliResult {
         Err(crate::journal::JournalError::Io { source, .. })
             if source.kind() == std::io::ErrorKind::BrokenPipe =>
         {
-            std::process::exit(0)
+            Err(CliError::closed())
         }
         Err(e) => Err(e.into()),
     }

@@ -39,16 +39,12 @@ pub fn run(global: &GlobalArgs, args: GetArgs) -> CliResult {
     let reader = Reader::open(global)?;
     let history = reader.history()?;
     let (stream, object) = super::object_arg::find(&reader, &history, &args.object)?;
-    let state = history
-        .object_at(stream, object.id, at.as_ms())
-        .map_err(|e| CliError::runtime(e.to_string()))?;
+    let state = history.object_at(stream, object.id, at.as_ms())?;
     let version = match state {
         ObjectState::Present(v) => v,
         other => return Err(not_there(&history, stream, &object, at, other)?),
     };
-    let mut value = history
-        .object_json(stream, &version)
-        .map_err(|e| CliError::runtime(e.to_string()))?;
+    let mut value = history.object_json(stream, &version)?;
     if !args.show_managed_fields
         && let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut())
     {

@@ -95,15 +95,13 @@ pub fn run(global: &GlobalArgs, args: LogArgs) -> CliResult {
     let opts = DiffOptions {
         include_status: args.include_status,
     };
-    let result = history
-        .log(
-            &scope,
-            &names,
-            window.since().as_ms(),
-            window.until().as_ms(),
-            &opts,
-        )
-        .map_err(|e| crate::error::CliError::runtime(e.to_string()))?;
+    let result = history.log(
+        &scope,
+        &names,
+        window.since().as_ms(),
+        window.until().as_ms(),
+        &opts,
+    )?;
     let text = match format {
         Format::Json | Format::Yaml => {
             let out = LogOut {

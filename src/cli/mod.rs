@@ -101,10 +101,11 @@ pub fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return clap_error(e),
     };
+    let verbose = cli.global.verbose > 0;
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            e.print();
+            e.print(verbose);
             e.exit_code()
         }
     }
@@ -135,7 +136,7 @@ fn clap_error(e: clap::Error) -> ExitCode {
                 Some(usage) => format!("usage: {usage}; `--help` says more"),
                 None => "see `kubectl krply --help`".to_string(),
             };
-            err.hint(help).print();
+            err.hint(help).print(false);
             ExitCode::from(2)
         }
     }
@@ -185,7 +186,9 @@ fn run(cli: Cli) -> CliResult {
         .enable_all()
         .worker_threads(workers)
         .build()
-        .map_err(|e| CliError::runtime(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| {
+            CliError::runtime(format!("cannot start the async runtime: {e}")).caused_by(e)
+        })?;
     let global = cli.global;
     runtime.block_on(async move {
         match cli.command {
@@ -207,8 +210,8 @@ fn run(cli: Cli) -> CliResult {
     })
 }
 
-/// Writes command output to stdout. A closed pipe (`| head`) ends the process
-/// quietly, as Unix tools do.
+/// Writes command output to stdout. A closed pipe (`| head`) ends the command
+/// quietly with exit 0, as Unix tools do, through the normal return path.
 pub fn out(text: &str) -> CliResult {
     let mut stdout = std::io::stdout().lock();
     match stdout
@@ -216,8 +219,8 @@ pub fn out(text: &str) -> CliResult {
         .and_then(|_| stdout.flush())
     {
         Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
-        Err(e) => Err(CliError::runtime(format!("cannot write output: {e}"))),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(CliError::closed()),
+        Err(e) => Err(CliError::runtime(format!("cannot write output: {e}")).caused_by(e)),
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::answer;
 use super::args::GlobalArgs;
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use crate::history::History;
 use crate::history::prune::StreamPlan;
 use crate::journal::{Journal, WriterLock};
@@ -41,9 +41,7 @@ pub fn run(global: &GlobalArgs, args: PruneArgs) -> CliResult {
     let mut plans = Vec::new();
     for cluster in &clusters {
         let history = History::load(&journal, cluster, now.as_ms())?;
-        let (c, p) = history
-            .prune_plan(before.as_ms())
-            .map_err(|e| CliError::runtime(e.to_string()))?;
+        let (c, p) = history.prune_plan(before.as_ms())?;
         cuts.extend(c);
         plans.extend(p);
     }

@@ -63,13 +63,14 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
     let duration = match &args.duration {
         Some(d) => Some(
             crate::time::parse_positive_duration(d)
-                .map_err(|e| CliError::usage(format!("invalid --for: {e}")))?,
+                .map_err(|e| CliError::usage(format!("invalid --for: {e}")).caused_by(e))?,
         ),
         None => None,
     };
     let selector = match &args.selector {
         Some(s) => Some(
             crate::selector::LabelSelector::parse(s)
+                // (The parser says what is wrong in words; there is no error below it.)
                 .map_err(|e| CliError::usage(format!("invalid label selector {s:?}: {e}")))?
                 .to_string(),
         ),

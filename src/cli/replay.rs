@@ -226,9 +226,7 @@ pub(crate) async fn make_plan(
         namespace: Some(source_ns.clone()),
         types: (!types.is_empty()).then_some(types),
     };
-    let snap = history
-        .snapshot(&scope, at.as_ms(), true)
-        .map_err(|e| CliError::runtime(e.to_string()))?;
+    let snap = history.snapshot(&scope, at.as_ms(), true)?;
     // Completeness matters only for the types the plan can hold: a Secret
     // stream that started later does not make a plan of the rest incomplete.
     let left_out: std::collections::HashSet<String> = history
@@ -323,15 +321,8 @@ fn namespace_object(
         .filter(|s| s.info.resource.group.is_empty() && s.info.resource.resource == "namespaces")
     {
         for o in history.journal.objects_named(&[s.info.id], Some(""), ns)? {
-            if let ObjectState::Present(v) = history
-                .object_at(s, o.id, at.as_ms())
-                .map_err(|e| CliError::runtime(e.to_string()))?
-            {
-                return Ok(Some(
-                    history
-                        .object_json(s, &v)
-                        .map_err(|e| CliError::runtime(e.to_string()))?,
-                ));
+            if let ObjectState::Present(v) = history.object_at(s, o.id, at.as_ms())? {
+                return Ok(Some(history.object_json(s, &v)?));
             }
         }
     }
@@ -340,7 +331,7 @@ fn namespace_object(
 
 fn save(journal: &Journal, plan: &Plan) -> CliResult {
     let info = serde_json::to_string(plan)
-        .map_err(|e| CliError::runtime(format!("cannot store the plan: {e}")))?;
+        .map_err(|e| CliError::runtime(format!("cannot store the plan: {e}")).caused_by(e))?;
     journal.save_plan(&SavedPlan {
         id: plan.id.clone(),
         cluster: plan.source.cluster.clone(),
@@ -357,7 +348,7 @@ fn load(journal: &Journal, id: &str) -> CliResult<Plan> {
             .hint("`kubectl krply replay list` shows the saved plans")
     })?;
     serde_json::from_str(&saved.info)
-        .map_err(|e| CliError::runtime(format!("plan {id} cannot be read: {e}")))
+        .map_err(|e| CliError::runtime(format!("plan {id} cannot be read: {e}")).caused_by(e))
 }
 
 /// The plan in the JSON shape of docs/output.md (manifests included).

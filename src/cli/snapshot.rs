@@ -85,9 +85,7 @@ pub fn run(global: &GlobalArgs, args: SnapshotArgs) -> CliResult {
         ));
     }
     let with_objects = matches!(format, Format::Json | Format::Yaml);
-    let snap = history
-        .snapshot(&scope, at.as_ms(), with_objects)
-        .map_err(|e| CliError::runtime(e.to_string()))?;
+    let snap = history.snapshot(&scope, at.as_ms(), with_objects)?;
     // The answer is computed: end the read transaction before saving it.
     drop(history);
     let out = SnapshotOut {

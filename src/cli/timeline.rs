@@ -4,7 +4,7 @@ use super::answer::{self, StrictArg};
 use super::args::GlobalArgs;
 use super::reader::Reader;
 use crate::diff::{DiffOptions, render_pair};
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use crate::history::diff::{Field, managers};
 use crate::history::timeline::{Entry, EntryType};
 use crate::render::{self, Format, Paint};
@@ -77,9 +77,7 @@ pub fn run(global: &GlobalArgs, args: TimelineArgs) -> CliResult {
     let opts = DiffOptions {
         include_status: args.include_status,
     };
-    let t = history
-        .timeline(stream, &object, &opts)
-        .map_err(|e| CliError::runtime(e.to_string()))?;
+    let t = history.timeline(stream, &object, &opts)?;
     let text = match format {
         Format::Json | Format::Yaml => {
             let out = TimelineOut {

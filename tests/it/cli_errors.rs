@@ -147,3 +147,27 @@ fn missing_kubeconfig_entries_in_kubeconfig_list_are_skipped() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `kubectl krply export | head -1`: the reader goes away; the command stops
+/// quietly with exit 0 (through its normal return, not by exiting mid-write).
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    use std::io::Read;
+    let env = common::Env::shop();
+    let rec = env.start_recorder(&[]);
+    env.wait_baselines(1);
+    assert_eq!(rec.stop().code, Some(0));
+    let mut child = env
+        .command()
+        .arg("export")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.as_mut().unwrap().read_exact(&mut first).unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
