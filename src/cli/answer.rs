@@ -2,6 +2,7 @@
 //! arguments turned into a scope, and how completeness is reported (warnings on
 //! stderr in text modes, `complete`/`warnings` in JSON, exit 3 with `--strict`).
 
+use super::args::TimeArg;
 use super::reader::Reader;
 use crate::error::{CliError, CliResult};
 use crate::history::complete::Completeness;
@@ -9,7 +10,7 @@ use crate::history::diff::NameFilter;
 use crate::history::resolve::Target;
 use crate::history::{History, Scope};
 use crate::render::Paint;
-use crate::time::{Millis, TimeWindow, parse_time_expr};
+use crate::time::{Millis, TimeWindow};
 use clap::Args;
 
 /// `--strict`.
@@ -20,17 +21,9 @@ pub struct StrictArg {
     pub strict: bool,
 }
 
-/// Parses a time flag, naming the flag in the error.
-pub fn time_flag(flag: &str, value: &str, now: Millis) -> CliResult<Millis> {
-    parse_time_expr(value, now)
-        .map_err(|e| CliError::usage(format!("invalid {flag}: {e}")).caused_by(e))
-}
-
-/// `--since`/`--until` as a checked window.
-pub fn window(since: &str, until: &str, now: Millis) -> CliResult<TimeWindow> {
-    let since = time_flag("--since", since, now)?;
-    let until = time_flag("--until", until, now)?;
-    TimeWindow::new(since, until).map_err(CliError::from)
+/// `--since`/`--until` as a checked window at `now`.
+pub fn window(since: &TimeArg, until: &TimeArg, now: Millis) -> CliResult<TimeWindow> {
+    Ok(TimeWindow::new(since.at(now)?, until.at(now)?)?)
 }
 
 /// Resource arguments (`TYPE` or `TYPE/NAME`) as a scope and a name filter.

@@ -94,7 +94,7 @@ pub struct GlobalArgs {
         default_value = "30s",
         help_heading = "Cluster connection"
     )]
-    pub request_timeout: String,
+    pub request_timeout: RequestTimeout,
     /// The namespace (default: the context's namespace, else "default")
     #[arg(short = 'n', long, global = true, value_name = "NS")]
     pub namespace: Option<String>,
@@ -134,7 +134,7 @@ impl GlobalArgs {
             insecure_skip_tls_verify: self.insecure_skip_tls_verify,
             impersonate: self.as_user.clone(),
             impersonate_groups: self.as_group.clone(),
-            request_timeout: parse_request_timeout(&self.request_timeout)?,
+            request_timeout: self.request_timeout.0,
         })
     }
 
@@ -163,17 +163,116 @@ impl GlobalArgs {
     }
 }
 
-/// kubectl's `--request-timeout`: `0` (none), a duration (`30s`, `1m`) or a bare
-/// number of seconds.
-pub fn parse_request_timeout(s: &str) -> CliResult<Option<Duration>> {
-    let s = s.trim();
-    if s == "0" || s.is_empty() {
-        return Ok(None);
+/// A time flag (`--since`, `--until`, `--at`, `--before`), checked when
+/// clap reads it and resolved against the clock when the command runs:
+/// `now`, a duration ago, a local time of day or an RFC 3339 time
+/// (see [`crate::time::parse_time_expr`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimeArg(String);
+
+impl std::str::FromStr for TimeArg {
+    type Err = crate::time::TimeError;
+
+    fn from_str(s: &str) -> Result<TimeArg, crate::time::TimeError> {
+        crate::time::parse_time_expr(s, crate::time::Millis::now())?;
+        Ok(TimeArg(s.to_string()))
     }
-    if let Ok(n) = s.parse::<u64>() {
-        return Ok(Some(Duration::from_secs(n)));
+}
+
+impl TimeArg {
+    /// The time this flag means at `now`.
+    pub fn at(&self, now: crate::time::Millis) -> CliResult<crate::time::Millis> {
+        Ok(crate::time::parse_time_expr(&self.0, now)?)
     }
-    crate::time::parse_duration(s)
-        .map(Some)
-        .map_err(|e| CliError::usage(format!("invalid --request-timeout: {e}")).caused_by(e))
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A duration that must be positive (`record --for`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PositiveDuration(pub Duration);
+
+impl std::str::FromStr for PositiveDuration {
+    type Err = crate::time::TimeError;
+
+    fn from_str(s: &str) -> Result<PositiveDuration, crate::time::TimeError> {
+        crate::time::parse_positive_duration(s).map(PositiveDuration)
+    }
+}
+
+/// A label selector (`-l`), parsed as the API server parses it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectorArg {
+    /// As given (what the recorder sends and the journal keeps).
+    pub text: String,
+    pub parsed: crate::selector::LabelSelector,
+}
+
+/// Why a label selector is refused (the parser's own words).
+#[derive(Debug, thiserror::Error)]
+#[error("invalid label selector: {0}")]
+pub struct SelectorArgError(String);
+
+impl std::str::FromStr for SelectorArg {
+    type Err = SelectorArgError;
+
+    fn from_str(s: &str) -> Result<SelectorArg, SelectorArgError> {
+        let parsed = crate::selector::LabelSelector::parse(s).map_err(SelectorArgError)?;
+        Ok(SelectorArg {
+            text: s.to_string(),
+            parsed,
+        })
+    }
+}
+
+/// kubectl's `--request-timeout`, read when clap reads it: `0` (none), a
+/// duration (`30s`, `1m`) or a bare number of seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestTimeout(pub Option<Duration>);
+
+impl std::str::FromStr for RequestTimeout {
+    type Err = crate::time::TimeError;
+
+    /// `0` (none), a duration (`30s`, `1m`) or a bare number of seconds.
+    fn from_str(s: &str) -> Result<RequestTimeout, crate::time::TimeError> {
+        let s = s.trim();
+        if s == "0" || s.is_empty() {
+            return Ok(RequestTimeout(None));
+        }
+        if let Ok(n) = s.parse::<u64>() {
+            return Ok(RequestTimeout(Some(Duration::from_secs(n))));
+        }
+        crate::time::parse_duration(s).map(|d| RequestTimeout(Some(d)))
+    }
+}
+
+#[cfg(test)]
+mod typed_tests {
+    use super::*;
+
+    #[test]
+    fn flags_are_checked_when_read_and_resolved_later() {
+        let t: TimeArg = "30m".parse().unwrap();
+        let now = crate::time::Millis::from_ms(10_000_000);
+        assert_eq!(
+            t.at(now).unwrap(),
+            crate::time::Millis::from_ms(10_000_000 - 1_800_000)
+        );
+        assert!("yesterday".parse::<TimeArg>().is_err());
+        assert!("0s".parse::<PositiveDuration>().is_err());
+        assert_eq!(
+            "90s".parse::<PositiveDuration>().unwrap().0,
+            Duration::from_secs(90)
+        );
+        let sel: SelectorArg = "app=web,tier!=cache".parse().unwrap();
+        assert_eq!(sel.text, "app=web,tier!=cache");
+        assert!("app in prod".parse::<SelectorArg>().is_err());
+        assert_eq!(
+            "1m".parse::<RequestTimeout>().unwrap().0,
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!("0".parse::<RequestTimeout>().unwrap().0, None);
+    }
 }

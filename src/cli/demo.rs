@@ -150,7 +150,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     let plan_args = super::replay::PlanArgs {
         types: Vec::new(),
         to_namespace: REPLAY_NAMESPACE.into(),
-        at: since.to_string(),
+        at: since.to_string().parse()?,
         target_context: None,
         include: Vec::new(),
         allow_gaps: false,

@@ -1,7 +1,7 @@
 //! `diff`: what changed between two times, field by field.
 
 use super::answer::{self, StrictArg};
-use super::args::GlobalArgs;
+use super::args::{GlobalArgs, TimeArg};
 use super::reader::Reader;
 use crate::diff::{DiffOptions, render_pair, strip_noise};
 
@@ -37,10 +37,10 @@ pub struct DiffArgs {
     pub targets: Vec<String>,
     /// Start of the window: now, a duration ago (30m, 2h, 1d), a time of day (14:02) or an RFC 3339 time
     #[arg(long, default_value = "1h", value_name = "TIME")]
-    pub since: String,
+    pub since: TimeArg,
     /// End of the window (same forms)
     #[arg(long, default_value = "now", value_name = "TIME")]
-    pub until: String,
+    pub until: TimeArg,
     /// Also show changes of the status
     #[arg(long)]
     pub include_status: bool,

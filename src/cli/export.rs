@@ -1,7 +1,6 @@
 //! `export`: the journal's records as NDJSON on stdout.
 
-use super::answer;
-use super::args::GlobalArgs;
+use super::args::{GlobalArgs, TimeArg};
 use crate::error::{CliError, CliResult};
 use crate::journal::Journal;
 use crate::journal::export::{ExportOptions, export};
@@ -23,10 +22,10 @@ to and reason. docs/journal.md describes the format.")]
 pub struct ExportArgs {
     /// Only records observed at or after this time (now, 30m, 2h, RFC 3339)
     #[arg(long, value_name = "TIME")]
-    pub since: Option<String>,
+    pub since: Option<TimeArg>,
     /// Only records observed at or before this time
     #[arg(long, value_name = "TIME")]
-    pub until: Option<String>,
+    pub until: Option<TimeArg>,
 }
 
 pub fn run(global: &GlobalArgs, args: ExportArgs) -> CliResult {
@@ -34,16 +33,8 @@ pub fn run(global: &GlobalArgs, args: ExportArgs) -> CliResult {
         return Err(CliError::usage("export writes NDJSON; -o takes only json"));
     }
     let now = Millis::now();
-    let since = args
-        .since
-        .as_deref()
-        .map(|s| answer::time_flag("--since", s, now))
-        .transpose()?;
-    let until = args
-        .until
-        .as_deref()
-        .map(|s| answer::time_flag("--until", s, now))
-        .transpose()?;
+    let since = args.since.as_ref().map(|s| s.at(now)).transpose()?;
+    let until = args.until.as_ref().map(|u| u.at(now)).transpose()?;
     if let (Some(s), Some(u)) = (since, until)
         && s > u
     {

@@ -1,7 +1,7 @@
 //! `get TYPE/NAME --at T` (alias `reconstruct`): one object as it was.
 
 use super::answer::{self, StrictArg};
-use super::args::GlobalArgs;
+use super::args::{GlobalArgs, TimeArg};
 use super::reader::Reader;
 use crate::error::{CliError, CliResult};
 use crate::history::state::ObjectState;
@@ -25,7 +25,7 @@ pub struct GetArgs {
     pub object: String,
     /// The time: now, a duration ago (30m, 2h), a time of day (14:02) or an RFC 3339 time
     #[arg(long, default_value = "now", value_name = "TIME")]
-    pub at: String,
+    pub at: TimeArg,
     /// Print metadata.managedFields too (the field managers and what they own)
     #[arg(long)]
     pub show_managed_fields: bool,
@@ -35,7 +35,7 @@ pub struct GetArgs {
 
 pub fn run(global: &GlobalArgs, args: GetArgs) -> CliResult {
     let format = global.format(Format::Yaml, &[Format::Yaml, Format::Json])?;
-    let at = answer::time_flag("--at", &args.at, Millis::now())?;
+    let at = args.at.at(Millis::now())?;
     let reader = Reader::open(global)?;
     let history = reader.history()?;
     let (stream, object) = super::object_arg::find(&reader, &history, &args.object)?;

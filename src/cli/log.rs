@@ -1,7 +1,7 @@
 //! `log`: what happened, in order, one line per change (docs/output.md).
 
 use super::answer::{self, StrictArg};
-use super::args::GlobalArgs;
+use super::args::{GlobalArgs, TimeArg};
 use super::diff::{BetweenOut, TEXT_WIDTH};
 use super::reader::Reader;
 use crate::diff::DiffOptions;
@@ -35,10 +35,10 @@ pub struct LogArgs {
     pub targets: Vec<String>,
     /// Start of the window: now, a duration ago (30m, 2h, 1d), a time of day (14:02) or an RFC 3339 time
     #[arg(long, default_value = "1h", value_name = "TIME")]
-    pub since: String,
+    pub since: TimeArg,
     /// End of the window (same forms)
     #[arg(long, default_value = "now", value_name = "TIME")]
-    pub until: String,
+    pub until: TimeArg,
     /// Also show changes of the status
     #[arg(long)]
     pub include_status: bool,

@@ -1,7 +1,6 @@
 //! `prune --before T`: drop history older than T, keeping a baseline at T.
 
-use super::answer;
-use super::args::GlobalArgs;
+use super::args::{GlobalArgs, TimeArg};
 use crate::error::CliResult;
 use crate::history::History;
 use crate::history::prune::StreamPlan;
@@ -23,12 +22,12 @@ A stream whose cut falls in a gap keeps its history. No recorder may run meanwhi
 pub struct PruneArgs {
     /// The cut: now, a duration ago (7d, 12h), a time of day (14:02) or an RFC 3339 time
     #[arg(long, value_name = "TIME")]
-    pub before: String,
+    pub before: TimeArg,
 }
 
 pub fn run(global: &GlobalArgs, args: PruneArgs) -> CliResult {
     let now = Millis::now();
-    let before = answer::time_flag("--before", &args.before, now)?;
+    let before = args.before.at(now)?;
     let path = global.store_path()?;
     let journal = Journal::open(&path)?;
     let _lock = WriterLock::acquire(&path, &format!("prune (pid {})", std::process::id()))?;

@@ -1,6 +1,6 @@
 //! `record`: wires flags, cluster access, discovery, the journal and the recorder.
 
-use super::args::GlobalArgs;
+use super::args::{GlobalArgs, PositiveDuration, SelectorArg};
 use crate::cluster::{self, discovery::Catalog};
 use crate::error::{CliError, CliResult};
 use crate::journal::Journal;
@@ -32,10 +32,10 @@ pub struct RecordArgs {
     pub resources: Vec<String>,
     /// Only objects matching this label selector (e.g. app=web,tier!=cache)
     #[arg(short = 'l', long, value_name = "SELECTOR")]
-    pub selector: Option<String>,
+    pub selector: Option<SelectorArg>,
     /// Stop by itself after this long (e.g. 30m, 2h)
     #[arg(long = "for", value_name = "DURATION")]
-    pub duration: Option<String>,
+    pub duration: Option<PositiveDuration>,
     /// Do not ask the server for watch bookmarks
     #[arg(long)]
     pub no_bookmarks: bool,
@@ -60,22 +60,9 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
         )
         .hint("--context or --kubeconfig pick the cluster to record"));
     }
-    let duration = match &args.duration {
-        Some(d) => Some(
-            crate::time::parse_positive_duration(d)
-                .map_err(|e| CliError::usage(format!("invalid --for: {e}")).caused_by(e))?,
-        ),
-        None => None,
-    };
-    let selector = match &args.selector {
-        Some(s) => Some(
-            crate::selector::LabelSelector::parse(s)
-                // (The parser says what is wrong in words; there is no error below it.)
-                .map_err(|e| CliError::usage(format!("invalid label selector {s:?}: {e}")))?
-                .to_string(),
-        ),
-        None => None,
-    };
+    let duration = args.duration.map(|d| d.0);
+    // The canonical form, as the server would print it.
+    let selector = args.selector.as_ref().map(|s| s.parsed.to_string());
     let opts = global.connect_options()?;
     let path = global.store_path()?;
     // From here on, Ctrl-C and SIGTERM stop cleanly, even during start-up.

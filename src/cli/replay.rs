@@ -1,8 +1,7 @@
 //! `replay plan|show|list|apply`: past declarative state into a test namespace,
 //! planned, dry-run, and applied only when asked.
 
-use super::answer;
-use super::args::GlobalArgs;
+use super::args::{GlobalArgs, TimeArg};
 use super::reader::Reader;
 use crate::cluster::{self, ConnectOptions};
 use crate::error::{CliError, CliResult};
@@ -65,7 +64,7 @@ pub struct PlanArgs {
     pub to_namespace: String,
     /// The time to rebuild: now, a duration ago (2h), a time of day (14:02) or an RFC 3339 time
     #[arg(long, default_value = "now", value_name = "TIME")]
-    pub at: String,
+    pub at: TimeArg,
     /// The kubeconfig context of the target cluster (default: the current context)
     #[arg(long, value_name = "CONTEXT")]
     pub target_context: Option<String>,
@@ -141,7 +140,6 @@ async fn plan(global: &GlobalArgs, args: PlanArgs) -> CliResult {
         ));
     }
     // Flags are checked before anything is opened.
-    answer::time_flag("--at", &args.at, Millis::now())?;
     check_includes(&args.include)?;
     let reader = Reader::open(global)?;
     let opts = ConnectOptions {
@@ -183,7 +181,7 @@ pub(crate) async fn make_plan(
     opts: &ConnectOptions,
     args: &PlanArgs,
 ) -> CliResult<Plan> {
-    let at = answer::time_flag("--at", &args.at, Millis::now())?;
+    let at = args.at.at(Millis::now())?;
     let include = check_includes(&args.include)?;
     let source_ns = reader
         .namespace

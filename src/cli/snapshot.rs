@@ -1,7 +1,7 @@
 //! `snapshot`: the state at T of every recorded stream in scope.
 
 use super::answer::{self, StrictArg};
-use super::args::GlobalArgs;
+use super::args::{GlobalArgs, TimeArg};
 use super::reader::Reader;
 use crate::error::{CliError, CliResult};
 use crate::render::{self, Format};
@@ -29,9 +29,10 @@ pub struct SnapshotArgs {
     pub types: Vec<String>,
     /// The time: now, a duration ago (30m, 2h), a time of day (14:02) or an RFC 3339 time
     #[arg(long, default_value = "now", value_name = "TIME")]
-    pub at: String,
+    pub at: TimeArg,
     /// Save this snapshot in the journal under NAME
     #[arg(long, value_name = "NAME", conflicts_with = "list")]
+    #[arg(value_parser = snapshot_name)]
     pub save: Option<String>,
     /// List the saved snapshots
     #[arg(long)]
@@ -69,14 +70,7 @@ pub fn run(global: &GlobalArgs, args: SnapshotArgs) -> CliResult {
     if args.list {
         return list(&reader, format);
     }
-    if let Some(name) = &args.save
-        && (name.trim().is_empty() || name.len() > 253)
-    {
-        return Err(CliError::usage(
-            "--save needs a name of 1 to 253 characters",
-        ));
-    }
-    let at = answer::time_flag("--at", &args.at, Millis::now())?;
+    let at = args.at.at(Millis::now())?;
     let history = reader.history()?;
     let (scope, _) = answer::scope(&reader, &history, &args.types)?;
     if args.types.iter().any(|t| t.contains('/')) {
@@ -252,4 +246,13 @@ fn list(reader: &Reader, format: Format) -> CliResult {
         }
     };
     super::out(&text)
+}
+
+/// A name for a saved snapshot: 1 to 253 characters, not only blanks.
+fn snapshot_name(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() || s.len() > 253 {
+        Err("a snapshot name has 1 to 253 characters".into())
+    } else {
+        Ok(s.to_string())
+    }
 }

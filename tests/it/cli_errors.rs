@@ -45,12 +45,12 @@ fn bad_selector_and_bad_duration_are_usage_errors() {
     assert_one_error(
         &env.run(&["record", "cm", "--for", "soon"]),
         2,
-        "invalid --for",
+        "invalid value 'soon' for '--for <DURATION>'",
     );
     assert_one_error(
         &env.run(&["record", "cm", "--for", "0s"]),
         2,
-        "invalid --for",
+        "must be greater than zero",
     );
     assert_one_error(&env.run(&["record", "--bogus"]), 2, "--bogus");
     // A readers' flag: record records the cluster of the context.
@@ -165,9 +165,23 @@ fn a_closed_pipe_ends_the_output_quietly() {
         .spawn()
         .unwrap();
     let mut first = [0u8; 16];
-    child.stdout.as_mut().unwrap().read_exact(&mut first).unwrap();
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -875,12 +875,12 @@ fn bad_questions_get_one_clear_line() {
         (
             &["diff", "--since", "yesterday"],
             2,
-            "error: invalid --since",
+            "error: invalid value 'yesterday' for '--since <TIME>'",
         ),
         (
             &["get", "deploy/frontend", "--at", "soon"],
             2,
-            "error: invalid --at",
+            "error: invalid value 'soon' for '--at <TIME>'",
         ),
         (
             &["diff", "-o", "table"],
