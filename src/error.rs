@@ -238,7 +238,10 @@ mod from_tests {
         let err: CliError = crate::history::HistoryError::Journal(journal).into();
         assert_eq!(err.kind, ErrorKind::Runtime);
         assert_eq!(err.message, "journal /j.db is damaged: bad page");
-        assert!(err.hints[0].starts_with("the file is left untouched"), "{err:?}");
+        assert!(
+            err.hints[0].starts_with("the file is left untouched"),
+            "{err:?}"
+        );
         assert_eq!(err.causes(), ["journal /j.db is damaged: bad page"]);
     }
 
@@ -251,10 +254,7 @@ mod from_tests {
 
     #[test]
     fn a_time_error_is_a_usage_error() {
-        let err: CliError = crate::time::TimeError::InvalidTime {
-            input: "x".into(),
-        }
-        .into();
+        let err: CliError = crate::time::TimeError::InvalidTime { input: "x".into() }.into();
         assert_eq!(err.kind, ErrorKind::Usage);
     }
 }
