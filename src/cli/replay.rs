@@ -10,7 +10,9 @@ use crate::history::{Scope, state::ObjectState};
 use crate::journal::Journal;
 use crate::journal::plans::SavedPlan;
 use crate::render::{self, Format, Paint};
-use crate::replay::{self, Inputs, Plan, Recorded, Source, Target, policy, run};
+use crate::replay::{
+    self, ApplyResult, DryRunState, Inputs, Plan, PlanStatus, Recorded, Source, Target, policy, run,
+};
 use crate::time::Millis;
 use clap::{Args, Subcommand};
 
@@ -283,7 +285,7 @@ pub(crate) async fn make_plan(
     drop(history);
 
     if !plan.complete && !args.allow_gaps {
-        plan.status = "refused".into();
+        plan.status = PlanStatus::Refused;
         plan.refused = Some("the recording is incomplete at that time".into());
         save(&reader.journal, &plan)?;
         return Err(CliError::runtime(format!(
@@ -295,7 +297,7 @@ pub(crate) async fn make_plan(
 
     let access = cluster::connect(&target, opts).await?;
     if let Err(e) = run::dry_run(&mut plan, &access).await {
-        plan.status = "refused".into();
+        plan.status = PlanStatus::Refused;
         plan.refused = Some(format!("the target could not be reached: {e}"));
         save(&reader.journal, &plan)?;
         return Err(CliError::runtime(format!(
@@ -334,7 +336,7 @@ fn save(journal: &Journal, plan: &Plan) -> CliResult {
         id: plan.id.clone(),
         cluster: plan.source.cluster.clone(),
         created_at: Millis::now().as_ms(),
-        status: plan.status.clone(),
+        status: plan.status.to_string(),
         info,
     })?;
     Ok(())
@@ -358,13 +360,13 @@ pub(crate) fn plan_text(plan: &Plan, paint: Paint) -> String {
     // A dry run into a namespace that does not exist yet checks only the
     // Namespace: the headline says how much was really checked.
     let unchecked = plan.dry_run.validated_at_apply.len();
-    let verdict = match plan.status.as_str() {
-        "dry-run-ok" if unchecked > 0 => paint.yellow(&format!(
+    let verdict = match plan.status {
+        PlanStatus::DryRunOk if unchecked > 0 => paint.yellow(&format!(
             "dry-run-ok for the Namespace only; {unchecked} of {} objects are checked at apply, once it exists",
             plan.objects.len()
         )),
-        "dry-run-ok" | "applied" => paint.green(&plan.status),
-        _ => paint.red(&plan.status),
+        PlanStatus::DryRunOk | PlanStatus::Applied => paint.green(plan.status.as_str()),
+        _ => paint.red(plan.status.as_str()),
     };
     let mut t = format!(
         "Plan {}: {verdict}\n  source   {} namespace {} at {}\n  target   {} namespace {}{}\n  manager  {}\n",
@@ -393,10 +395,10 @@ pub(crate) fn plan_text(plan: &Plan, paint: Paint) -> String {
         .objects
         .iter()
         .map(|o| {
-            let dry = match o.dry_run.as_str() {
-                "ok" => paint.green("ok"),
-                "conflict" | "error" => paint.red(&o.dry_run),
-                other => other.to_string(),
+            let dry = match o.dry_run {
+                DryRunState::Ok => paint.green("ok"),
+                DryRunState::Conflict | DryRunState::Error => paint.red(o.dry_run.as_str()),
+                other => other.as_str().to_string(),
             };
             vec![
                 o.order.to_string(),
@@ -446,7 +448,7 @@ pub(crate) fn plan_text(plan: &Plan, paint: Paint) -> String {
         for a in &plan.applied {
             t.push_str(&format!(
                 "  {:<10} {} {}{}\n",
-                a.result,
+                a.result.as_str(),
                 a.kind,
                 a.name,
                 a.message
@@ -456,7 +458,7 @@ pub(crate) fn plan_text(plan: &Plan, paint: Paint) -> String {
             ));
         }
     }
-    if plan.status == "dry-run-ok" {
+    if plan.status == PlanStatus::DryRunOk {
         t.push_str(&format!(
             "\nNothing was written. To apply: kubectl krply replay apply {} --confirm\n",
             plan.id
@@ -512,7 +514,7 @@ fn list(global: &GlobalArgs, _args: ListArgs) -> CliResult {
                 .map(|p| {
                     vec![
                         p.id.clone(),
-                        p.status.clone(),
+                        p.status.to_string(),
                         format!("{}/{}", p.source.cluster, p.source.namespace),
                         p.source.at.clone(),
                         format!(
@@ -544,7 +546,7 @@ async fn apply(global: &GlobalArgs, args: ApplyArgs) -> CliResult {
             plan.id
         )));
     }
-    if !matches!(plan.status.as_str(), "dry-run-ok" | "applied") {
+    if !matches!(plan.status, PlanStatus::DryRunOk | PlanStatus::Applied) {
         return Err(CliError::runtime(format!(
             "refusing to apply plan {}: its status is {}, not dry-run-ok; nothing was written",
             plan.id, plan.status
@@ -579,7 +581,11 @@ async fn apply(global: &GlobalArgs, args: ApplyArgs) -> CliResult {
     // answering is part of the plan's story.
     save(&journal, &plan)?;
     let ok = outcome.map_err(|e| {
-        let done = plan.applied.iter().filter(|a| a.result != "failed").count();
+        let done = plan
+            .applied
+            .iter()
+            .filter(|a| a.result != ApplyResult::Failed)
+            .count();
         CliError::runtime(format!(
             "cannot reach the target at {}: {e}; {done} object(s) were applied before that",
             target.server

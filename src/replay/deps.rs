@@ -238,7 +238,7 @@ mod tests {
                 short_names: Vec::new(),
                 namespaced: true,
             },
-            dry_run: "pending".into(),
+            dry_run: crate::replay::DryRunState::Pending,
             message: None,
             manifest,
         }

@@ -16,12 +16,94 @@ use crate::model::ResourceType;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// Where a plan stands. In JSON and text: `pending`, `dry-run-ok`,
+/// `dry-run-failed`, `refused` or `applied`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlanStatus {
+    /// Built, not yet dry-run.
+    Pending,
+    DryRunOk,
+    DryRunFailed,
+    Refused,
+    Applied,
+}
+
+impl PlanStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanStatus::Pending => "pending",
+            PlanStatus::DryRunOk => "dry-run-ok",
+            PlanStatus::DryRunFailed => "dry-run-failed",
+            PlanStatus::Refused => "refused",
+            PlanStatus::Applied => "applied",
+        }
+    }
+}
+
+impl std::fmt::Display for PlanStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the dry run said about one object: `ok`, `conflict`, `error`,
+/// `validated at apply` (its namespace did not exist yet) or `pending`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DryRunState {
+    #[serde(rename = "pending")]
+    Pending,
+    #[serde(rename = "ok")]
+    Ok,
+    #[serde(rename = "conflict")]
+    Conflict,
+    #[serde(rename = "error")]
+    Error,
+    #[serde(rename = "validated at apply")]
+    ValidatedAtApply,
+}
+
+impl DryRunState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DryRunState::Pending => "pending",
+            DryRunState::Ok => "ok",
+            DryRunState::Conflict => "conflict",
+            DryRunState::Error => "error",
+            DryRunState::ValidatedAtApply => "validated at apply",
+        }
+    }
+}
+
+/// What apply did to one object: `created`, `configured`, `unchanged`,
+/// `failed`, or `skipped` (an object before it failed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApplyResult {
+    Created,
+    Configured,
+    Unchanged,
+    Failed,
+    Skipped,
+}
+
+impl ApplyResult {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApplyResult::Created => "created",
+            ApplyResult::Configured => "configured",
+            ApplyResult::Unchanged => "unchanged",
+            ApplyResult::Failed => "failed",
+            ApplyResult::Skipped => "skipped",
+        }
+    }
+}
+
 /// Where a plan is meant to go and what it holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub id: String,
-    /// `dry-run-ok`, `dry-run-failed`, `refused` or `applied`.
-    pub status: String,
+    pub status: PlanStatus,
     pub created_at: String,
     pub field_manager: String,
     pub source: Source,
@@ -73,8 +155,7 @@ pub struct PlanObject {
     pub name: String,
     /// How the object is addressed in the API.
     pub resource: ResourceType,
-    /// `ok`, `conflict`, `error`, `validated at apply` or `pending`.
-    pub dry_run: String,
+    pub dry_run: DryRunState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The sanitized manifest, as it will be applied.
@@ -117,8 +198,7 @@ pub struct ObjectError {
 pub struct AppliedObject {
     pub kind: String,
     pub name: String,
-    /// `created`, `configured`, `unchanged` or `failed`.
-    pub result: String,
+    pub result: ApplyResult,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
@@ -220,7 +300,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
                 .unwrap_or("")
                 .to_string(),
             resource,
-            dry_run: "pending".into(),
+            dry_run: DryRunState::Pending,
             message: None,
             manifest,
         })
@@ -232,7 +312,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
     Plan {
         field_manager: field_manager(&inputs.id),
         id: inputs.id,
-        status: "pending".into(),
+        status: PlanStatus::Pending,
         created_at: inputs.created_at,
         source: inputs.source,
         target: inputs.target,
@@ -261,6 +341,46 @@ pub fn new_id() -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn states_keep_the_words_saved_plans_and_scripts_use() {
+        let words = |v: &dyn erased::Ser| v.json();
+        assert_eq!(words(&PlanStatus::DryRunOk), "\"dry-run-ok\"");
+        assert_eq!(words(&PlanStatus::DryRunFailed), "\"dry-run-failed\"");
+        assert_eq!(
+            words(&DryRunState::ValidatedAtApply),
+            "\"validated at apply\""
+        );
+        assert_eq!(words(&ApplyResult::Unchanged), "\"unchanged\"");
+        let old: PlanStatus = serde_json::from_str("\"applied\"").unwrap();
+        assert_eq!(old, PlanStatus::Applied);
+        for s in [
+            PlanStatus::Pending,
+            PlanStatus::Refused,
+            PlanStatus::DryRunOk,
+        ] {
+            assert_eq!(words(&s), format!("\"{}\"", s.as_str()));
+        }
+        for d in [
+            DryRunState::Ok,
+            DryRunState::Conflict,
+            DryRunState::Error,
+            DryRunState::Pending,
+        ] {
+            assert_eq!(words(&d), format!("\"{}\"", d.as_str()));
+        }
+    }
+
+    mod erased {
+        pub trait Ser {
+            fn json(&self) -> String;
+        }
+        impl<T: serde::Serialize> Ser for T {
+            fn json(&self) -> String {
+                serde_json::to_string(self).unwrap()
+            }
+        }
+    }
+
     use super::*;
     use serde_json::json;
 

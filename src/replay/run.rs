@@ -2,7 +2,10 @@
 //! object at a time, in plan order, with the plan's field manager and
 //! `force=false`. A conflict is a finding to show, never resolved here.
 
-use super::{AppliedObject, Conflict, DryRun, ObjectError, Plan, PlanObject, namespace_type};
+use super::{
+    AppliedObject, ApplyResult, Conflict, DryRun, DryRunState, ObjectError, Plan, PlanObject,
+    PlanStatus, namespace_type,
+};
 use crate::cluster::ClusterAccess;
 use crate::cluster::api::{self, ApiError};
 
@@ -49,14 +52,14 @@ pub async fn namespace_exists(access: &ClusterAccess, name: &str) -> Result<bool
 /// Records one object's dry-run outcome in the plan.
 fn record(dry: &mut DryRun, o: &mut PlanObject, result: Result<api::Applied, ApiError>) {
     match result {
-        Ok(_) => o.dry_run = "ok".into(),
+        Ok(_) => o.dry_run = DryRunState::Ok,
         Err(ApiError::Status {
             code: 409,
             message,
             causes,
             ..
         }) => {
-            o.dry_run = "conflict".into();
+            o.dry_run = DryRunState::Conflict;
             o.message = Some(message.clone());
             dry.conflicts.push(Conflict {
                 kind: o.kind.clone(),
@@ -70,7 +73,7 @@ fn record(dry: &mut DryRun, o: &mut PlanObject, result: Result<api::Applied, Api
             });
         }
         Err(e) => {
-            o.dry_run = "error".into();
+            o.dry_run = DryRunState::Error;
             o.message = Some(e.to_string());
             dry.errors.push(ObjectError {
                 kind: o.kind.clone(),
@@ -91,7 +94,7 @@ pub async fn dry_run(plan: &mut Plan, access: &ClusterAccess) -> Result<(), Unre
     let mut dry = DryRun::default();
     for o in plan.objects.iter_mut() {
         if o.kind != "Namespace" && !exists {
-            o.dry_run = "validated at apply".into();
+            o.dry_run = DryRunState::ValidatedAtApply;
             dry.validated_at_apply
                 .push(format!("{}/{}", o.kind, o.name));
             continue;
@@ -111,11 +114,10 @@ pub async fn dry_run(plan: &mut Plan, access: &ClusterAccess) -> Result<(), Unre
             .push(missing_namespace_warning(&plan.target.namespace));
     }
     plan.status = if dry.ok {
-        "dry-run-ok"
+        PlanStatus::DryRunOk
     } else {
-        "dry-run-failed"
-    }
-    .into();
+        PlanStatus::DryRunFailed
+    };
     plan.dry_run = dry;
     Ok(())
 }
@@ -163,7 +165,7 @@ pub async fn apply(plan: &mut Plan, access: &ClusterAccess) -> Result<bool, Unre
     plan.applied.clear();
     let result = apply_in_order(plan, access).await;
     if let Ok(true) = result {
-        plan.status = "applied".into();
+        plan.status = PlanStatus::Applied;
         // The namespace exists now: what the plan said about it no longer holds.
         plan.target.namespace_exists = true;
         let stale = missing_namespace_warning(&plan.target.namespace);
@@ -202,7 +204,7 @@ async fn apply_in_order(plan: &mut Plan, access: &ClusterAccess) -> Result<bool,
     let unvalidated = plan
         .objects
         .iter()
-        .any(|o| o.dry_run == "validated at apply");
+        .any(|o| o.dry_run == DryRunState::ValidatedAtApply);
     if !exists || unvalidated {
         let mut dry = DryRun::default();
         for o in plan.objects.iter_mut().filter(|o| o.kind != "Namespace") {
@@ -217,7 +219,7 @@ async fn apply_in_order(plan: &mut Plan, access: &ClusterAccess) -> Result<bool,
         dry.ok = dry.conflicts.is_empty() && dry.errors.is_empty();
         plan.dry_run = dry;
         if !plan.dry_run.ok {
-            plan.status = "dry-run-failed".into();
+            plan.status = PlanStatus::DryRunFailed;
             return Ok(false);
         }
     }
@@ -240,16 +242,16 @@ async fn apply_in_order(plan: &mut Plan, access: &ClusterAccess) -> Result<bool,
             Ok(a) => {
                 let after = a.object.pointer("/metadata/resourceVersion").cloned();
                 let result = if a.code == 201 || before == Some(None) {
-                    "created"
+                    ApplyResult::Created
                 } else if before == Some(after) {
-                    "unchanged"
+                    ApplyResult::Unchanged
                 } else {
-                    "configured"
+                    ApplyResult::Configured
                 };
                 plan.applied.push(AppliedObject {
                     kind: o.kind.clone(),
                     name: o.name.clone(),
-                    result: result.into(),
+                    result,
                     message: None,
                 });
             }
@@ -260,7 +262,7 @@ async fn apply_in_order(plan: &mut Plan, access: &ClusterAccess) -> Result<bool,
                     plan.applied.push(AppliedObject {
                         kind: rest.kind.clone(),
                         name: rest.name.clone(),
-                        result: "skipped".into(),
+                        result: ApplyResult::Skipped,
                         message: Some(format!(
                             "not applied: {}/{} failed before it",
                             o.kind, o.name
@@ -278,7 +280,11 @@ fn applied(o: &PlanObject, code: u16) -> AppliedObject {
     AppliedObject {
         kind: o.kind.clone(),
         name: o.name.clone(),
-        result: if code == 201 { "created" } else { "configured" }.into(),
+        result: if code == 201 {
+            ApplyResult::Created
+        } else {
+            ApplyResult::Configured
+        },
         message: None,
     }
 }
@@ -287,7 +293,7 @@ fn failed(o: &PlanObject, e: &ApiError) -> AppliedObject {
     AppliedObject {
         kind: o.kind.clone(),
         name: o.name.clone(),
-        result: "failed".into(),
+        result: ApplyResult::Failed,
         message: Some(e.to_string()),
     }
 }
