@@ -1,5 +1,5 @@
 //! The errors a user sees: one `error:` line, optional `hint:` lines, and the exit
-//! code that goes with the kind of failure (CONTRACT: 1 runtime, 2 usage,
+//! code that goes with the kind of failure (docs/output.md: 1 runtime, 2 usage,
 //! 3 incomplete history under `--strict`).
 
 use crate::cluster::ClusterError;

@@ -5,7 +5,7 @@ use super::args::{GlobalArgs, TimeArg};
 use super::reader::Reader;
 use crate::diff::{DiffOptions, render_pair, strip_noise};
 
-/// Text answers fit this many columns (CONTRACT: 120).
+/// Text answers fit this many columns (docs/output.md: 120).
 pub(super) const TEXT_WIDTH: usize = 120;
 use crate::error::CliResult;
 use crate::history::diff::{Change, DiffAnswer, Field, ObjectDiff};

@@ -1,4 +1,4 @@
-//! What a reader answers about: which recorded cluster (CONTRACT: the selected
+//! What a reader answers about: which recorded cluster (docs/output.md: the selected
 //! context's cluster, resolved offline; else the only one; or `--cluster-id`)
 //! and which namespace (`-n`, else the context's, else `default`; `-A`: all).
 

@@ -192,3 +192,39 @@ fn ci_runs_the_readme_test_command_as_written() {
         ".ci/run must run the README's test command exactly: {test_line}"
     );
 }
+
+/// docs/architecture.md's module map lists every module of src/, each with
+/// the first sentence of its opening doc comment, and nothing that is gone.
+#[test]
+fn the_module_map_lists_every_module() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let map = doc
+        .split("## Module map")
+        .nth(1)
+        .and_then(|m| m.split("\n## ").next())
+        .expect("a module map");
+    let mut files = Vec::new();
+    let mut dirs = vec![root.join("src")];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                files.push(p);
+            }
+        }
+    }
+    for f in &files {
+        let rel = f.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(f).unwrap();
+        assert!(text.starts_with("//!"), "{rel} has no opening doc comment");
+        assert!(
+            map.contains(&format!("| `{rel}` |")),
+            "docs/architecture.md's module map lacks {rel}"
+        );
+    }
+    let listed = map.matches("| `src/").count();
+    assert_eq!(listed, files.len(), "the map lists modules that are gone");
+}
