@@ -221,6 +221,28 @@ impl From<ClusterError> for CliError {
     }
 }
 
+impl From<crate::replay::make::MakeError> for CliError {
+    /// A plan not made: refusals are runtime errors with what would let it
+    /// through; an error below keeps its own hint.
+    fn from(e: crate::replay::make::MakeError) -> CliError {
+        use crate::replay::make::MakeError as M;
+        match e {
+            M::Target(t) => t.into(),
+            M::History(h) => h.into(),
+            M::Journal(j) => j.into(),
+            M::Cluster(c) => c.into(),
+            M::NotAType => CliError::usage(e.to_string()),
+            M::IntoItself(_) => CliError::runtime(e.to_string())
+                .hint("pick another --to-namespace, or another cluster with --target-context")
+                .caused_by(e),
+            M::Incomplete { .. } => CliError::runtime(e.to_string())
+                .hint("--allow-gaps plans anyway and lists every gap in the plan; `kubectl krply coverage` shows them")
+                .caused_by(e),
+            _ => CliError::runtime(e.to_string()).caused_by(e),
+        }
+    }
+}
+
 /// The result type of command functions.
 pub type CliResult<T = ()> = Result<T, CliError>;
 

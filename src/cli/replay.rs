@@ -5,14 +5,10 @@ use super::args::{GlobalArgs, TimeArg};
 use super::reader::Reader;
 use crate::cluster::{self, ConnectOptions};
 use crate::error::{CliError, CliResult};
-use crate::history::resolve::Target as ArgTarget;
-use crate::history::{Scope, state::ObjectState};
 use crate::journal::Journal;
-use crate::journal::plans::SavedPlan;
 use crate::render::{self, Format, Paint};
-use crate::replay::{
-    self, ApplyResult, DryRunState, Inputs, Plan, PlanStatus, Recorded, Source, Target, policy, run,
-};
+use crate::replay::make::PlanRequest;
+use crate::replay::{self, ApplyResult, DryRunState, Plan, PlanStatus, policy, run};
 use crate::time::Millis;
 use clap::{Args, Subcommand};
 
@@ -53,9 +49,10 @@ Examples:
   kubectl krply replay plan -n shop --at 2026-11-29T10:00:00Z --to-namespace shop \\
       --target-context kind-test --include Job --allow-gaps
 
-Server-owned fields are removed; Secrets, service accounts, RBAC, pods, controller-owned
-objects, jobs, claims and LoadBalancer Services are left out with a reason (--include
-brings back the kinds that can safely be replayed). Nothing is written to the target:
+Server-owned fields are removed; Secrets, RBAC, pods, controller-owned objects, jobs,
+claims and LoadBalancer Services are left out with a reason (--include brings back the
+kinds that can safely be replayed). A workload naming a ServiceAccount, ConfigMap, Secret
+or claim that neither the plan nor the target has gets a warning saying what would fix it. Nothing is written to the target:
 the dry run is a server-side apply with dryRun=All.")]
 pub struct PlanArgs {
     /// Only these resource types of the source namespace
@@ -71,7 +68,7 @@ pub struct PlanArgs {
     #[arg(long, value_name = "CONTEXT")]
     pub target_context: Option<String>,
     /// Replay this excluded kind too (repeatable; kind, plural or short name: Job, CronJob,
-    /// Pod, ServiceAccount, Role, RoleBinding, PersistentVolumeClaim, ReplicaSet, LoadBalancer)
+    /// Pod, Role, RoleBinding, PersistentVolumeClaim, ReplicaSet, LoadBalancer)
     #[arg(long, value_name = "KIND")]
     pub include: Vec<String>,
     /// Plan even though the recording has gaps at that time (every gap is listed)
@@ -176,170 +173,29 @@ fn check_includes(include: &[String]) -> CliResult<Vec<String>> {
 }
 
 /// Builds a plan of `reader`'s namespace for `args`, runs its dry run against
-/// the cluster `opts` selects, and saves it. Refusals are saved too, then
-/// returned as errors.
+/// the cluster `opts` selects, and saves it (replay::make does the work).
 pub(crate) async fn make_plan(
     reader: &Reader,
     opts: &ConnectOptions,
     args: &PlanArgs,
 ) -> CliResult<Plan> {
-    let at = args.at.at(Millis::now())?;
-    let include = check_includes(&args.include)?;
-    let source_ns = reader
-        .namespace
-        .clone()
-        .ok_or_else(|| CliError::usage("replay needs a source namespace (-n)"))?;
-    let history = reader.history()?;
-    let mut types = Vec::new();
-    for t in &args.types {
-        match history.target(t)? {
-            ArgTarget::Type(r) => {
-                if let Some(rule) = policy::kind_rule(&r.kind)
-                    && !policy::plannable(&r.kind, &include)
-                {
-                    return Err(CliError::runtime(format!(
-                        "refusing to replay {}: {}",
-                        r.group_resource(),
-                        rule.reason()
-                    )));
-                }
-                types.push(r);
-            }
-            ArgTarget::Object(..) => {
-                return Err(CliError::usage(
-                    "replay plan takes resource types, not TYPE/NAME",
-                ));
-            }
-        }
-    }
-
-    // The target, resolved offline first: refuse the source itself.
-    let target = cluster::resolve_target(opts)?;
-    if target.cluster_id == reader.cluster.id && args.to_namespace == source_ns {
-        return Err(CliError::runtime(format!(
-            "refusing to replay namespace {source_ns} into itself on the cluster it was recorded from"
-        ))
-        .hint("pick another --to-namespace, or another cluster with --target-context"));
-    }
-
-    let scope = Scope {
-        namespace: Some(source_ns.clone()),
-        types: (!types.is_empty()).then_some(types),
+    let request = PlanRequest {
+        cluster: reader.cluster.id.clone(),
+        namespace: reader
+            .namespace
+            .clone()
+            .ok_or_else(|| CliError::usage("replay needs a source namespace (-n)"))?,
+        at: args.at.at(Millis::now())?,
+        types: args.types.clone(),
+        to_namespace: args.to_namespace.clone(),
+        include: check_includes(&args.include)?,
+        allow_gaps: args.allow_gaps,
     };
-    let snap = history.snapshot(&scope, at.as_ms(), true)?;
-    // Completeness matters only for the types the plan can hold: a Secret
-    // stream that started later does not make a plan of the rest incomplete.
-    let left_out: std::collections::HashSet<String> = history
-        .streams_in(&scope)
-        .iter()
-        .filter(|s| !policy::plannable(&s.info.resource.kind, &include))
-        .map(|s| s.info.name())
-        .collect();
-    let completeness = crate::history::complete::Completeness {
-        missing: snap
-            .completeness
-            .missing
-            .iter()
-            .filter(|m| !left_out.contains(&m.stream))
-            .cloned()
-            .collect(),
-    };
-    let namespace_object = namespace_object(&history, &source_ns, at)?;
-    // Every kind recorded in the source namespace, whatever the plan asked for:
-    // a workload's missing ConfigMap says "record it" only when it was not.
-    let recorded = history
-        .streams_in(&Scope {
-            namespace: Some(source_ns.clone()),
-            types: None,
-        })
-        .iter()
-        .map(|s| s.info.resource.kind.clone())
-        .collect();
-    let id = replay::new_id();
-    let mut plan = replay::build(Inputs {
-        id: id.clone(),
-        created_at: Millis::now().to_string(),
-        source: Source {
-            cluster: reader.cluster.id.clone(),
-            namespace: source_ns.clone(),
-            at: at.to_string(),
-        },
-        target: Target {
-            context: target.context.clone(),
-            cluster: target.cluster_id.clone(),
-            server: target.server.clone(),
-            namespace: args.to_namespace.clone(),
-            namespace_exists: false,
-        },
-        complete: completeness.complete(),
-        gaps: completeness.warnings(),
-        namespace_object: namespace_object.as_ref(),
-        objects: snap
-            .items
-            .into_iter()
-            .map(|(resource, object)| Recorded { resource, object })
-            .collect(),
-        include: &include,
-        recorded,
-    });
-    drop(history);
-
-    if !plan.complete && !args.allow_gaps {
-        plan.status = PlanStatus::Refused;
-        plan.refused = Some("the recording is incomplete at that time".into());
-        save(&reader.journal, &plan)?;
-        return Err(CliError::runtime(format!(
-            "refusing to plan: the recording of namespace {source_ns} is incomplete at {at} ({} stretch(es) not covered; plan {id} saved as refused)",
-            completeness.missing.len()
-        ))
-        .hint("--allow-gaps plans anyway and lists every gap in the plan; `kubectl krply coverage` shows them"));
-    }
-
-    let access = cluster::connect(&target, opts).await?;
-    if let Err(e) = run::dry_run(&mut plan, &access).await {
-        plan.status = PlanStatus::Refused;
-        plan.refused = Some(format!("the target could not be reached: {e}"));
-        save(&reader.journal, &plan)?;
-        return Err(CliError::runtime(format!(
-            "refusing to plan: cannot reach the target at {} ({e}); plan {id} saved as refused",
-            target.server
-        )));
-    }
-    save(&reader.journal, &plan)?;
-    Ok(plan)
-}
-
-/// The source Namespace object at `at`, when namespaces were recorded.
-fn namespace_object(
-    history: &crate::history::History<'_>,
-    ns: &str,
-    at: Millis,
-) -> CliResult<Option<serde_json::Value>> {
-    for s in history
-        .streams
-        .iter()
-        .filter(|s| s.info.resource.group.is_empty() && s.info.resource.resource == "namespaces")
-    {
-        for o in history.journal.objects_named(&[s.info.id], Some(""), ns)? {
-            if let ObjectState::Present(v) = history.object_at(s, o.id, at.as_ms())? {
-                return Ok(Some(history.object_json(s, &v)?));
-            }
-        }
-    }
-    Ok(None)
+    Ok(replay::make::make(&reader.journal, &request, opts).await?)
 }
 
 fn save(journal: &Journal, plan: &Plan) -> CliResult {
-    let info = serde_json::to_string(plan)
-        .map_err(|e| CliError::runtime(format!("cannot store the plan: {e}")).caused_by(e))?;
-    journal.save_plan(&SavedPlan {
-        id: plan.id.clone(),
-        cluster: plan.source.cluster.clone(),
-        created_at: Millis::now().as_ms(),
-        status: plan.status.to_string(),
-        info,
-    })?;
-    Ok(())
+    Ok(replay::make::save(journal, plan)?)
 }
 
 fn load(journal: &Journal, id: &str) -> CliResult<Plan> {

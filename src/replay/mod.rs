@@ -7,6 +7,7 @@
 //! and applies plans against a cluster.
 
 pub mod deps;
+pub mod make;
 pub mod mapping;
 pub mod policy;
 pub mod run;
