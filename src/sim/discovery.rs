@@ -2,9 +2,10 @@
 //! `/apis/{group}`, `/apis/{group}/{version}` in their plain JSON forms (kubectl
 //! asks for aggregated discovery first and falls back to these).
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
-use super::b64::base64url_encode;
 use super::catalog::{Catalog, ResourceDef};
 use super::error::{self, ApiStatus};
 
@@ -69,7 +70,7 @@ fn storage_version_hash(def: &ResourceDef, version: &str) -> String {
         &ring::digest::SHA256,
         format!("{}/{}/{}", def.group, version, def.kind).as_bytes(),
     );
-    base64url_encode(&d.as_ref()[..8])
+    URL_SAFE_NO_PAD.encode(&d.as_ref()[..8])
 }
 
 fn resource_doc(def: &ResourceDef, version: &str) -> Vec<Value> {

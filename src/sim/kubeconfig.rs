@@ -2,9 +2,9 @@
 //! cluster, user and context, with the CA embedded as
 //! `certificate-authority-data` and the bearer token when set.
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
-
-use super::b64::base64_std_encode;
 
 /// Names and overrides of a generated kubeconfig.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +59,7 @@ pub(crate) fn render(
     if let Some(ca) = ca_pem {
         out += &format!(
             "    certificate-authority-data: {}\n",
-            q(&base64_std_encode(ca.as_bytes()))
+            q(&STANDARD.encode(ca))
         );
     }
     out += &format!(
@@ -80,8 +80,8 @@ pub(crate) fn render(
         (Some((cert, key)), _) => {
             out += &format!(
                 "  user:\n    client-certificate-data: {}\n    client-key-data: {}\n",
-                q(&base64_std_encode(cert.as_bytes())),
-                q(&base64_std_encode(key.as_bytes()))
+                q(&STANDARD.encode(cert)),
+                q(&STANDARD.encode(key))
             )
         }
         (None, Some(t)) => out += &format!("  user:\n    token: {}\n", q(t)),

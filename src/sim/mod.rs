@@ -15,7 +15,6 @@
 //! the history window and the event log share those bytes.
 
 mod apply;
-mod b64;
 mod body;
 mod catalog;
 mod defaults;

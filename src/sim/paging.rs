@@ -4,9 +4,10 @@
 //! the key to resume after. `rv: -1` means "continue at the latest version"
 //! (what an expired token is replaced with).
 
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+use base64::{Engine as _, alphabet};
 use serde_json::{Value, json};
-
-use super::b64::{base64_decode, base64url_encode};
 
 /// Where a paged list resumes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +22,7 @@ impl Continue {
     pub(crate) fn encode(&self) -> String {
         let rv = self.rv.map_or(-1, |r| i64::try_from(r).unwrap_or(i64::MAX));
         let doc = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": format!("{}\u{0}", self.after)});
-        base64url_encode(doc.to_string().as_bytes())
+        URL_SAFE_NO_PAD.encode(doc.to_string())
     }
 
     /// Decodes a token; the error is the message of the server's 400.
@@ -55,6 +56,39 @@ impl Continue {
     }
 }
 
+/// Reads tokens in the URL-safe alphabet, padded or not, ignoring stray bits in
+/// the last symbol.
+const LENIENT: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::URL_SAFE,
+    GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+        .with_decode_allow_trailing_bits(true),
+);
+
+/// Decodes base64 of either alphabet (`+/` or `-_`), padded or not. An engine
+/// reads one alphabet and only canonical padding, so `+/` become `-_` and every
+/// trailing `=` goes first. The error is Go's `CorruptInputError` message.
+fn base64_decode(s: &str) -> Result<Vec<u8>, String> {
+    let url: String = s
+        .trim_end_matches('=')
+        .chars()
+        .map(|c| match c {
+            '+' => '-',
+            '/' => '_',
+            c => c,
+        })
+        .collect();
+    LENIENT.decode(&url).map_err(|_| {
+        // The first byte outside the alphabet, or the end when the length is
+        // wrong (the engine may name a later byte).
+        let at = url
+            .bytes()
+            .position(|c| !(c.is_ascii_alphanumeric() || c == b'-' || c == b'_'))
+            .unwrap_or(url.len());
+        format!("illegal base64 data at input byte {at}")
+    })
+}
+
 /// The key objects are ordered by in lists and paged on.
 pub(crate) fn object_key(namespace: &str, name: &str) -> String {
     format!("{namespace}/{name}")
@@ -82,19 +116,56 @@ mod tests {
     }
 
     #[test]
+    fn base64_round_trips() {
+        use base64::engine::general_purpose::STANDARD;
+        for s in [
+            "",
+            "f",
+            "fo",
+            "foo",
+            "foob",
+            "fooba",
+            "foobar",
+            "\u{0}\u{ff}ü",
+        ] {
+            let e = URL_SAFE_NO_PAD.encode(s.as_bytes());
+            assert!(!e.contains('='));
+            assert_eq!(base64_decode(&e).unwrap(), s.as_bytes());
+            assert_eq!(
+                base64_decode(&STANDARD.encode(s.as_bytes())).unwrap(),
+                s.as_bytes()
+            );
+        }
+        assert_eq!(URL_SAFE_NO_PAD.encode(b"foobar"), "Zm9vYmFy");
+        assert_eq!(STANDARD.encode(b"foob"), "Zm9vYg==");
+        assert_eq!(STANDARD.encode(b"\xfb\xff"), "+/8=");
+        assert_eq!(base64_decode("Zm9vYg==").unwrap(), b"foob");
+        assert!(base64_decode("Zm9v!").is_err());
+        assert!(base64_decode("Z").is_err());
+        // Lenient: both alphabets at once, any trailing padding, stray last bits.
+        assert_eq!(base64_decode("-_+/").unwrap(), b"\xfb\xff\xbf");
+        assert_eq!(base64_decode("Zm9v===").unwrap(), b"foo");
+        assert_eq!(base64_decode("Zh").unwrap(), b"f");
+        let err = |s: &str| base64_decode(s).unwrap_err();
+        assert_eq!(err("Zm9v!"), "illegal base64 data at input byte 4");
+        assert_eq!(err("Zm=9vYm."), "illegal base64 data at input byte 2");
+        assert_eq!(err("Zm9vY"), "illegal base64 data at input byte 5");
+    }
+
+    #[test]
     fn bad_tokens_are_rejected() {
         assert!(
             Continue::decode("!!!")
                 .unwrap_err()
                 .starts_with("continue key is not valid")
         );
-        assert!(Continue::decode(&base64url_encode(b"{}")).is_err());
+        assert!(Continue::decode(&URL_SAFE_NO_PAD.encode(b"{}")).is_err());
         assert!(
-            Continue::decode(&base64url_encode(
-                br#"{"v":"meta.k8s.io/v1","rv":0,"start":"a"}"#
-            ))
+            Continue::decode(
+                &URL_SAFE_NO_PAD.encode(br#"{"v":"meta.k8s.io/v1","rv":0,"start":"a"}"#)
+            )
             .is_err()
         );
-        assert!(Continue::decode(&base64url_encode(b"not json")).is_err());
+        assert!(Continue::decode(&URL_SAFE_NO_PAD.encode(b"not json")).is_err());
     }
 }

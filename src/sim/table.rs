@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::catalog::ResourceDef;
 use super::ids;
+use crate::time::format_age;
 
 /// `includeObject`: what each row carries besides its cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,61 +37,10 @@ fn col(name: &str, type_: &str, format: &str, description: &str, priority: i64) 
     json!({"name": name, "type": type_, "format": format, "description": description, "priority": priority})
 }
 
-/// `k8s.io/apimachinery/pkg/util/duration.HumanDuration`.
-pub(crate) fn human_duration(secs: i64) -> String {
-    if secs < -1 {
-        return "<invalid>".into();
-    }
-    if secs < 0 {
-        return "0s".into();
-    }
-    if secs < 120 {
-        return format!("{secs}s");
-    }
-    let minutes = secs / 60;
-    if minutes < 10 {
-        let s = secs % 60;
-        return if s == 0 {
-            format!("{minutes}m")
-        } else {
-            format!("{minutes}m{s}s")
-        };
-    }
-    if minutes < 180 {
-        return format!("{minutes}m");
-    }
-    let hours = secs / 3600;
-    if hours < 8 {
-        let m = minutes % 60;
-        return if m == 0 {
-            format!("{hours}h")
-        } else {
-            format!("{hours}h{m}m")
-        };
-    }
-    if hours < 48 {
-        return format!("{hours}h");
-    }
-    if hours < 24 * 8 {
-        let h = hours % 24;
-        return if h == 0 {
-            format!("{}d", hours / 24)
-        } else {
-            format!("{}d{h}h", hours / 24)
-        };
-    }
-    if hours < 24 * 365 * 2 {
-        return format!("{}d", hours / 24);
-    }
-    if hours < 24 * 365 * 8 {
-        let dy = (hours / 24) % 365;
-        return if dy == 0 {
-            format!("{}y", hours / 24 / 365)
-        } else {
-            format!("{}y{dy}d", hours / 24 / 365)
-        };
-    }
-    format!("{}y", hours / 24 / 365)
+/// kubectl's AGE of `t` at `now`, from the whole seconds of each (creation
+/// timestamps have no fraction).
+fn age_since(t: jiff::Timestamp, now: jiff::Timestamp) -> String {
+    format_age((now.as_second() - t.as_second()) * 1_000)
 }
 
 fn age(obj: &Value, now: jiff::Timestamp) -> String {
@@ -99,7 +49,7 @@ fn age(obj: &Value, now: jiff::Timestamp) -> String {
         .and_then(Value::as_str)
         .and_then(ids::parse_rfc3339)
     {
-        Some(t) => human_duration(now.as_second() - t.as_second()),
+        Some(t) => age_since(t, now),
         None => "<unknown>".into(),
     }
 }
@@ -282,7 +232,7 @@ fn columns_and_cells(
             cells.push(match (c.type_.as_str(), v) {
                 ("date", Value::String(t)) => json!(
                     ids::parse_rfc3339(&t)
-                        .map(|ts| human_duration(now.as_second() - ts.as_second()))
+                        .map(|ts| age_since(ts, now))
                         .unwrap_or(t)
                 ),
                 (_, v) => v,
@@ -637,8 +587,14 @@ mod tests {
             (3 * 365 * 86400 + 86400, "3y1d"),
             (9 * 365 * 86400, "9y"),
         ] {
-            assert_eq!(human_duration(secs), want, "{secs}s");
+            let now = jiff::Timestamp::from_second(1_795_946_400).unwrap();
+            let t = now - jiff::SignedDuration::from_secs(secs);
+            assert_eq!(age_since(t, now), want, "{secs}s");
         }
+        // From the whole seconds of each: 0.2 s across a second boundary is 1s.
+        let t = jiff::Timestamp::new(1_795_946_400, 900_000_000).unwrap();
+        let now = jiff::Timestamp::new(1_795_946_401, 100_000_000).unwrap();
+        assert_eq!(age_since(t, now), "1s");
     }
 
     fn catalog_def(group: &str, plural: &str) -> ResourceDef {

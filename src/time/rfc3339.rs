@@ -1,65 +1,40 @@
 //! RFC 3339 timestamps to and from milliseconds since the Unix epoch.
 //!
-//! The calendar arithmetic is the proleptic Gregorian calendar (Howard Hinnant's
-//! `days_from_civil` / `civil_from_days`), exact for every `i64` millisecond value, so
-//! formatting never fails. Parsing is strict RFC 3339 (section 5.6): `YYYY-MM-DD`, a `T`
-//! (or `t`, or a space), `HH:MM:SS`, optional fractional seconds of any length (truncated
-//! to the millisecond) and `Z`/`z` or a `+HH:MM`/`-HH:MM` offset. A leap second (`:60`)
-//! is read as `:59`, as most clocks do.
+//! jiff does the calendar: it checks dates (month lengths, leap years) and
+//! times, and converts between civil times and instants. What stays here is
+//! what jiff does differently:
+//! - its parsers accept more than RFC 3339 (section 5.6), e.g. `10:00Z`
+//!   without seconds, `+0100`, `+01`, `[UTC]` annotations, `,` before the
+//!   fraction and signed years, and at most nine fraction digits; so the
+//!   grammar is read here: `YYYY-MM-DD`, a `T` (or `t`, or a space),
+//!   `HH:MM:SS`, optional fractional seconds of any length (floored to the
+//!   millisecond) and `Z`/`z` or a `+HH:MM`/`-HH:MM` offset. A leap second
+//!   (`:60`) is read as `:59`, as jiff's parsers and most clocks do;
+//! - its instants stop short of 9999-12-31 and its calendar at years ±9999,
+//!   while every `i64` millisecond formats (see [`write_millis`]).
 
 use std::fmt;
 
-const MS_PER_SECOND: i64 = 1_000;
-const MS_PER_MINUTE: i64 = 60 * MS_PER_SECOND;
-const MS_PER_HOUR: i64 = 60 * MS_PER_MINUTE;
-const MS_PER_DAY: i64 = 24 * MS_PER_HOUR;
+use jiff::Timestamp;
+use jiff::civil::DateTime;
+use jiff::tz::Offset;
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (month 1..=12, day 1..=31).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = if month > 2 { month - 3 } else { month + 9 };
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The proleptic Gregorian date `(year, month, day)` of a day count since 1970-01-01.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-fn is_leap(year: i64) -> bool {
-    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if is_leap(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
+const UNIX_EPOCH: DateTime = DateTime::constant(1970, 1, 1, 0, 0, 0, 0);
+/// The Gregorian calendar repeats every 400 years, 146 097 days.
+const MS_PER_400_YEARS: i64 = 146_097 * 86_400_000;
 
 /// Writes `ms` as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 ///
 /// Years outside RFC 3339's `0000..=9999` use the ISO 8601 expanded form (a sign and at
 /// least six digits, as jiff writes them); such strings do not parse back.
 pub(super) fn write_millis(ms: i64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let days = ms.div_euclid(MS_PER_DAY);
-    let in_day = ms.rem_euclid(MS_PER_DAY);
-    let (year, month, day) = civil_from_days(days);
+    // jiff's calendar ends at years ±9999, so whole 400-year cycles are taken out
+    // (leaving a time in 1970..2370) and added back to the year.
+    let cycles = ms.div_euclid(MS_PER_400_YEARS);
+    let within = Timestamp::from_millisecond(ms.rem_euclid(MS_PER_400_YEARS))
+        .expect("1970..2370 is within jiff's range");
+    let t = Offset::UTC.to_datetime(within);
+    let year = i64::from(t.year()) + 400 * cycles;
     if (0..=9999).contains(&year) {
         write!(f, "{year:04}")?;
     } else {
@@ -67,20 +42,27 @@ pub(super) fn write_millis(ms: i64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     }
     write!(
         f,
-        "-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        in_day / MS_PER_HOUR,
-        in_day % MS_PER_HOUR / MS_PER_MINUTE,
-        in_day % MS_PER_MINUTE / MS_PER_SECOND,
-        in_day % MS_PER_SECOND,
+        "-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        t.month(),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.millisecond(),
     )
 }
 
-/// Reads `N` ASCII digits at `at` as a number.
-fn digits(b: &[u8], at: usize, n: usize) -> Option<i64> {
+/// Reads `n` ASCII digits at `at` as a number.
+fn digits(b: &[u8], at: usize, n: usize) -> Option<i16> {
     let slice = b.get(at..at + n)?;
-    slice.iter().try_fold(0i64, |acc, &c| {
-        c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
+    slice.iter().try_fold(0i16, |acc, &c| {
+        c.is_ascii_digit().then(|| acc * 10 + i16::from(c - b'0'))
     })
+}
+
+/// Reads two ASCII digits at `at`.
+fn two_digits(b: &[u8], at: usize) -> Option<i8> {
+    digits(b, at, 2).and_then(|v| i8::try_from(v).ok())
 }
 
 fn expect(b: &[u8], at: usize, want: &[u8]) -> Option<()> {
@@ -93,15 +75,15 @@ pub(super) fn parse_millis(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     let year = digits(b, 0, 4)?;
     expect(b, 4, b"-")?;
-    let month = digits(b, 5, 2)?;
+    let month = two_digits(b, 5)?;
     expect(b, 7, b"-")?;
-    let day = digits(b, 8, 2)?;
+    let day = two_digits(b, 8)?;
     expect(b, 10, b"Tt ")?;
-    let hour = digits(b, 11, 2)?;
+    let hour = two_digits(b, 11)?;
     expect(b, 13, b":")?;
-    let minute = digits(b, 14, 2)?;
+    let minute = two_digits(b, 14)?;
     expect(b, 16, b":")?;
-    let second = digits(b, 17, 2)?;
+    let second = two_digits(b, 17)?;
     let mut at = 19;
 
     let mut millis = 0;
@@ -128,14 +110,14 @@ pub(super) fn parse_millis(s: &str) -> Option<i64> {
             0
         }
         Some(&sign @ (b'+' | b'-')) => {
-            let oh = digits(b, at + 1, 2)?;
+            let oh = two_digits(b, at + 1)?;
             expect(b, at + 3, b":")?;
-            let om = digits(b, at + 4, 2)?;
+            let om = two_digits(b, at + 4)?;
             if oh > 23 || om > 59 {
                 return None;
             }
             at += 6;
-            let total = oh * 60 + om;
+            let total = i64::from(oh) * 60 + i64::from(om);
             if sign == b'-' { -total } else { total }
         }
         _ => return None,
@@ -144,29 +126,19 @@ pub(super) fn parse_millis(s: &str) -> Option<i64> {
         return None;
     }
 
-    let valid = (1..=12).contains(&month)
-        && (1..=days_in_month(year, month)).contains(&day)
-        && hour <= 23
-        && minute <= 59
-        && second <= 60;
-    if !valid {
-        return None;
-    }
-    let second = second.min(59);
-
-    Some(
-        days_from_civil(year, month, day) * MS_PER_DAY
-            + hour * MS_PER_HOUR
-            + minute * MS_PER_MINUTE
-            + second * MS_PER_SECOND
-            + millis
-            - offset_minutes * MS_PER_MINUTE,
-    )
+    // jiff refuses a leap second, which RFC 3339 allows.
+    let second = if second == 60 { 59 } else { second };
+    // A civil time, not an instant: jiff's instants end before 9999-12-31.
+    let local = DateTime::new(year, month, day, hour, minute, second, 0).ok()?;
+    let local_ms = i64::try_from(local.duration_since(UNIX_EPOCH).as_millis()).ok()?;
+    Some(local_ms + millis - offset_minutes * 60_000)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MS_PER_DAY: i64 = 86_400_000;
 
     struct Show(i64);
     impl fmt::Display for Show {
@@ -177,11 +149,15 @@ mod tests {
 
     #[test]
     fn civil_round_trips_known_dates() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-        assert_eq!(civil_from_days(days_from_civil(2024, 2, 29)), (2024, 2, 29));
+        assert_eq!(parse_millis("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(Show(0).to_string(), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            parse_millis("2000-03-01T00:00:00Z"),
+            Some(11_017 * MS_PER_DAY)
+        );
+        assert_eq!(Show(-MS_PER_DAY).to_string(), "1969-12-31T00:00:00.000Z");
+        let leap_day = parse_millis("2024-02-29T00:00:00Z").unwrap();
+        assert_eq!(Show(leap_day).to_string(), "2024-02-29T00:00:00.000Z");
     }
 
     #[test]
@@ -198,9 +174,42 @@ mod tests {
     fn formats_extreme_values_without_panicking() {
         assert!(Show(i64::MAX).to_string().starts_with('+'));
         assert!(Show(i64::MIN).to_string().starts_with('-'));
+        // 10000-01-01 is 2 932 897 days after the epoch.
         assert_eq!(
-            Show(days_from_civil(10_000, 1, 1) * MS_PER_DAY).to_string(),
+            Show(2_932_897 * MS_PER_DAY).to_string(),
             "+010000-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            Show(2_932_897 * MS_PER_DAY - 1).to_string(),
+            "9999-12-31T23:59:59.999Z"
+        );
+        assert_eq!(Show(i64::MAX).to_string(), "+292278994-08-17T07:12:55.807Z");
+        assert_eq!(Show(i64::MIN).to_string(), "-292275055-05-16T16:47:04.192Z");
+        // Year 0 (1 BC) is a leap year; the year before it is -000001.
+        assert_eq!(
+            Show(-719_528 * MS_PER_DAY).to_string(),
+            "0000-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            Show(-719_528 * MS_PER_DAY - 1).to_string(),
+            "-000001-12-31T23:59:59.999Z"
+        );
+    }
+
+    #[test]
+    fn parses_the_whole_rfc3339_range() {
+        // Beyond jiff's last instant (9999-12-30T22:00:00.999999999Z).
+        assert_eq!(
+            parse_millis("9999-12-31T23:59:59.999Z"),
+            Some(2_932_897 * MS_PER_DAY - 1)
+        );
+        assert_eq!(
+            parse_millis("9999-12-31T23:59:59.999-23:59"),
+            Some(2_932_897 * MS_PER_DAY - 1 + 1_439 * 60_000)
+        );
+        assert_eq!(
+            parse_millis("0000-01-01T00:00:00+23:59"),
+            Some(-719_528 * MS_PER_DAY - 1_439 * 60_000)
         );
     }
 
