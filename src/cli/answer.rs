@@ -21,6 +21,23 @@ pub struct StrictArg {
     pub strict: bool,
 }
 
+/// What `diff` and `log` ask about: some objects, over a window.
+#[derive(Debug, Clone, Args)]
+pub struct WindowArgs {
+    /// Narrow to resource types or objects: TYPE or TYPE/NAME (deploy, cm/frontend-config)
+    #[arg(value_name = "TYPE[/NAME]")]
+    pub targets: Vec<String>,
+    /// Start of the window: now, a duration ago (30m, 2h, 1d), a time of day (14:02) or an RFC 3339 time
+    #[arg(long, default_value = "1h", value_name = "TIME")]
+    pub since: TimeArg,
+    /// End of the window (same forms)
+    #[arg(long, default_value = "now", value_name = "TIME")]
+    pub until: TimeArg,
+    /// Also show changes of the status
+    #[arg(long)]
+    pub include_status: bool,
+}
+
 /// `--since`/`--until` as a checked window at `now`.
 pub fn window(since: &TimeArg, until: &TimeArg, now: Millis) -> CliResult<TimeWindow> {
     Ok(TimeWindow::new(since.at(now)?, until.at(now)?)?)

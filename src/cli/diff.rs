@@ -1,7 +1,7 @@
 //! `diff`: what changed between two times, field by field.
 
 use super::answer::{self, StrictArg};
-use super::args::{GlobalArgs, TimeArg};
+use super::args::GlobalArgs;
 use super::reader::Reader;
 use crate::diff::{DiffOptions, render_pair, strip_noise};
 
@@ -32,18 +32,8 @@ Server-owned fields (uid, resourceVersion, generation, creationTimestamp, manage
 ownerReferences, the last-applied and revision annotations, status) are ignored unless
 --include-status (which brings back status).")]
 pub struct DiffArgs {
-    /// Narrow to resource types or objects: TYPE or TYPE/NAME (deploy, cm/frontend-config)
-    #[arg(value_name = "TYPE[/NAME]")]
-    pub targets: Vec<String>,
-    /// Start of the window: now, a duration ago (30m, 2h, 1d), a time of day (14:02) or an RFC 3339 time
-    #[arg(long, default_value = "1h", value_name = "TIME")]
-    pub since: TimeArg,
-    /// End of the window (same forms)
-    #[arg(long, default_value = "now", value_name = "TIME")]
-    pub until: TimeArg,
-    /// Also show changes of the status
-    #[arg(long)]
-    pub include_status: bool,
+    #[command(flatten)]
+    pub window: answer::WindowArgs,
     #[command(flatten)]
     pub strict: StrictArg,
 }
@@ -97,12 +87,12 @@ pub fn run(global: &GlobalArgs, args: DiffArgs) -> CliResult {
         &[Format::Text, Format::Json, Format::Yaml, Format::Unified],
     )?;
     let now = Millis::now();
-    let window = answer::window(&args.since, &args.until, now)?;
+    let window = answer::window(&args.window.since, &args.window.until, now)?;
     let reader = Reader::open(global)?;
     let history = reader.history()?;
-    let (scope, names) = answer::scope(&reader, &history, &args.targets)?;
+    let (scope, names) = answer::scope(&reader, &history, &args.window.targets)?;
     let opts = DiffOptions {
-        include_status: args.include_status,
+        include_status: args.window.include_status,
     };
     let result = history.diff(
         &scope,

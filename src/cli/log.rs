@@ -1,7 +1,7 @@
 //! `log`: what happened, in order, one line per change (docs/output.md).
 
 use super::answer::{self, StrictArg};
-use super::args::{GlobalArgs, TimeArg};
+use super::args::GlobalArgs;
 use super::diff::{BetweenOut, TEXT_WIDTH};
 use super::reader::Reader;
 use crate::diff::DiffOptions;
@@ -30,18 +30,8 @@ Times are UTC, when the recorder observed each change. RELIST marks a change
 that only a relist after a gap found: it happened at an unknown time in the
 range shown. GAP lines are stretches the recording does not cover.")]
 pub struct LogArgs {
-    /// Narrow to resource types or objects: TYPE or TYPE/NAME (deploy, cm/frontend-config)
-    #[arg(value_name = "TYPE[/NAME]")]
-    pub targets: Vec<String>,
-    /// Start of the window: now, a duration ago (30m, 2h, 1d), a time of day (14:02) or an RFC 3339 time
-    #[arg(long, default_value = "1h", value_name = "TIME")]
-    pub since: TimeArg,
-    /// End of the window (same forms)
-    #[arg(long, default_value = "now", value_name = "TIME")]
-    pub until: TimeArg,
-    /// Also show changes of the status
-    #[arg(long)]
-    pub include_status: bool,
+    #[command(flatten)]
+    pub window: answer::WindowArgs,
     #[command(flatten)]
     pub strict: StrictArg,
 }
@@ -88,12 +78,12 @@ struct LogOut<'a> {
 
 pub fn run(global: &GlobalArgs, args: LogArgs) -> CliResult {
     let format = global.format(Format::Text, &[Format::Text, Format::Json, Format::Yaml])?;
-    let window = answer::window(&args.since, &args.until, Millis::now())?;
+    let window = answer::window(&args.window.since, &args.window.until, Millis::now())?;
     let reader = Reader::open(global)?;
     let history = reader.history()?;
-    let (scope, names) = answer::scope(&reader, &history, &args.targets)?;
+    let (scope, names) = answer::scope(&reader, &history, &args.window.targets)?;
     let opts = DiffOptions {
-        include_status: args.include_status,
+        include_status: args.window.include_status,
     };
     let result = history.log(
         &scope,

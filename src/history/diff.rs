@@ -168,14 +168,7 @@ impl History<'_> {
             let mut mine: Vec<_> = touched_rows
                 .values()
                 .chain(extra_rows.values())
-                .filter(|o| o.stream == stream.info.id)
-                .filter(
-                    |o| match (&scope.namespace, stream.info.resource.namespaced) {
-                        (Some(ns), true) => &o.namespace == ns,
-                        _ => true,
-                    },
-                )
-                .filter(|o| names.allows(stream, &o.name))
+                .filter(|o| scope.holds(stream, o, names))
                 .collect();
             mine.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
             for o in mine {

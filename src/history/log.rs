@@ -193,14 +193,7 @@ impl History<'_> {
             let mut rows: Vec<_> = self
                 .objects(&mine)?
                 .into_values()
-                .filter(|o| o.stream == stream.info.id)
-                .filter(
-                    |o| match (&scope.namespace, stream.info.resource.namespaced) {
-                        (Some(ns), true) => &o.namespace == ns,
-                        _ => true,
-                    },
-                )
-                .filter(|o| names.allows(stream, &o.name))
+                .filter(|o| scope.holds(stream, o, names))
                 .collect();
             rows.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
             for o in rows {

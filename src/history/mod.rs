@@ -117,6 +117,25 @@ pub struct Scope {
     pub types: Option<Vec<ResourceType>>,
 }
 
+impl Scope {
+    /// Whether `object`, of `stream`, is one this question is about: in the
+    /// stream, in the namespace asked (for a namespaced type), and named by
+    /// `names` (when it narrows).
+    pub fn holds(
+        &self,
+        stream: &StreamHistory,
+        object: &crate::journal::versions::ObjectRow,
+        names: &diff::NameFilter,
+    ) -> bool {
+        object.stream == stream.info.id
+            && match (&self.namespace, stream.info.resource.namespaced) {
+                (Some(ns), true) => &object.namespace == ns,
+                _ => true,
+            }
+            && names.allows(stream, &object.name)
+    }
+}
+
 /// The history of one cluster as the journal holds it.
 pub struct History<'j> {
     pub journal: &'j Journal,
