@@ -6,17 +6,19 @@
 
 pub mod backoff;
 pub mod display;
+pub mod rules;
 pub mod secrets;
 pub mod stream;
 pub mod wire;
 
 use crate::cluster::ClusterAccess;
 use crate::cluster::discovery::{Catalog, ResolveError};
-use crate::journal::writer::{Change, Feed, Writer};
+use crate::journal::writer::{Change, Feed, Writer, WriterStats};
 use crate::journal::{DurablePoint, Journal, JournalError, StreamId};
 use crate::model::StreamSpec;
 use crate::model::{ResourceType, WatchType};
 use display::{Display, FeedItem, Mode};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use stream::{Phase, Stream, StreamEnd, StreamOptions, StreamStatus};
@@ -274,6 +276,123 @@ pub fn claim(
     crate::journal::StreamLease::acquire(journal.path(), holder, &ids)
 }
 
+/// Each stream's line of the final summary: the journal's counts, and what the
+/// stream itself last knew.
+fn summarize(
+    statuses: &[LiveStatus],
+    finished: Vec<StreamStatus>,
+    stats: &WriterStats,
+    found: &HashMap<StreamId, u64>,
+) -> Vec<StreamSummary> {
+    let totals = stats.streams.lock().map(|t| t.clone()).unwrap_or_default();
+    statuses
+        .iter()
+        .zip(finished)
+        .map(|((id, _), s)| {
+            let t = totals.get(id).cloned().unwrap_or_default();
+            StreamSummary {
+                name: s.name,
+                events: t.events,
+                gaps: t.gaps,
+                last_rv: if t.last_rv.is_empty() {
+                    s.last_rv
+                } else {
+                    t.last_rv
+                },
+                unavailable: s.unavailable,
+                found_by_relists: found.get(id).copied().unwrap_or(0),
+            }
+        })
+        .collect()
+}
+
+/// A stream's live status, shared with its task.
+type LiveStatus = (StreamId, Arc<Mutex<StreamStatus>>);
+
+/// Starts one task per stream; their live statuses, and the tasks.
+fn spawn_streams(
+    registered: Vec<(StreamId, StreamSpec, Option<DurablePoint>)>,
+    access: &ClusterAccess,
+    writer: &Writer,
+    opts: &StreamOptions,
+    notices: &tokio::sync::mpsc::UnboundedSender<stream::Notice>,
+    stop: &watch::Receiver<bool>,
+) -> (Vec<LiveStatus>, tokio::task::JoinSet<StreamEnd>) {
+    let mut statuses = Vec::new();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (id, spec, prior) in registered {
+        let status = Arc::new(Mutex::new(StreamStatus {
+            name: spec.name(),
+            phase: Phase::Starting,
+            events: 0,
+            last_rv: String::new(),
+            gaps: 0,
+            unavailable: None,
+        }));
+        statuses.push((id, status.clone()));
+        let stream = Stream {
+            id,
+            spec,
+            access: access.clone(),
+            writer: writer.sender(),
+            opts: opts.clone(),
+            status,
+            notices: notices.clone(),
+            prior,
+            stop: stop.clone(),
+        };
+        tasks.spawn(stream.run());
+    }
+    (statuses, tasks)
+}
+
+/// What relists found that no watch saw, looked up off the recorder's task.
+struct Relists {
+    /// Lists made durable per stream so far. The latest list of a stream is a relist
+    /// unless it is the stream's very first (a stream with history before this run
+    /// relists on its first list too). Between two looks only the latest list is
+    /// examined.
+    listed: HashMap<StreamId, u64>,
+    had_history: HashSet<StreamId>,
+    /// Changes found by relists, per stream.
+    found: HashMap<StreamId, u64>,
+    lookups: tokio::task::JoinSet<(StreamId, Option<crate::history::log::RelistFindings>)>,
+    path: std::path::PathBuf,
+    cluster: String,
+    names: HashMap<StreamId, String>,
+}
+
+impl Relists {
+    /// Starts a lookup for each stream whose latest list since the last look is a
+    /// relist (one that followed a gap or a restart).
+    fn look(&mut self, stats: &WriterStats) {
+        let totals = stats.streams.lock().map(|t| t.clone()).unwrap_or_default();
+        for (id, seen) in self.listed.iter_mut() {
+            let now = totals.get(id).map_or(0, |t| t.baselines);
+            if now > *seen && (self.had_history.contains(id) || now >= 2) {
+                let (path, cluster, id) = (self.path.clone(), self.cluster.clone(), *id);
+                self.lookups
+                    .spawn_blocking(move || (id, relist_findings(&path, &cluster, id)));
+            }
+            *seen = now;
+        }
+    }
+
+    /// Counts and shows what one lookup found.
+    fn found(
+        &mut self,
+        id: StreamId,
+        findings: Option<crate::history::log::RelistFindings>,
+        display: &Display,
+    ) {
+        if let Some(f) = findings {
+            *self.found.entry(id).or_default() += f.count() as u64;
+            let name = self.names.get(&id).cloned().unwrap_or_default();
+            display.feed_line(&relist_line(&name, &f));
+        }
+    }
+}
+
 /// Records `streams` into `journal` until `stop` turns true. The caller holds
 /// a [`claim`] on the streams for the whole call.
 pub async fn record(
@@ -296,7 +415,7 @@ pub async fn record(
         let prior = journal.last_durable(id)?;
         registered.push((id, spec, prior));
     }
-    let kinds: std::collections::HashMap<StreamId, ResourceType> = registered
+    let kinds: HashMap<StreamId, ResourceType> = registered
         .iter()
         .map(|(id, spec, _)| (*id, spec.resource.clone()))
         .collect();
@@ -309,7 +428,7 @@ pub async fn record(
     let writer = Writer::start_with_feed(journal, feed)?;
     let stats = writer.stats();
     let names: Vec<String> = registered.iter().map(|(_, s, _)| s.name()).collect();
-    let names_by_id: std::collections::HashMap<StreamId, String> = registered
+    let names_by_id: HashMap<StreamId, String> = registered
         .iter()
         .map(|(id, s, _)| (*id, s.name()))
         .collect();
@@ -317,53 +436,36 @@ pub async fn record(
     // Unbounded: a warning is never dropped because the display fell behind
     // (notices are few and small).
     let (notice_tx, mut notice_rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut statuses = Vec::new();
-    let mut tasks = tokio::task::JoinSet::new();
-    let had_history: std::collections::HashSet<StreamId> = registered
+    let had_history: HashSet<StreamId> = registered
         .iter()
         .filter(|(_, _, prior)| prior.is_some())
         .map(|(id, _, _)| *id)
         .collect();
-    for (id, spec, prior) in registered {
-        let status = Arc::new(Mutex::new(StreamStatus {
-            name: spec.name(),
-            phase: Phase::Starting,
-            events: 0,
-            last_rv: String::new(),
-            gaps: 0,
-            unavailable: None,
-        }));
-        statuses.push((id, status.clone()));
-        let stream = Stream {
-            id,
-            spec,
-            access: access.clone(),
-            writer: writer.sender(),
-            opts: options.stream.clone(),
-            status,
-            notices: notice_tx.clone(),
-            prior,
-            stop: stop.clone(),
-        };
-        tasks.spawn(stream.run());
-    }
+    let (statuses, mut tasks) = spawn_streams(
+        registered,
+        access,
+        &writer,
+        &options.stream,
+        &notice_tx,
+        &stop,
+    );
     drop(notice_tx);
 
-    let snapshot = |statuses: &[(StreamId, Arc<Mutex<StreamStatus>>)]| -> Vec<StreamStatus> {
+    let snapshot = |statuses: &[LiveStatus]| -> Vec<StreamStatus> {
         statuses
             .iter()
             .filter_map(|(_, s)| s.lock().ok().map(|s| s.clone()))
             .collect()
     };
-    // Lists made durable per stream so far. The latest list of a stream is a
-    // relist unless it is the stream's very first (a stream with history
-    // before this run relists on its first list too). Between two looks only
-    // the latest list is examined.
-    let mut listed: std::collections::HashMap<StreamId, u64> =
-        statuses.iter().map(|(id, _)| (*id, 0)).collect();
-    let is_relist = |id: &StreamId, lists: u64| had_history.contains(id) || lists >= 2;
-    let mut found: std::collections::HashMap<StreamId, u64> = Default::default();
-    let mut lookups = tokio::task::JoinSet::new();
+    let mut relists = Relists {
+        listed: statuses.iter().map(|(id, _)| (*id, 0)).collect(),
+        had_history,
+        found: HashMap::new(),
+        lookups: tokio::task::JoinSet::new(),
+        path,
+        cluster: target.cluster_id.clone(),
+        names: names_by_id,
+    };
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     let mut failure: Option<JournalError> = None;
     let mut stopping = false;
@@ -371,24 +473,10 @@ pub async fn record(
         tokio::select! {
             _ = tick.tick() => {
                 display.refresh(&snapshot(&statuses));
-                // A list that followed a gap (or a restart): look, off this
-                // task, at what it found that no watch saw.
-                let totals = stats.streams.lock().map(|t| t.clone()).unwrap_or_default();
-                for (id, seen) in listed.iter_mut() {
-                    let now = totals.get(id).map_or(0, |t| t.baselines);
-                    if now > *seen && is_relist(id, now) {
-                        let (path, cluster, id) = (path.clone(), target.cluster_id.clone(), *id);
-                        lookups.spawn_blocking(move || (id, relist_findings(&path, &cluster, id)));
-                    }
-                    *seen = now;
-                }
+                relists.look(&stats);
             }
-            Some(Ok((id, findings))) = lookups.join_next(), if !lookups.is_empty() => {
-                if let Some(f) = findings {
-                    *found.entry(id).or_default() += f.count() as u64;
-                    let name = names_by_id.get(&id).cloned().unwrap_or_default();
-                    display.feed_line(&relist_line(&name, &f));
-                }
+            Some(Ok((id, findings))) = relists.lookups.join_next(), if !relists.lookups.is_empty() => {
+                relists.found(id, findings, &display);
             }
             Some(n) = notice_rx.recv() => display.notice(&n),
             Some(change) = feed_rx.recv() => {
@@ -419,19 +507,10 @@ pub async fn record(
     }
     // Lists made durable since the last tick, and lookups still running:
     // the summary counts every relist of this run.
-    let totals = stats.streams.lock().map(|t| t.clone()).unwrap_or_default();
-    for (id, seen) in &listed {
-        let now = totals.get(id).map_or(0, |t| t.baselines);
-        if now > *seen && is_relist(id, now) {
-            let (path, cluster, id) = (path.clone(), target.cluster_id.clone(), *id);
-            lookups.spawn_blocking(move || (id, relist_findings(&path, &cluster, id)));
-        }
-    }
-    while let Some(joined) = lookups.join_next().await {
-        if let Ok((id, Some(f))) = joined {
-            *found.entry(id).or_default() += f.count() as u64;
-            let name = names_by_id.get(&id).cloned().unwrap_or_default();
-            display.feed_line(&relist_line(&name, &f));
+    relists.look(&stats);
+    while let Some(joined) = relists.lookups.join_next().await {
+        if let Ok((id, findings)) = joined {
+            relists.found(id, findings, &display);
         }
     }
     let finished = snapshot(&statuses);
@@ -444,26 +523,7 @@ pub async fn record(
         });
     }
     written?;
-    let totals = stats.streams.lock().map(|t| t.clone()).unwrap_or_default();
-    let streams = statuses
-        .iter()
-        .zip(finished)
-        .map(|((id, _), s)| {
-            let t = totals.get(id).cloned().unwrap_or_default();
-            StreamSummary {
-                name: s.name,
-                events: t.events,
-                gaps: t.gaps,
-                last_rv: if t.last_rv.is_empty() {
-                    s.last_rv
-                } else {
-                    t.last_rv
-                },
-                unavailable: s.unavailable,
-                found_by_relists: found.get(id).copied().unwrap_or(0),
-            }
-        })
-        .collect();
+    let streams = summarize(&statuses, finished, &stats, &relists.found);
     Ok(RecordSummary {
         cluster_id: target.cluster_id.clone(),
         elapsed: started.elapsed(),

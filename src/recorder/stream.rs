@@ -12,6 +12,7 @@
 //! ```
 
 use super::backoff::Backoff;
+use super::rules::{Effect, Next, Rules, Step, WatchEnd, secs};
 use super::secrets::redact_secret;
 use super::wire::{self, WireEvent};
 use crate::cluster::ClusterAccess;
@@ -131,25 +132,14 @@ pub enum StreamEnd {
     WriterFailed(crate::journal::JournalError),
 }
 
-/// Why the watch loop handed control back.
-enum WatchEnd {
-    /// Stopped while watching: complete up to now.
-    Stop,
-    /// Stopped before the watch was open again: complete only up to the last
-    /// durable point, so no stop checkpoint claims the time since.
-    StopUnconfirmed,
-    /// History is lost: record a gap and relist.
-    Expired(String),
-    Unavailable(ApiError),
-    /// The stream could not be read (an event too large, or cut off): retried
-    /// from the same resourceVersion, but not forever.
-    Unreadable(String),
-    /// Reconnect from the same resourceVersion after a delay.
-    Retry {
-        why: String,
-        retry_after: Option<Duration>,
-        healthy: bool,
-    },
+/// Where an open watch stands.
+struct WatchCursor {
+    /// The resourceVersion of the last event or bookmark journaled.
+    rv: String,
+    /// The watch delivered an event or bookmark.
+    got_data: bool,
+    /// Something was journaled since the last heartbeat tick.
+    wrote_since_tick: bool,
 }
 
 enum ListEnd {
@@ -223,232 +213,89 @@ impl Stream {
         }
     }
 
+    /// Carries out the rules' decisions (see [`super::rules`]): the only place a
+    /// stream lists, watches, writes gaps and coverage, and waits.
     async fn run_inner(&mut self) -> Result<()> {
         let seed =
             Millis::now().as_ms() as u64 ^ (self.id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let mut backoff = Backoff::new(self.opts.backoff_initial, self.opts.backoff_max, seed);
-        // Where history was last known complete; a gap starts here.
-        let mut durable: Option<(i64, String)> = self.prior.clone();
-        // Gaps are written when they are detected; the next baseline closes them.
-        let mut gap_open = false;
-        if let Some((at, rv)) = self.prior.clone() {
-            self.gap(at, Some(rv), "recorder not running".into())
-                .await?;
-            gap_open = true;
-        }
-        let mut unavailable: Option<String> = None;
-        let mut resume: Option<String> = None;
-        let mut expired_in_a_row = 0u32;
-        // Where the stream last failed to be read, and how often in a row.
-        let mut unreadable: Option<(String, u32)> = None;
-
+        let backoff = Backoff::new(self.opts.backoff_initial, self.opts.backoff_max, seed);
+        let (mut rules, effects) =
+            Rules::start(backoff, self.opts.unavailable_retry, self.prior.clone());
+        self.carry_out(effects).await?;
         loop {
             if self.stopped() {
                 return Ok(());
             }
-            let rv = match resume.clone() {
-                Some(rv) => rv,
-                None => {
+            let decision = match rules.next() {
+                Step::List => {
                     self.set_phase(Phase::Listing);
                     match self.list().await? {
                         ListEnd::Stop => return Ok(()),
                         ListEnd::Done { rv, items } => {
-                            gap_open = false;
-                            if let Some(reason) = unavailable.take() {
-                                self.send(Op::Coverage {
-                                    stream: self.id,
-                                    at: Millis::now().as_ms(),
-                                    info: CoverageInfo {
-                                        available: true,
-                                        reason: format!("available again after {reason}"),
-                                    },
-                                })
-                                .await?;
-                                self.notice(format!("available again (was: {reason})"), false);
-                            }
-                            self.notice(
-                                format!("listed {items} objects at resourceVersion {rv}"),
-                                false,
-                            );
-                            durable = Some((Millis::now().as_ms(), rv.clone()));
-                            resume = Some(rv.clone());
-                            rv
+                            rules.listed(Millis::now().as_ms(), &rv, items)
                         }
-                        ListEnd::Failed(e) if is_unavailable(&e) => {
-                            self.mark_unavailable(&e, &mut unavailable, &mut gap_open, &durable)
-                                .await?;
-                            if self.pause(self.opts.unavailable_retry).await {
-                                return Ok(());
-                            }
-                            continue;
-                        }
-                        ListEnd::Failed(e) => {
-                            let d = backoff.delay(retry_after(&e));
-                            self.set_phase(Phase::Retrying(short(&e)));
-                            self.notice(format!("list failed: {e}; retrying in {}", secs(d)), true);
-                            if self.pause(d).await {
-                                return Ok(());
-                            }
-                            continue;
-                        }
+                        ListEnd::Failed(e) => rules.list_failed(&e, &short(&e)),
                     }
+                }
+                Step::Watch(rv) => {
+                    let end = self.watch(&rv, &mut rules).await?;
+                    rules.watch_ended(end, &rv, Millis::now().as_ms())
                 }
             };
-
-            let end = match self.watch(&rv, &mut durable, &mut backoff).await? {
-                // The same event cannot be read three times: skip past it with a
-                // gap and a relist rather than retry forever.
-                WatchEnd::Unreadable(why) => {
-                    let at = durable.as_ref().map_or(rv.clone(), |(_, r)| r.clone());
-                    let n = match &unreadable {
-                        Some((r, n)) if *r == at => n + 1,
-                        _ => 1,
-                    };
-                    unreadable = Some((at.clone(), n));
-                    if n >= 3 {
-                        unreadable = None;
-                        WatchEnd::Expired(format!(
-                            "the watch cannot be read past resourceVersion {at}: {why}"
-                        ))
-                    } else {
-                        WatchEnd::Retry {
-                            why,
-                            retry_after: None,
-                            healthy: false,
-                        }
-                    }
-                }
-                other => other,
-            };
-            match end {
-                WatchEnd::Stop => {
-                    if let Some((_, rv)) = &durable {
-                        self.send(Op::Checkpoint {
-                            stream: self.id,
-                            at: Millis::now().as_ms(),
-                            rv: rv.clone(),
-                            reason: CheckpointReason::Stop,
-                        })
-                        .await?;
-                    }
-                    return Ok(());
-                }
-                WatchEnd::StopUnconfirmed => return Ok(()),
-                WatchEnd::Unreadable(_) => {}
-                WatchEnd::Expired(reason) => {
-                    expired_in_a_row += 1;
-                    let (from, from_rv) = durable
-                        .clone()
-                        .map_or((Millis::now().as_ms(), None), |(at, rv)| (at, Some(rv)));
-                    self.gap(from, from_rv, reason.clone()).await?;
-                    gap_open = true;
-                    self.notice(
-                        format!("history lost ({reason}): gap recorded, relisting"),
-                        true,
-                    );
-                    resume = None;
-                    // A server that answers 410 to a fresh list's resourceVersion again
-                    // and again must not be hammered.
-                    if expired_in_a_row > 1 {
-                        let d = backoff.delay(None);
-                        self.set_phase(Phase::Retrying("410 after relist".into()));
-                        if self.pause(d).await {
-                            return Ok(());
-                        }
-                    }
-                }
-                WatchEnd::Unavailable(e) => {
-                    resume = None;
-                    self.mark_unavailable(&e, &mut unavailable, &mut gap_open, &durable)
-                        .await?;
-                    if self.pause(self.opts.unavailable_retry).await {
-                        return Ok(());
-                    }
-                }
-                WatchEnd::Retry {
-                    why,
-                    retry_after,
-                    healthy,
-                } => {
-                    if healthy {
-                        backoff.reset();
-                        expired_in_a_row = 0;
-                    }
-                    let d = backoff.delay(retry_after);
-                    self.set_phase(Phase::Retrying(why.clone()));
-                    if !healthy {
-                        let from = durable.as_ref().map_or("?", |(_, rv)| rv.as_str());
-                        self.notice(
-                            format!(
-                                "watch interrupted ({why}); resuming from {from} in {}",
-                                secs(d)
-                            ),
-                            true,
-                        );
-                    }
-                    // Stopping while waiting: the stream was complete up to its last
-                    // durable point only, so no stop checkpoint claims more.
+            self.carry_out(decision.effects).await?;
+            match decision.next {
+                Next::Go => {}
+                Next::Pause(d) => {
                     if self.pause(d).await {
                         return Ok(());
                     }
-                    if let Some((_, rv)) = &durable {
-                        resume = Some(rv.clone());
-                    }
                 }
+                Next::Finish => return Ok(()),
             }
         }
     }
 
-    async fn gap(&self, from: i64, from_rv: Option<String>, reason: String) -> Result<()> {
-        self.send(Op::Gap {
-            stream: self.id,
-            at: Millis::now().as_ms(),
-            info: GapInfo {
-                from,
-                from_rv: from_rv.filter(|r| !r.is_empty()),
-                reason,
-            },
-        })
-        .await?;
-        self.update(|s| s.gaps += 1);
-        Ok(())
-    }
-
-    /// Writes the coverage change (once). A stream that was covered loses its
-    /// history from the last durable point: that is a gap too.
-    async fn mark_unavailable(
-        &self,
-        e: &ApiError,
-        unavailable: &mut Option<String>,
-        gap_open: &mut bool,
-        durable: &Option<(i64, String)>,
-    ) -> Result<()> {
-        let reason = short(e);
-        self.set_phase(Phase::Unavailable(reason.clone()));
-        if unavailable.is_some() {
-            return Ok(());
+    async fn carry_out(&self, effects: Vec<Effect>) -> Result<()> {
+        for effect in effects {
+            match effect {
+                Effect::Gap {
+                    from,
+                    from_rv,
+                    reason,
+                } => {
+                    self.send(Op::Gap {
+                        stream: self.id,
+                        at: Millis::now().as_ms(),
+                        info: GapInfo {
+                            from,
+                            from_rv,
+                            reason,
+                        },
+                    })
+                    .await?;
+                    self.update(|s| s.gaps += 1);
+                }
+                Effect::Coverage { available, reason } => {
+                    self.send(Op::Coverage {
+                        stream: self.id,
+                        at: Millis::now().as_ms(),
+                        info: CoverageInfo { available, reason },
+                    })
+                    .await?;
+                }
+                Effect::StopCheckpoint { rv } => {
+                    self.send(Op::Checkpoint {
+                        stream: self.id,
+                        at: Millis::now().as_ms(),
+                        rv,
+                        reason: CheckpointReason::Stop,
+                    })
+                    .await?;
+                }
+                Effect::Notice { text, warning } => self.notice(text, warning),
+                Effect::Phase(phase) => self.set_phase(phase),
+            }
         }
-        if !*gap_open && let Some((at, rv)) = durable.clone() {
-            self.gap(at, Some(rv), reason.clone()).await?;
-            *gap_open = true;
-        }
-        self.send(Op::Coverage {
-            stream: self.id,
-            at: Millis::now().as_ms(),
-            info: CoverageInfo {
-                available: false,
-                reason: reason.clone(),
-            },
-        })
-        .await?;
-        self.notice(
-            format!(
-                "unavailable: {e}; other streams keep recording, retrying every {}",
-                secs(self.opts.unavailable_retry)
-            ),
-            true,
-        );
-        *unavailable = Some(reason);
         Ok(())
     }
 
@@ -558,13 +405,7 @@ impl Stream {
     }
 
     /// Watches from exactly `rv` until something ends the watch.
-    async fn watch(
-        &mut self,
-        rv: &str,
-        durable: &mut Option<(i64, String)>,
-        backoff: &mut Backoff,
-    ) -> Result<WatchEnd> {
-        let redact = self.spec.resource.is_secret();
+    async fn watch(&mut self, rv: &str, rules: &mut Rules) -> Result<WatchEnd> {
         let opened = api::open_watch(
             &self.access,
             &self.spec.resource,
@@ -586,11 +427,13 @@ impl Stream {
             self.notice(format!("watching from resourceVersion {rv}"), false);
         }
         let started = Instant::now();
-        let mut got_data = false;
-        let mut current_rv = rv.to_string();
+        let mut cursor = WatchCursor {
+            rv: rv.to_string(),
+            got_data: false,
+            wrote_since_tick: false,
+        };
         let mut heartbeat = tokio::time::interval(self.opts.heartbeat);
         heartbeat.tick().await;
-        let mut wrote_since_tick = false;
         // The server ends a watch after `timeoutSeconds`; silence well past
         // that means a dead connection that never closed. Heartbeats must not
         // go on claiming coverage over it: reconnect from the same point.
@@ -617,25 +460,25 @@ impl Stream {
                         });
                     }
                     _ = heartbeat.tick() => {
-                        if !wrote_since_tick {
+                        if !cursor.wrote_since_tick {
                             let at = Millis::now().as_ms();
                             self.send(Op::Checkpoint {
                                 stream: self.id,
                                 at,
-                                rv: current_rv.clone(),
+                                rv: cursor.rv.clone(),
                                 reason: CheckpointReason::Heartbeat,
                             })
                             .await?;
-                            *durable = Some((at, current_rv.clone()));
+                            rules.progress(at, &cursor.rv);
                         }
-                        wrote_since_tick = false;
+                        cursor.wrote_since_tick = false;
                         continue;
                     }
                     _ = self.stop.changed() => return Ok(WatchEnd::Stop),
                 }
             };
             last_line = tokio::time::Instant::now();
-            let healthy = got_data || started.elapsed() >= Duration::from_secs(10);
+            let healthy = cursor.got_data || started.elapsed() >= Duration::from_secs(10);
             let line = match line {
                 Ok(Some(line)) => line,
                 Ok(None) => {
@@ -654,67 +497,83 @@ impl Stream {
                     });
                 }
             };
-            match wire::decode_line(&line) {
-                Ok(WireEvent::Object {
-                    watch_type,
-                    meta,
-                    raw,
-                }) => {
-                    got_data = true;
-                    let at = Millis::now().as_ms();
-                    current_rv = meta.resource_version.clone();
-                    let body = if redact { redact_secret(&raw) } else { raw };
-                    self.send(Op::Event {
-                        stream: self.id,
-                        at,
-                        watch_type,
-                        meta,
-                        body,
-                    })
-                    .await?;
-                    *durable = Some((at, current_rv.clone()));
-                    wrote_since_tick = true;
-                    let rv = current_rv.clone();
-                    self.update(|s| {
-                        s.events += 1;
-                        s.last_rv = rv;
-                    });
-                    if got_data {
-                        backoff.reset();
-                    }
-                }
-                Ok(WireEvent::Bookmark { resource_version }) => {
-                    got_data = true;
-                    let at = Millis::now().as_ms();
-                    current_rv = resource_version;
-                    self.send(Op::Checkpoint {
-                        stream: self.id,
-                        at,
-                        rv: current_rv.clone(),
-                        reason: CheckpointReason::Bookmark,
-                    })
-                    .await?;
-                    *durable = Some((at, current_rv.clone()));
-                    wrote_since_tick = true;
-                    if self.opts.verbose {
-                        self.notice(format!("bookmark: complete up to {current_rv}"), false);
-                    }
-                    let rv = current_rv.clone();
-                    self.update(|s| s.last_rv = rv);
-                }
-                Ok(WireEvent::Error(e)) => return Ok(classify_watch_error(e, true)),
-                Err(bad) => {
-                    // Never journaled, never skipped silently: say so and resume from
-                    // the last event before it, so whatever the line held is resent;
-                    // the same line three times in a row becomes a gap and a relist.
-                    self.notice(
-                        format!("{bad}; reconnecting from resourceVersion {current_rv}"),
-                        true,
-                    );
-                    return Ok(WatchEnd::Unreadable(bad.to_string()));
-                }
+            if let Some(end) = self.journal_line(&line, &mut cursor, rules).await? {
+                return Ok(end);
             }
         }
+    }
+
+    /// Journals one line of the watch: an event, a bookmark, or the end of the watch
+    /// (an ERROR event, or a line that cannot be read).
+    async fn journal_line(
+        &self,
+        line: &[u8],
+        cursor: &mut WatchCursor,
+        rules: &mut Rules,
+    ) -> Result<Option<WatchEnd>> {
+        match wire::decode_line(line) {
+            Ok(WireEvent::Object {
+                watch_type,
+                meta,
+                raw,
+            }) => {
+                cursor.got_data = true;
+                let at = Millis::now().as_ms();
+                cursor.rv = meta.resource_version.clone();
+                let body = if self.spec.resource.is_secret() {
+                    redact_secret(&raw)
+                } else {
+                    raw
+                };
+                self.send(Op::Event {
+                    stream: self.id,
+                    at,
+                    watch_type,
+                    meta,
+                    body,
+                })
+                .await?;
+                rules.progress(at, &cursor.rv);
+                cursor.wrote_since_tick = true;
+                let rv = cursor.rv.clone();
+                self.update(|s| {
+                    s.events += 1;
+                    s.last_rv = rv;
+                });
+                rules.healthy();
+            }
+            Ok(WireEvent::Bookmark { resource_version }) => {
+                cursor.got_data = true;
+                let at = Millis::now().as_ms();
+                cursor.rv = resource_version;
+                self.send(Op::Checkpoint {
+                    stream: self.id,
+                    at,
+                    rv: cursor.rv.clone(),
+                    reason: CheckpointReason::Bookmark,
+                })
+                .await?;
+                rules.progress(at, &cursor.rv);
+                cursor.wrote_since_tick = true;
+                if self.opts.verbose {
+                    self.notice(format!("bookmark: complete up to {}", cursor.rv), false);
+                }
+                let rv = cursor.rv.clone();
+                self.update(|s| s.last_rv = rv);
+            }
+            Ok(WireEvent::Error(e)) => return Ok(Some(classify_watch_error(e, true))),
+            Err(bad) => {
+                // Never journaled, never skipped silently: say so and resume from
+                // the last event before it, so whatever the line held is resent;
+                // the same line three times in a row becomes a gap and a relist.
+                self.notice(
+                    format!("{bad}; reconnecting from resourceVersion {}", cursor.rv),
+                    true,
+                );
+                return Ok(Some(WatchEnd::Unreadable(bad.to_string())));
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -729,7 +588,10 @@ fn classify_watch_error(e: ApiError, in_stream: bool) -> WatchEnd {
                 " (at watch start)"
             }
         )),
-        Some(403) | Some(404) => WatchEnd::Unavailable(e),
+        Some(403) | Some(404) => WatchEnd::Unavailable {
+            short: short(&e),
+            full: e.to_string(),
+        },
         Some(504) if message_of(&e).contains("too large resource version") => {
             WatchEnd::Expired("504 ResourceVersionTooLarge".into())
         }
@@ -746,20 +608,12 @@ fn classify_watch_error(e: ApiError, in_stream: bool) -> WatchEnd {
         )),
         _ => WatchEnd::Retry {
             why: short(&e),
-            retry_after: retry_after(&e),
+            retry_after: match &e {
+                ApiError::Status { retry_after, .. } => *retry_after,
+                _ => None,
+            },
             healthy: false,
         },
-    }
-}
-
-fn is_unavailable(e: &ApiError) -> bool {
-    matches!(e.code(), Some(403) | Some(404))
-}
-
-fn retry_after(e: &ApiError) -> Option<Duration> {
-    match e {
-        ApiError::Status { retry_after, .. } => *retry_after,
-        _ => None,
     }
 }
 
@@ -799,14 +653,6 @@ pub fn short(e: &ApiError) -> String {
     }
 }
 
-fn secs(d: Duration) -> String {
-    if d >= Duration::from_secs(1) {
-        format!("{:.0}s", d.as_secs_f64())
-    } else {
-        format!("{}ms", d.as_millis())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -842,7 +688,7 @@ mod tests {
         ));
         assert!(matches!(
             classify_watch_error(status(403, "Forbidden", "no"), true),
-            WatchEnd::Unavailable(_)
+            WatchEnd::Unavailable { .. }
         ));
     }
 
