@@ -2,7 +2,7 @@
 //! line, for other tools. The shape is docs/output.md's (fields that do not apply
 //! are null); object bodies are embedded byte for byte as recorded.
 
-use super::read::StreamInfo;
+use super::read::{RecordView, StreamInfo};
 use super::schema::kind;
 use super::versions::BaselineRef;
 use super::{Journal, JournalError, StreamId};
@@ -23,8 +23,8 @@ pub struct ExportOptions {
     pub cluster: Option<String>,
 }
 
-/// One exported line.
-#[derive(Serialize)]
+/// One exported line; every field a record does not have stays null.
+#[derive(Serialize, Default)]
 struct Line<'a> {
     seq: Option<i64>,
     record: &'static str,
@@ -152,101 +152,8 @@ pub fn export(
             if !in_window(r.observed_at) {
                 continue;
             }
-            let mut line = Line {
-                seq: Some(r.seq),
-                record: "checkpoint",
-                cluster: &stream.info.cluster,
-                stream: Some(stream.name.clone()),
-                observed_at: time(r.observed_at),
-                watch_type: None,
-                synthetic: false,
-                resource_version: r.resource_version.as_deref(),
-                uid: None,
-                kind: Some(&stream.info.resource.kind),
-                api_version: Some(stream.api_version.clone()),
-                namespace: None,
-                name: None,
-                object: None,
-                list_resource_version: None,
-                from: None,
-                to: None,
-                reason: None,
-                info: None,
-            };
-            match r.kind {
-                kind::EVENT | kind::BASELINE_ITEM => {
-                    if r.kind == kind::BASELINE_ITEM {
-                        // Items of a list that never completed are not a baseline.
-                        let Some(b) = stream.baselines.iter().find(|b| Some(b.token) == r.aux)
-                        else {
-                            continue;
-                        };
-                        line.record = "baseline";
-                        line.synthetic = true;
-                        line.list_resource_version = Some(&b.resource_version);
-                    } else {
-                        line.record = "event";
-                        line.watch_type = r.watch_type.map(|w| w.as_str());
-                    }
-                    line.namespace = r.namespace.as_deref().filter(|n| !n.is_empty());
-                    line.name = r.name.as_deref();
-                    if let Some(body) = r.body.clone() {
-                        line.uid = uid_of(&body);
-                        line.object = raw(body);
-                    }
-                    write(&line, out)?;
-                }
-                kind::BASELINE => {
-                    // A list with items is its items' lines; an empty one is one line.
-                    let empty = stream
-                        .baselines
-                        .iter()
-                        .find(|b| b.seq == r.seq)
-                        .is_some_and(|b| b.items == 0);
-                    if empty {
-                        line.record = "baseline";
-                        line.synthetic = true;
-                        line.list_resource_version = r.resource_version.as_deref();
-                        write(&line, out)?;
-                    }
-                }
-                kind::GAP => {
-                    let gap: super::records::GapInfo = r
-                        .info
-                        .as_deref()
-                        .and_then(|i| serde_json::from_str(i).ok())
-                        .unwrap_or(super::records::GapInfo {
-                            from: r.observed_at,
-                            from_rv: None,
-                            reason: "gap".into(),
-                        });
-                    let to = stream
-                        .baselines
-                        .iter()
-                        .find(|b| b.seq > r.seq)
-                        .map(|b| time(b.observed_at));
-                    line.record = "gap";
-                    line.kind = None;
-                    line.api_version = None;
-                    line.resource_version = None;
-                    line.from = Some(time(gap.from));
-                    line.to = Some(to);
-                    line.reason = Some(gap.reason);
-                    line.info = r.info.clone().and_then(|i| RawValue::from_string(i).ok());
-                    write(&line, out)?;
-                }
-                kind::COVERAGE | kind::CHECKPOINT => {
-                    line.record = if r.kind == kind::COVERAGE {
-                        "coverage"
-                    } else {
-                        "checkpoint"
-                    };
-                    line.kind = None;
-                    line.api_version = None;
-                    line.info = r.info.clone().and_then(|i| RawValue::from_string(i).ok());
-                    write(&line, out)?;
-                }
-                _ => {}
+            if let Some(line) = record_line(stream, &r) {
+                write(&line, out)?;
             }
         }
     }
@@ -257,51 +164,123 @@ pub fn export(
     Ok(lines)
 }
 
+/// The line of one record of `stream`, or none: items of a list that never completed
+/// are not a baseline, and a list with items is its items' lines.
+fn record_line<'a>(stream: &'a StreamMeta, r: &'a RecordView) -> Option<Line<'a>> {
+    let common = || Line {
+        seq: Some(r.seq),
+        cluster: &stream.info.cluster,
+        stream: Some(stream.name.clone()),
+        observed_at: time(r.observed_at),
+        resource_version: r.resource_version.as_deref(),
+        ..Line::default()
+    };
+    let typed = || Line {
+        kind: Some(&stream.info.resource.kind),
+        api_version: Some(stream.api_version.clone()),
+        ..common()
+    };
+    let info = || r.info.clone().and_then(|i| RawValue::from_string(i).ok());
+    match r.kind {
+        kind::EVENT | kind::BASELINE_ITEM => {
+            let object = |line: Line<'a>| {
+                let body = r.body.clone();
+                Line {
+                    namespace: r.namespace.as_deref().filter(|n| !n.is_empty()),
+                    name: r.name.as_deref(),
+                    uid: body.as_deref().and_then(uid_of),
+                    object: body.and_then(raw),
+                    ..line
+                }
+            };
+            if r.kind == kind::EVENT {
+                return Some(object(Line {
+                    record: "event",
+                    watch_type: r.watch_type.map(|w| w.as_str()),
+                    ..typed()
+                }));
+            }
+            let b = stream.baselines.iter().find(|b| Some(b.token) == r.aux)?;
+            Some(object(Line {
+                record: "baseline",
+                synthetic: true,
+                list_resource_version: Some(&b.resource_version),
+                ..typed()
+            }))
+        }
+        kind::BASELINE => {
+            let empty = stream
+                .baselines
+                .iter()
+                .find(|b| b.seq == r.seq)
+                .is_some_and(|b| b.items == 0);
+            empty.then(|| Line {
+                record: "baseline",
+                synthetic: true,
+                list_resource_version: r.resource_version.as_deref(),
+                ..typed()
+            })
+        }
+        kind::GAP => {
+            let gap: super::records::GapInfo = r
+                .info
+                .as_deref()
+                .and_then(|i| serde_json::from_str(i).ok())
+                .unwrap_or(super::records::GapInfo {
+                    from: r.observed_at,
+                    from_rv: None,
+                    reason: "gap".into(),
+                });
+            // A gap ends with the next baseline of its stream, or is still open.
+            let to = stream
+                .baselines
+                .iter()
+                .find(|b| b.seq > r.seq)
+                .map(|b| time(b.observed_at));
+            Some(Line {
+                record: "gap",
+                resource_version: None,
+                from: Some(time(gap.from)),
+                to: Some(to),
+                reason: Some(gap.reason),
+                info: info(),
+                ..common()
+            })
+        }
+        kind::COVERAGE => Some(Line {
+            record: "coverage",
+            info: info(),
+            ..common()
+        }),
+        kind::CHECKPOINT => Some(Line {
+            record: "checkpoint",
+            info: info(),
+            ..common()
+        }),
+        _ => None,
+    }
+}
+
 /// A replay plan: `name` is its ID, `reason` its status, `info` the whole plan.
 fn plan_line(p: &super::plans::SavedPlan) -> Line<'_> {
     Line {
-        seq: None,
         record: "plan",
         cluster: &p.cluster,
-        stream: None,
         observed_at: time(p.created_at),
-        watch_type: None,
-        synthetic: false,
-        resource_version: None,
-        uid: None,
-        kind: None,
-        api_version: None,
-        namespace: None,
         name: Some(&p.id),
-        object: None,
-        list_resource_version: None,
-        from: None,
-        to: None,
         reason: Some(p.status.clone()),
         info: RawValue::from_string(p.info.clone()).ok(),
+        ..Line::default()
     }
 }
 
 fn snapshot_line(s: &super::snapshots::SavedSnapshot) -> Line<'_> {
     Line {
-        seq: None,
         record: "snapshot",
         cluster: &s.cluster,
-        stream: None,
         observed_at: time(s.created_at),
-        watch_type: None,
-        synthetic: false,
-        resource_version: None,
-        uid: None,
-        kind: None,
-        api_version: None,
-        namespace: None,
         name: Some(&s.name),
-        object: None,
-        list_resource_version: None,
-        from: None,
-        to: None,
-        reason: None,
         info: RawValue::from_string(s.info.clone()).ok(),
+        ..Line::default()
     }
 }
