@@ -564,6 +564,31 @@ pub(crate) fn simulates(def: &ResourceDef) -> bool {
         )
 }
 
+/// What the simulated controllers read of an object before they write its status.
+struct Seen {
+    generation: i64,
+    name: String,
+    /// `spec.replicas`, 1 when unset.
+    replicas: i64,
+    observed: i64,
+    /// The status already says what the controller would write.
+    converged: bool,
+}
+
+/// Sets each count to `replicas`, or removes it at zero (as the controllers omit zeros).
+fn set_counts(m: &mut Map<String, Value>, replicas: i64, keys: &[&str]) {
+    for k in keys {
+        if replicas > 0 {
+            m.insert((*k).into(), json!(replicas));
+        } else {
+            m.remove(*k);
+        }
+    }
+}
+
+/// What the controllers of a real cluster would soon write to a stored object: runs the
+/// one for `def` on `obj`, and returns the field manager it writes as, or none when it
+/// has nothing to change (docs/simulator.md).
 pub(crate) fn simulate_controllers(
     def: &ResourceDef,
     obj: &mut Value,
@@ -571,248 +596,270 @@ pub(crate) fn simulate_controllers(
     alloc: &mut Allocator,
 ) -> Option<&'static str> {
     let generation = int(jsonx::get(obj, "/metadata/generation"));
-    let name = jsonx::get(obj, "/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
     let replicas = jsonx::get(obj, "/spec/replicas")
         .and_then(Value::as_i64)
         .unwrap_or(1)
         .max(0);
     let observed = int(jsonx::get(obj, "/status/observedGeneration"));
-    let status_replicas = int(jsonx::get(obj, "/status/replicas"));
-    let converged =
-        observed == generation && status_replicas == replicas && obj.get("status").is_some();
-    let root = obj.as_object_mut()?;
-    let counts = |m: &mut Map<String, Value>, keys: &[&str]| {
-        for k in keys {
-            if replicas > 0 {
-                m.insert((*k).into(), json!(replicas));
-            } else {
-                m.remove(*k);
-            }
-        }
+    let seen = Seen {
+        generation,
+        name: jsonx::text(obj, "/metadata/name").to_string(),
+        replicas,
+        observed,
+        converged: observed == generation
+            && int(jsonx::get(obj, "/status/replicas")) == replicas
+            && obj.get("status").is_some(),
     };
+    let root = obj.as_object_mut()?;
     match (def.builtin, def.group.as_str(), def.kind.as_str()) {
-        (true, "apps", "Deployment") => {
-            if converged {
-                return None;
-            }
-            let hash = template_hash(root.get("spec").and_then(|s| s.get("template")));
-            let old_conditions = root
-                .get("status")
-                .and_then(|s| s.get("conditions"))
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let since = |t: &str| {
-                old_conditions
-                    .iter()
-                    .find(|c| c.get("type").and_then(Value::as_str) == Some(t))
-                    .and_then(|c| c.get("lastTransitionTime"))
-                    .cloned()
-                    .unwrap_or_else(|| json!(now))
-            };
-            let available_since = since("Available");
-            let progressing_since = since("Progressing");
-            // The revision annotation: 1 for the first ReplicaSet, one more
-            // for each new pod template (a new ReplicaSet).
-            let rolled_from = old_conditions
-                .iter()
-                .find(|c| c.get("type").and_then(Value::as_str) == Some("Progressing"))
-                .and_then(|c| c.get("message").and_then(Value::as_str))
-                .and_then(|m| m.strip_prefix(&format!("ReplicaSet \"{name}-")))
-                .and_then(|m| m.split('"').next())
-                .map(str::to_string);
-            if let Some(meta) = obj_mut(root, "metadata") {
-                let annotations = meta
-                    .entry("annotations")
-                    .or_insert_with(|| json!({}))
-                    .as_object_mut()?;
-                let revision = annotations
-                    .get(REVISION)
-                    .and_then(Value::as_str)
-                    .and_then(|r| r.parse::<u64>().ok())
-                    .unwrap_or(0);
-                let revision = match rolled_from {
-                    _ if revision == 0 => 1,
-                    Some(old) if old != hash => revision + 1,
-                    _ => revision,
-                };
-                annotations.insert(REVISION.into(), json!(revision.to_string()));
-            }
-            let status = obj_mut(root, "status")?;
-            status.insert("observedGeneration".into(), json!(generation));
-            counts(
-                status,
-                &[
-                    "replicas",
-                    "updatedReplicas",
-                    "readyReplicas",
-                    "availableReplicas",
-                ],
-            );
-            status.insert(
-                "conditions".into(),
-                json!([
-                    {"type": "Available", "status": "True", "lastUpdateTime": available_since, "lastTransitionTime": available_since,
-                     "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability."},
-                    {"type": "Progressing", "status": "True", "lastUpdateTime": now, "lastTransitionTime": progressing_since,
-                     "reason": "NewReplicaSetAvailable", "message": format!("ReplicaSet \"{name}-{hash}\" has successfully progressed.")}
-                ]),
-            );
-            Some("kube-controller-manager")
-        }
-        (true, "apps", "StatefulSet") => {
-            if converged {
-                return None;
-            }
-            let revision = format!(
-                "{name}-{}",
-                template_hash(root.get("spec").and_then(|s| s.get("template")))
-            );
-            let status = obj_mut(root, "status")?;
-            status.insert("observedGeneration".into(), json!(generation));
-            status.insert("replicas".into(), json!(replicas));
-            counts(
-                status,
-                &[
-                    "readyReplicas",
-                    "currentReplicas",
-                    "updatedReplicas",
-                    "availableReplicas",
-                ],
-            );
-            status.insert("currentRevision".into(), json!(revision));
-            status.insert("updateRevision".into(), json!(revision));
-            status.insert("collisionCount".into(), json!(0));
-            Some("kube-controller-manager")
-        }
-        (true, "apps", "ReplicaSet") => {
-            if converged {
-                return None;
-            }
-            let status = obj_mut(root, "status")?;
-            status.insert("observedGeneration".into(), json!(generation));
-            status.insert("replicas".into(), json!(replicas));
-            counts(
-                status,
-                &["fullyLabeledReplicas", "readyReplicas", "availableReplicas"],
-            );
-            Some("kube-controller-manager")
-        }
-        (true, "apps", "DaemonSet") => {
-            if observed == generation && root.get("status").is_some() {
-                return None;
-            }
-            let status = obj_mut(root, "status")?;
-            for (k, v) in [
-                ("currentNumberScheduled", 1),
-                ("desiredNumberScheduled", 1),
-                ("numberAvailable", 1),
-                ("numberMisscheduled", 0),
-                ("numberReady", 1),
-                ("updatedNumberScheduled", 1),
-            ] {
-                status.insert(k.into(), json!(v));
-            }
-            status.insert("observedGeneration".into(), json!(generation));
-            Some("kube-controller-manager")
-        }
-        (true, "", "Pod") => {
-            if root.get("status").and_then(|s| s.get("phase")).is_some() {
-                return None;
-            }
-            let containers: Vec<Value> = root
-                .get("spec")
-                .and_then(|s| s.get("containers"))
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let ip = alloc.pod_ip();
-            let statuses: Vec<Value> = containers
-                .iter()
-                .map(|c| {
-                    json!({
-                        "name": c.get("name").cloned().unwrap_or(Value::Null),
-                        "image": c.get("image").cloned().unwrap_or(Value::Null),
-                        "imageID": "",
-                        "ready": true, "started": true, "restartCount": 0,
-                        "state": {"running": {"startedAt": now}}
-                    })
-                })
-                .collect();
-            let cond = |t: &str| json!({"type": t, "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
-            root.insert(
-                "status".into(),
-                json!({
-                    "phase": "Running", "hostIP": "10.0.0.10", "hostIPs": [{"ip": "10.0.0.10"}],
-                    "podIP": ip, "podIPs": [{"ip": ip}], "startTime": now, "qosClass": "BestEffort",
-                    "conditions": [cond("PodReadyToStartContainers"), cond("Initialized"), cond("Ready"), cond("ContainersReady"), cond("PodScheduled")],
-                    "containerStatuses": statuses
-                }),
-            );
-            Some("kubelet")
-        }
-        (true, "apiextensions.k8s.io", "CustomResourceDefinition") => {
-            let names = root
-                .get("spec")
-                .and_then(|s| s.get("names"))
-                .cloned()
-                .unwrap_or(json!({}));
-            let storage: Vec<Value> = root
-                .get("spec")
-                .and_then(|s| s.get("versions"))
-                .and_then(Value::as_array)
-                .map(|vs| {
-                    vs.iter()
-                        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-                        .filter_map(|v| v.get("name").cloned())
-                        .collect()
-                })
-                .unwrap_or_default();
-            let mut accepted = names.clone();
-            if let Some(m) = accepted.as_object_mut() {
-                if !m.contains_key("singular")
-                    && let Some(k) = m.get("kind").and_then(Value::as_str)
-                {
-                    let singular = k.to_lowercase();
-                    m.insert("singular".into(), json!(singular));
-                }
-                if !m.contains_key("listKind")
-                    && let Some(k) = m.get("kind").and_then(Value::as_str)
-                {
-                    let list_kind = format!("{k}List");
-                    m.insert("listKind".into(), json!(list_kind));
-                }
-            }
-            let status = obj_mut(root, "status")?;
-            if status.get("acceptedNames") == Some(&accepted) {
-                return None;
-            }
-            let mut stored: Vec<Value> = status
-                .get("storedVersions")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            for v in storage {
-                if !stored.contains(&v) {
-                    stored.push(v);
-                }
-            }
-            status.insert("acceptedNames".into(), accepted);
-            status.insert("storedVersions".into(), Value::Array(stored));
-            status.insert(
-                "conditions".into(),
-                json!([
-                    {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now, "reason": "NoConflicts", "message": "no conflicts found"},
-                    {"type": "Established", "status": "True", "lastTransitionTime": now, "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}
-                ]),
-            );
-            Some("kube-apiserver")
-        }
+        (true, "apps", "Deployment") => deployment(root, &seen, now),
+        (true, "apps", "StatefulSet") => stateful_set(root, &seen),
+        (true, "apps", "ReplicaSet") => replica_set(root, &seen),
+        (true, "apps", "DaemonSet") => daemon_set(root, &seen),
+        (true, "", "Pod") => pod(root, &seen, now, alloc),
+        (true, "apiextensions.k8s.io", "CustomResourceDefinition") => crd(root, &seen, now),
         _ => None,
     }
+}
+
+/// The Deployment controller: status, conditions and the revision annotation, as if every
+/// replica of the current ReplicaSet were ready.
+fn deployment(root: &mut Map<String, Value>, seen: &Seen, now: &str) -> Option<&'static str> {
+    let name = &seen.name;
+    if seen.converged {
+        return None;
+    }
+    let hash = template_hash(root.get("spec").and_then(|s| s.get("template")));
+    let old_conditions = root
+        .get("status")
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let since = |t: &str| {
+        old_conditions
+            .iter()
+            .find(|c| c.get("type").and_then(Value::as_str) == Some(t))
+            .and_then(|c| c.get("lastTransitionTime"))
+            .cloned()
+            .unwrap_or_else(|| json!(now))
+    };
+    let available_since = since("Available");
+    let progressing_since = since("Progressing");
+    // The revision annotation: 1 for the first ReplicaSet, one more
+    // for each new pod template (a new ReplicaSet).
+    let rolled_from = old_conditions
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some("Progressing"))
+        .and_then(|c| c.get("message").and_then(Value::as_str))
+        .and_then(|m| m.strip_prefix(&format!("ReplicaSet \"{name}-")))
+        .and_then(|m| m.split('"').next())
+        .map(str::to_string);
+    if let Some(meta) = obj_mut(root, "metadata") {
+        let annotations = meta
+            .entry("annotations")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()?;
+        let revision = annotations
+            .get(REVISION)
+            .and_then(Value::as_str)
+            .and_then(|r| r.parse::<u64>().ok())
+            .unwrap_or(0);
+        let revision = match rolled_from {
+            _ if revision == 0 => 1,
+            Some(old) if old != hash => revision + 1,
+            _ => revision,
+        };
+        annotations.insert(REVISION.into(), json!(revision.to_string()));
+    }
+    let status = obj_mut(root, "status")?;
+    status.insert("observedGeneration".into(), json!(seen.generation));
+    set_counts(
+        status,
+        seen.replicas,
+        &[
+            "replicas",
+            "updatedReplicas",
+            "readyReplicas",
+            "availableReplicas",
+        ],
+    );
+    status.insert(
+        "conditions".into(),
+        json!([
+            {"type": "Available", "status": "True", "lastUpdateTime": available_since, "lastTransitionTime": available_since,
+             "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability."},
+            {"type": "Progressing", "status": "True", "lastUpdateTime": now, "lastTransitionTime": progressing_since,
+             "reason": "NewReplicaSetAvailable", "message": format!("ReplicaSet \"{name}-{hash}\" has successfully progressed.")}
+        ]),
+    );
+    Some("kube-controller-manager")
+}
+
+/// The StatefulSet controller: every replica ready at the current revision.
+fn stateful_set(root: &mut Map<String, Value>, seen: &Seen) -> Option<&'static str> {
+    let name = &seen.name;
+    if seen.converged {
+        return None;
+    }
+    let revision = format!(
+        "{name}-{}",
+        template_hash(root.get("spec").and_then(|s| s.get("template")))
+    );
+    let status = obj_mut(root, "status")?;
+    status.insert("observedGeneration".into(), json!(seen.generation));
+    status.insert("replicas".into(), json!(seen.replicas));
+    set_counts(
+        status,
+        seen.replicas,
+        &[
+            "readyReplicas",
+            "currentReplicas",
+            "updatedReplicas",
+            "availableReplicas",
+        ],
+    );
+    status.insert("currentRevision".into(), json!(revision));
+    status.insert("updateRevision".into(), json!(revision));
+    status.insert("collisionCount".into(), json!(0));
+    Some("kube-controller-manager")
+}
+
+/// The ReplicaSet controller: every replica ready.
+fn replica_set(root: &mut Map<String, Value>, seen: &Seen) -> Option<&'static str> {
+    if seen.converged {
+        return None;
+    }
+    let status = obj_mut(root, "status")?;
+    status.insert("observedGeneration".into(), json!(seen.generation));
+    status.insert("replicas".into(), json!(seen.replicas));
+    set_counts(
+        status,
+        seen.replicas,
+        &["fullyLabeledReplicas", "readyReplicas", "availableReplicas"],
+    );
+    Some("kube-controller-manager")
+}
+
+/// The DaemonSet controller, on a one-node cluster.
+fn daemon_set(root: &mut Map<String, Value>, seen: &Seen) -> Option<&'static str> {
+    if seen.observed == seen.generation && root.get("status").is_some() {
+        return None;
+    }
+    let status = obj_mut(root, "status")?;
+    for (k, v) in [
+        ("currentNumberScheduled", 1),
+        ("desiredNumberScheduled", 1),
+        ("numberAvailable", 1),
+        ("numberMisscheduled", 0),
+        ("numberReady", 1),
+        ("updatedNumberScheduled", 1),
+    ] {
+        status.insert(k.into(), json!(v));
+    }
+    status.insert("observedGeneration".into(), json!(seen.generation));
+    Some("kube-controller-manager")
+}
+
+/// The kubelet: a new Pod runs at once, with an IP, every container started.
+fn pod(
+    root: &mut Map<String, Value>,
+    _seen: &Seen,
+    now: &str,
+    alloc: &mut Allocator,
+) -> Option<&'static str> {
+    if root.get("status").and_then(|s| s.get("phase")).is_some() {
+        return None;
+    }
+    let containers: Vec<Value> = root
+        .get("spec")
+        .and_then(|s| s.get("containers"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let ip = alloc.pod_ip();
+    let statuses: Vec<Value> = containers
+        .iter()
+        .map(|c| {
+            json!({
+                "name": c.get("name").cloned().unwrap_or(Value::Null),
+                "image": c.get("image").cloned().unwrap_or(Value::Null),
+                "imageID": "",
+                "ready": true, "started": true, "restartCount": 0,
+                "state": {"running": {"startedAt": now}}
+            })
+        })
+        .collect();
+    let cond = |t: &str| json!({"type": t, "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
+    root.insert(
+        "status".into(),
+        json!({
+            "phase": "Running", "hostIP": "10.0.0.10", "hostIPs": [{"ip": "10.0.0.10"}],
+            "podIP": ip, "podIPs": [{"ip": ip}], "startTime": now, "qosClass": "BestEffort",
+            "conditions": [cond("PodReadyToStartContainers"), cond("Initialized"), cond("Ready"), cond("ContainersReady"), cond("PodScheduled")],
+            "containerStatuses": statuses
+        }),
+    );
+    Some("kubelet")
+}
+
+/// The apiextensions controller: names accepted, storage versions recorded, established.
+fn crd(root: &mut Map<String, Value>, _seen: &Seen, now: &str) -> Option<&'static str> {
+    let names = root
+        .get("spec")
+        .and_then(|s| s.get("names"))
+        .cloned()
+        .unwrap_or(json!({}));
+    let storage: Vec<Value> = root
+        .get("spec")
+        .and_then(|s| s.get("versions"))
+        .and_then(Value::as_array)
+        .map(|vs| {
+            vs.iter()
+                .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+                .filter_map(|v| v.get("name").cloned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut accepted = names.clone();
+    if let Some(m) = accepted.as_object_mut() {
+        if !m.contains_key("singular")
+            && let Some(k) = m.get("kind").and_then(Value::as_str)
+        {
+            let singular = k.to_lowercase();
+            m.insert("singular".into(), json!(singular));
+        }
+        if !m.contains_key("listKind")
+            && let Some(k) = m.get("kind").and_then(Value::as_str)
+        {
+            let list_kind = format!("{k}List");
+            m.insert("listKind".into(), json!(list_kind));
+        }
+    }
+    let status = obj_mut(root, "status")?;
+    if status.get("acceptedNames") == Some(&accepted) {
+        return None;
+    }
+    let mut stored: Vec<Value> = status
+        .get("storedVersions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for v in storage {
+        if !stored.contains(&v) {
+            stored.push(v);
+        }
+    }
+    status.insert("acceptedNames".into(), accepted);
+    status.insert("storedVersions".into(), Value::Array(stored));
+    status.insert(
+        "conditions".into(),
+        json!([
+            {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now, "reason": "NoConflicts", "message": "no conflicts found"},
+            {"type": "Established", "status": "True", "lastTransitionTime": now, "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}
+        ]),
+    );
+    Some("kube-apiserver")
 }
 
 #[cfg(test)]

@@ -202,6 +202,283 @@ fn json_path(obj: &Value, path: &str) -> Value {
     cur.clone()
 }
 
+/// One column of a built-in kind's table, as kube-apiserver's printers define it.
+struct Column {
+    name: &'static str,
+    type_: &'static str,
+    description: &'static str,
+    /// 0 in the default table, 1 only in `-o wide`.
+    priority: i64,
+    cell: Cell,
+}
+
+/// How a column's cell is found in an object.
+#[derive(Clone, Copy)]
+enum Cell {
+    Name,
+    Age,
+    Of(fn(&Value) -> Value),
+}
+
+const NAME: Column = Column {
+    name: "Name",
+    type_: "string",
+    description: NAME_DESC,
+    priority: 0,
+    cell: Cell::Name,
+};
+const AGE: Column = Column {
+    name: "Age",
+    type_: "string",
+    description: AGE_DESC,
+    priority: 0,
+    cell: Cell::Age,
+};
+
+const fn column(
+    name: &'static str,
+    type_: &'static str,
+    description: &'static str,
+    priority: i64,
+    cell: fn(&Value) -> Value,
+) -> Column {
+    Column {
+        name,
+        type_,
+        description,
+        priority,
+        cell: Cell::Of(cell),
+    }
+}
+
+const CONTAINERS_DESC: &str = "Names of each container in the template.";
+const IMAGES_DESC: &str = "Images referenced by each container in the template.";
+
+fn ready_of_desired(o: &Value) -> Value {
+    json!(format!(
+        "{}/{}",
+        i(o, "/status/readyReplicas"),
+        i(o, "/spec/replicas")
+    ))
+}
+
+fn container_names(o: &Value) -> Value {
+    json!(containers(o, "/spec/template/spec/containers", "name"))
+}
+
+fn container_images(o: &Value) -> Value {
+    json!(containers(o, "/spec/template/spec/containers", "image"))
+}
+
+/// How many entries the maps at these paths hold together.
+fn entries(o: &Value, paths: &[&str]) -> usize {
+    paths
+        .iter()
+        .filter_map(|p| o.pointer(p).and_then(Value::as_object))
+        .map(|m| m.len())
+        .sum()
+}
+
+const DEPLOYMENT: &[Column] = &[
+    NAME,
+    column(
+        "Ready",
+        "string",
+        "Number of the pod with ready state",
+        0,
+        ready_of_desired,
+    ),
+    column(
+        "Up-to-date",
+        "integer",
+        "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+        0,
+        |o| json!(i(o, "/status/updatedReplicas")),
+    ),
+    column(
+        "Available",
+        "integer",
+        "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+        0,
+        |o| json!(i(o, "/status/availableReplicas")),
+    ),
+    AGE,
+    column("Containers", "string", CONTAINERS_DESC, 1, container_names),
+    column("Images", "string", IMAGES_DESC, 1, container_images),
+    column(
+        "Selector",
+        "string",
+        "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
+        1,
+        |o| json!(selector_string(o.pointer("/spec/selector"))),
+    ),
+];
+
+const STATEFUL_SET: &[Column] = &[
+    NAME,
+    column(
+        "Ready",
+        "string",
+        "Number of the pod with ready state",
+        0,
+        ready_of_desired,
+    ),
+    AGE,
+    column("Containers", "string", CONTAINERS_DESC, 1, container_names),
+    column("Images", "string", IMAGES_DESC, 1, container_images),
+];
+
+const REPLICA_SET: &[Column] = &[
+    NAME,
+    column("Desired", "integer", "Number of desired pods.", 0, |o| {
+        json!(i(o, "/spec/replicas"))
+    }),
+    column("Current", "integer", "Number of actual replicas.", 0, |o| {
+        json!(i(o, "/status/replicas"))
+    }),
+    column("Ready", "integer", "Number of ready replicas.", 0, |o| {
+        json!(i(o, "/status/readyReplicas"))
+    }),
+    AGE,
+];
+
+const CONFIG_MAP: &[Column] = &[
+    NAME,
+    column("Data", "integer", "Number of data items.", 0, |o| {
+        json!(entries(o, &["/data", "/binaryData"]))
+    }),
+    AGE,
+];
+
+const SECRET: &[Column] = &[
+    NAME,
+    column("Type", "string", "The type of the secret.", 0, |o| {
+        json!(s(o, "/type"))
+    }),
+    column("Data", "string", "The number of data items.", 0, |o| {
+        json!(entries(o, &["/data", "/stringData"]))
+    }),
+    AGE,
+];
+
+const SERVICE: &[Column] = &[
+    NAME,
+    column("Type", "string", "The type of the service.", 0, |o| {
+        json!(s(o, "/spec/type"))
+    }),
+    column(
+        "Cluster-IP",
+        "string",
+        "The IP address of the service.",
+        0,
+        |o| json!(or_none(s(o, "/spec/clusterIP").to_string())),
+    ),
+    column(
+        "External-IP",
+        "string",
+        "The external IP addresses of the service.",
+        0,
+        |o| json!(external_ip(o)),
+    ),
+    column(
+        "Port(s)",
+        "string",
+        "The ports the service exposes.",
+        0,
+        |o| json!(service_ports(o)),
+    ),
+    AGE,
+    column(
+        "Selector",
+        "string",
+        "Route service traffic to pods with label keys and values matching this selector.",
+        1,
+        |o| json!(or_none(selector_string(o.pointer("/spec/selector")))),
+    ),
+];
+
+const NAMESPACE: &[Column] = &[
+    NAME,
+    column("Status", "string", "The status of the namespace", 0, |o| {
+        json!(s(o, "/status/phase"))
+    }),
+    AGE,
+];
+
+const POD: &[Column] = &[
+    NAME,
+    column(
+        "Ready",
+        "string",
+        "The aggregate readiness state of this pod for accepting traffic.",
+        0,
+        |o| json!(pod_ready(o).0),
+    ),
+    column(
+        "Status",
+        "string",
+        "The aggregate status of the containers in this pod.",
+        0,
+        |o| json!(pod_status(o)),
+    ),
+    column(
+        "Restarts",
+        "string",
+        "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
+        0,
+        |o| json!(pod_ready(o).1.to_string()),
+    ),
+    AGE,
+    column(
+        "IP",
+        "string",
+        "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
+        1,
+        |o| json!(or_none(s(o, "/status/podIP").to_string())),
+    ),
+    column(
+        "Node",
+        "string",
+        "Name of the Node the Pod is assigned to.",
+        1,
+        |o| json!(or_none(s(o, "/spec/nodeName").to_string())),
+    ),
+];
+
+const SERVICE_ACCOUNT: &[Column] = &[
+    NAME,
+    column(
+        "Secrets",
+        "string",
+        "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.",
+        0,
+        |o| {
+            json!(
+                o.pointer("/secrets")
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len)
+            )
+        },
+    ),
+    AGE,
+];
+
+/// The table of a built-in kind; kinds without printers get name and age.
+fn builtin_columns(def: &ResourceDef) -> &'static [Column] {
+    match (def.group.as_str(), def.kind.as_str()) {
+        ("apps", "Deployment") => DEPLOYMENT,
+        ("apps", "StatefulSet") => STATEFUL_SET,
+        ("apps", "ReplicaSet") => REPLICA_SET,
+        ("", "ConfigMap") => CONFIG_MAP,
+        ("", "Secret") => SECRET,
+        ("", "Service") => SERVICE,
+        ("", "Namespace") => NAMESPACE,
+        ("", "Pod") => POD,
+        ("", "ServiceAccount") => SERVICE_ACCOUNT,
+        _ => &[NAME, AGE],
+    }
+}
+
 /// The column definitions and the cells of one object.
 fn columns_and_cells(
     def: &ResourceDef,
@@ -210,307 +487,55 @@ fn columns_and_cells(
 ) -> (Vec<Value>, Vec<Value>) {
     let empty = Value::Null;
     let o = obj.unwrap_or(&empty);
+    if def.builtin {
+        return builtin_columns(def)
+            .iter()
+            .map(|c| {
+                let format = if matches!(c.cell, Cell::Name) {
+                    "name"
+                } else {
+                    ""
+                };
+                let cell = match c.cell {
+                    Cell::Name => json!(s(o, "/metadata/name")),
+                    Cell::Age => json!(age(o, now)),
+                    Cell::Of(f) => f(o),
+                };
+                (
+                    col(c.name, c.type_, format, c.description, c.priority),
+                    cell,
+                )
+            })
+            .unzip();
+    }
     let name = json!(s(o, "/metadata/name"));
-    let age_cell = json!(age(o, now));
     let name_col = col("Name", "string", "name", NAME_DESC, 0);
-    let age_col = col("Age", "string", "", AGE_DESC, 0);
-    if !def.builtin {
-        if def.printer_columns.is_empty() {
-            return (vec![name_col, age_col], vec![name, age_cell]);
-        }
-        let mut cols = vec![name_col];
-        let mut cells = vec![name];
-        for c in &def.printer_columns {
-            cols.push(col(
-                &c.name,
-                &c.type_,
-                &c.format,
-                &c.description,
-                c.priority,
-            ));
-            let v = json_path(o, &c.json_path);
-            cells.push(match (c.type_.as_str(), v) {
-                ("date", Value::String(t)) => json!(
-                    ids::parse_rfc3339(&t)
-                        .map(|ts| age_since(ts, now))
-                        .unwrap_or(t)
-                ),
-                (_, v) => v,
-            });
-        }
-        return (cols, cells);
+    if def.printer_columns.is_empty() {
+        let age_col = col("Age", "string", "", AGE_DESC, 0);
+        return (vec![name_col, age_col], vec![name, json!(age(o, now))]);
     }
-    match (def.group.as_str(), def.kind.as_str()) {
-        ("apps", "Deployment") => (
-            vec![
-                name_col,
-                col(
-                    "Ready",
-                    "string",
-                    "",
-                    "Number of the pod with ready state",
-                    0,
-                ),
-                col(
-                    "Up-to-date",
-                    "integer",
-                    "",
-                    "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
-                    0,
-                ),
-                col(
-                    "Available",
-                    "integer",
-                    "",
-                    "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
-                    0,
-                ),
-                age_col,
-                col(
-                    "Containers",
-                    "string",
-                    "",
-                    "Names of each container in the template.",
-                    1,
-                ),
-                col(
-                    "Images",
-                    "string",
-                    "",
-                    "Images referenced by each container in the template.",
-                    1,
-                ),
-                col(
-                    "Selector",
-                    "string",
-                    "",
-                    "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
-                    1,
-                ),
-            ],
-            vec![
-                name,
-                json!(format!(
-                    "{}/{}",
-                    i(o, "/status/readyReplicas"),
-                    i(o, "/spec/replicas")
-                )),
-                json!(i(o, "/status/updatedReplicas")),
-                json!(i(o, "/status/availableReplicas")),
-                age_cell,
-                json!(containers(o, "/spec/template/spec/containers", "name")),
-                json!(containers(o, "/spec/template/spec/containers", "image")),
-                json!(selector_string(o.pointer("/spec/selector"))),
-            ],
-        ),
-        ("apps", "StatefulSet") => (
-            vec![
-                name_col,
-                col(
-                    "Ready",
-                    "string",
-                    "",
-                    "Number of the pod with ready state",
-                    0,
-                ),
-                age_col,
-                col(
-                    "Containers",
-                    "string",
-                    "",
-                    "Names of each container in the template.",
-                    1,
-                ),
-                col(
-                    "Images",
-                    "string",
-                    "",
-                    "Images referenced by each container in the template.",
-                    1,
-                ),
-            ],
-            vec![
-                name,
-                json!(format!(
-                    "{}/{}",
-                    i(o, "/status/readyReplicas"),
-                    i(o, "/spec/replicas")
-                )),
-                age_cell,
-                json!(containers(o, "/spec/template/spec/containers", "name")),
-                json!(containers(o, "/spec/template/spec/containers", "image")),
-            ],
-        ),
-        ("apps", "ReplicaSet") => (
-            vec![
-                name_col,
-                col("Desired", "integer", "", "Number of desired pods.", 0),
-                col("Current", "integer", "", "Number of actual replicas.", 0),
-                col("Ready", "integer", "", "Number of ready replicas.", 0),
-                age_col,
-            ],
-            vec![
-                name,
-                json!(i(o, "/spec/replicas")),
-                json!(i(o, "/status/replicas")),
-                json!(i(o, "/status/readyReplicas")),
-                age_cell,
-            ],
-        ),
-        ("", "ConfigMap") => {
-            let n = ["/data", "/binaryData"]
-                .iter()
-                .filter_map(|p| o.pointer(p).and_then(Value::as_object))
-                .map(|m| m.len())
-                .sum::<usize>();
-            (
-                vec![
-                    name_col,
-                    col("Data", "integer", "", "Number of data items.", 0),
-                    age_col,
-                ],
-                vec![name, json!(n), age_cell],
-            )
-        }
-        ("", "Secret") => {
-            let n = ["/data", "/stringData"]
-                .iter()
-                .filter_map(|p| o.pointer(p).and_then(Value::as_object))
-                .map(|m| m.len())
-                .sum::<usize>();
-            (
-                vec![
-                    name_col,
-                    col("Type", "string", "", "The type of the secret.", 0),
-                    col("Data", "string", "", "The number of data items.", 0),
-                    age_col,
-                ],
-                vec![name, json!(s(o, "/type")), json!(n), age_cell],
-            )
-        }
-        ("", "Service") => (
-            vec![
-                name_col,
-                col("Type", "string", "", "The type of the service.", 0),
-                col(
-                    "Cluster-IP",
-                    "string",
-                    "",
-                    "The IP address of the service.",
-                    0,
-                ),
-                col(
-                    "External-IP",
-                    "string",
-                    "",
-                    "The external IP addresses of the service.",
-                    0,
-                ),
-                col("Port(s)", "string", "", "The ports the service exposes.", 0),
-                age_col,
-                col(
-                    "Selector",
-                    "string",
-                    "",
-                    "Route service traffic to pods with label keys and values matching this selector.",
-                    1,
-                ),
-            ],
-            vec![
-                name,
-                json!(s(o, "/spec/type")),
-                json!(or_none(s(o, "/spec/clusterIP").to_string())),
-                json!(external_ip(o)),
-                json!(service_ports(o)),
-                age_cell,
-                json!(or_none(selector_string(o.pointer("/spec/selector")))),
-            ],
-        ),
-        ("", "Namespace") => (
-            vec![
-                name_col,
-                col("Status", "string", "", "The status of the namespace", 0),
-                age_col,
-            ],
-            vec![name, json!(s(o, "/status/phase")), age_cell],
-        ),
-        ("", "Pod") => {
-            let (ready, restarts) = pod_ready(o);
-            (
-                vec![
-                    name_col,
-                    col(
-                        "Ready",
-                        "string",
-                        "",
-                        "The aggregate readiness state of this pod for accepting traffic.",
-                        0,
-                    ),
-                    col(
-                        "Status",
-                        "string",
-                        "",
-                        "The aggregate status of the containers in this pod.",
-                        0,
-                    ),
-                    col(
-                        "Restarts",
-                        "string",
-                        "",
-                        "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
-                        0,
-                    ),
-                    age_col,
-                    col(
-                        "IP",
-                        "string",
-                        "",
-                        "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
-                        1,
-                    ),
-                    col(
-                        "Node",
-                        "string",
-                        "",
-                        "Name of the Node the Pod is assigned to.",
-                        1,
-                    ),
-                ],
-                vec![
-                    name,
-                    json!(ready),
-                    json!(pod_status(o)),
-                    json!(restarts.to_string()),
-                    age_cell,
-                    json!(or_none(s(o, "/status/podIP").to_string())),
-                    json!(or_none(s(o, "/spec/nodeName").to_string())),
-                ],
-            )
-        }
-        ("", "ServiceAccount") => (
-            vec![
-                name_col,
-                col(
-                    "Secrets",
-                    "string",
-                    "",
-                    "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.",
-                    0,
-                ),
-                age_col,
-            ],
-            vec![
-                name,
-                json!(
-                    o.pointer("/secrets")
-                        .and_then(Value::as_array)
-                        .map_or(0, Vec::len)
-                ),
-                age_cell,
-            ],
-        ),
-        _ => (vec![name_col, age_col], vec![name, age_cell]),
+    // A custom resource's additionalPrinterColumns, each read by its JSONPath.
+    let mut cols = vec![name_col];
+    let mut cells = vec![name];
+    for c in &def.printer_columns {
+        cols.push(col(
+            &c.name,
+            &c.type_,
+            &c.format,
+            &c.description,
+            c.priority,
+        ));
+        let v = json_path(o, &c.json_path);
+        cells.push(match (c.type_.as_str(), v) {
+            ("date", Value::String(t)) => json!(
+                ids::parse_rfc3339(&t)
+                    .map(|ts| age_since(ts, now))
+                    .unwrap_or(t)
+            ),
+            (_, v) => v,
+        });
     }
+    (cols, cells)
 }
 
 /// The `object` of a row.

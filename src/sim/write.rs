@@ -201,6 +201,221 @@ fn client_managed(sent: Option<&Value>, stored: &[Value]) -> Option<ManagedField
     }
 }
 
+/// The server-owned metadata of a new object: what the client sent is dropped, and
+/// name, namespace, uid, creationTimestamp and generation are set; status is the
+/// server's to write.
+fn stamp_new(def: &ResourceDef, obj: &mut Value, ns: &str, name: &str, ctx: &WriteCtx) {
+    if let Some(meta) = meta_mut(obj) {
+        for k in [
+            "uid",
+            "selfLink",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "managedFields",
+            "generation",
+            "creationTimestamp",
+            "resourceVersion",
+        ] {
+            meta.remove(k);
+        }
+        meta.insert("name".into(), json!(name));
+        if def.namespaced {
+            meta.insert("namespace".into(), json!(ns));
+        } else {
+            meta.remove("namespace");
+        }
+        meta.insert("uid".into(), json!(ids::new_uid()));
+        meta.insert("creationTimestamp".into(), json!(ctx.now));
+        if def.has_generation() {
+            meta.insert("generation".into(), json!(1));
+        }
+    }
+    if def.status
+        && let Some(m) = obj.as_object_mut()
+    {
+        m.remove("status");
+    }
+}
+
+/// Runs the simulated controllers of `def` on `obj`; who wrote, and the fields it
+/// changed and removed, for managedFields.
+fn run_controllers(
+    def: &ResourceDef,
+    obj: &mut Value,
+    now: &str,
+    alloc: &mut Allocator,
+) -> Option<(&'static str, FieldSet, FieldSet)> {
+    if !defaults::simulates(def) {
+        return None;
+    }
+    let pre = controlled(obj);
+    let ctrl = defaults::simulate_controllers(def, obj, now, alloc)?;
+    let (c, r) = controller_diff(&pre, obj, def.builtin);
+    Some((ctrl, c, r))
+}
+
+/// Checks that a replacement names the stored object (name, namespace, and the
+/// resourceVersion and uid preconditions), and carries over what only the server
+/// sets; returns the managedFields the client sent.
+fn carry_identity(
+    def: &ResourceDef,
+    ns: &str,
+    name: &str,
+    old: &Value,
+    old_rv: &str,
+    old_uid: &str,
+    new: &mut Value,
+) -> Result<Option<Value>, ApiStatus> {
+    let Some(meta) = meta_mut(new) else {
+        return Err(error::bad_request("metadata: expected an object"));
+    };
+    let sent_managed = meta.remove("managedFields");
+    match meta.get("name").and_then(Value::as_str) {
+        Some(n) if !n.is_empty() && n != name => {
+            return Err(error::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+        _ => {
+            meta.insert("name".into(), json!(name));
+        }
+    }
+    if def.namespaced {
+        match meta.get("namespace").and_then(Value::as_str) {
+            Some(n) if !n.is_empty() && n != ns => {
+                return Err(error::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => {
+                meta.insert("namespace".into(), json!(ns));
+            }
+        }
+    } else {
+        meta.remove("namespace");
+    }
+    match meta.get("resourceVersion").and_then(Value::as_str) {
+        Some(rv) if !rv.is_empty() && rv != old_rv => {
+            return Err(error::conflict(
+                &def.plural,
+                &def.group,
+                name,
+                error::MODIFIED_CONFLICT,
+            ));
+        }
+        _ => {}
+    }
+    match meta.get("uid").and_then(Value::as_str) {
+        Some(uid) if !uid.is_empty() && uid != old_uid => {
+            return Err(error::conflict(
+                &def.plural,
+                &def.group,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {old_uid}"
+                ),
+            ));
+        }
+        _ => {}
+    }
+    let old_meta = old.get("metadata").and_then(Value::as_object);
+    for k in [
+        "uid",
+        "creationTimestamp",
+        "generation",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    ] {
+        match old_meta.and_then(|m| m.get(k)) {
+            Some(v) => {
+                meta.insert(k.into(), v.clone());
+            }
+            None => {
+                meta.remove(k);
+            }
+        }
+    }
+    meta.remove("selfLink");
+    meta.insert("resourceVersion".into(), json!(old_rv));
+    Ok(sent_managed)
+}
+
+/// A write to the main resource or scale keeps the stored status; a write to the
+/// status subresource changes nothing else.
+fn keep_status(def: &ResourceDef, sub: Sub, old: &Value, new: &mut Value) {
+    match sub {
+        Sub::Main | Sub::Scale => {
+            if def.status
+                && let Some(m) = new.as_object_mut()
+            {
+                match old.get("status") {
+                    Some(s) => m.insert("status".into(), s.clone()),
+                    None => m.remove("status"),
+                };
+            }
+        }
+        Sub::Status => {
+            let status = new.get("status").cloned();
+            *new = old.clone();
+            if let Some(m) = new.as_object_mut() {
+                match status {
+                    Some(s) => m.insert("status".into(), s),
+                    None => m.remove("status"),
+                };
+            }
+        }
+    }
+}
+
+/// A replacement ready to be stored.
+struct Replaced {
+    new: Value,
+    mf: ManagedFields,
+    /// The Service before the write, whose allocations the new one may no longer hold.
+    old_service: Option<Value>,
+    /// What a replaced CustomResourceDefinition now serves.
+    crd_def: Option<ResourceDef>,
+}
+
+/// The managedFields after an `Update` by `ctx.manager` that changed and removed
+/// these fields. kube-apiserver tracks a write through the scale subresource only when
+/// someone already owned `spec.replicas` (the Scale's own managedFields are derived from
+/// that owner); a replica count nobody declared stays unowned (docs/simulator.md).
+fn record_update(
+    mut mf: ManagedFields,
+    sub: Sub,
+    ctx: &WriteCtx,
+    api_version: &str,
+    changed: &FieldSet,
+    removed: &FieldSet,
+) -> ManagedFields {
+    if sub != Sub::Scale || mf.anyone_owns(&["f:spec", "f:replicas"]) {
+        mf.record_update(
+            &ctx.manager,
+            sub.name(),
+            api_version,
+            &ctx.now,
+            changed,
+            removed,
+        );
+    }
+    mf
+}
+
+/// `metadata.generation` goes up by one when anything outside metadata and status
+/// changed.
+fn bump_generation(def: &ResourceDef, old: &Value, new: &mut Value) {
+    if def.has_generation() && spec_changed(old, new) {
+        let generation = jsonx::get(old, "/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            + 1;
+        if let Some(meta) = meta_mut(new) {
+            meta.insert("generation".into(), json!(generation));
+        }
+    }
+}
+
 impl Store {
     /// Creates an object. `version` is the API version of the request;
     /// `path_ns` the namespace of the request path, if any.
@@ -226,122 +441,19 @@ impl Store {
         owner: Owner,
     ) -> Result<Written, ApiStatus> {
         check_type(def, version, &mut obj)?;
-        let mut name = text(&obj, "/metadata/name").to_string();
-        let ns = if def.namespaced {
-            let body_ns = text(&obj, "/metadata/namespace");
-            let ns = match (path_ns, body_ns) {
-                (Some(p), b) if !b.is_empty() && p != b => {
-                    return Err(error::bad_request(
-                        "the namespace of the provided object does not match the namespace sent on the request",
-                    ));
-                }
-                (Some(p), _) => p.to_string(),
-                (None, b) if !b.is_empty() => b.to_string(),
-                (None, _) => "default".to_string(),
-            };
-            if !self.namespace_exists(&ns) {
-                return Err(error::not_found("namespaces", "", &ns));
-            }
-            ns
-        } else {
-            String::new()
-        };
-        if name.is_empty() {
-            let prefix = text(&obj, "/metadata/generateName").to_string();
-            if !prefix.is_empty() {
-                // A handful of tries; a collision of five random characters is rare.
-                for _ in 0..16 {
-                    let candidate = format!("{prefix}{}", ids::generate_name_suffix());
-                    if self.get(def, &ns, &candidate).is_none() {
-                        name = candidate;
-                        break;
-                    }
-                }
-            }
-        }
-        if name.is_empty() {
-            return Err(error::invalid(
-                &def.kind,
-                &def.group,
-                "",
-                &[(
-                    "metadata.name".into(),
-                    "Required value: name or generateName is required".into(),
-                )],
-            ));
-        }
-        if self.get(def, &ns, &name).is_some() {
-            return Err(error::already_exists(&def.plural, &def.group, &name));
-        }
-        if !text(&obj, "/metadata/resourceVersion").is_empty() {
-            return Err(error::internal(
-                "resourceVersion should not be set on objects to be created",
-            ));
-        }
+        let ns = self.create_namespace(def, path_ns, &obj)?;
+        let name = self.create_name(def, &ns, &obj)?;
         let mut causes = validate::name(def, &name);
         causes.extend(validate::labels(&obj));
         invalid(def, &name, causes)?;
-        if let Some(meta) = meta_mut(&mut obj) {
-            for k in [
-                "uid",
-                "selfLink",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-                "managedFields",
-                "generation",
-                "creationTimestamp",
-                "resourceVersion",
-            ] {
-                meta.remove(k);
-            }
-            meta.insert("name".into(), json!(name));
-            if def.namespaced {
-                meta.insert("namespace".into(), json!(ns));
-            } else {
-                meta.remove("namespace");
-            }
-            meta.insert("uid".into(), json!(ids::new_uid()));
-            meta.insert("creationTimestamp".into(), json!(ctx.now));
-            if def.has_generation() {
-                meta.insert("generation".into(), json!(1));
-            }
-        }
-        if def.status
-            && let Some(m) = obj.as_object_mut()
-        {
-            m.remove("status");
-        }
+        stamp_new(def, &mut obj, &ns, &name, ctx);
         let crd_def = if is_crd(def) {
-            let d = catalog::def_from_crd(&obj)?;
-            if self
-                .catalog
-                .by_resource(&d.group, &d.plural)
-                .is_some_and(|x| x.builtin)
-            {
-                return Err(error::invalid(
-                    &def.kind,
-                    &def.group,
-                    &name,
-                    &[(
-                        "spec.group".into(),
-                        format!(
-                            "Invalid value: \"{}\": is reserved for built-in types",
-                            d.group
-                        ),
-                    )],
-                ));
-            }
-            Some(d)
+            Some(self.new_crd(def, &name, &obj)?)
         } else {
             None
         };
-        let mut scratch: Allocator;
-        let alloc = if ctx.dry_run {
-            scratch = self.alloc.clone();
-            &mut scratch
-        } else {
-            &mut self.alloc
-        };
+        let mut scratch = None;
+        let alloc = self.allocator(ctx, &mut scratch);
         // What a Service asked for, to tell its allocations from its own fields.
         let sent = (matches!(owner, Owner::Update) && def.builtin && def.kind == "Service")
             .then(|| obj.clone());
@@ -355,23 +467,13 @@ impl Store {
                 let sent = sent.as_ref().unwrap_or(&Value::Null);
                 owned.remove_paths(&defaults::allocated(def, sent, &obj));
                 let mut mf = ManagedFields::default();
-                mf.record_update(
-                    &ctx.manager,
-                    None,
-                    &api_version,
-                    &ctx.now,
-                    &owned,
-                    &FieldSet::default(),
-                );
+                let none = FieldSet::default();
+                mf.record_update(&ctx.manager, None, &api_version, &ctx.now, &owned, &none);
                 mf
             }
         };
-        if defaults::simulates(def) {
-            let pre = controlled(&obj);
-            if let Some(ctrl) = defaults::simulate_controllers(def, &mut obj, &ctx.now, alloc) {
-                let (c, r) = controller_diff(&pre, &obj, def.builtin);
-                mf.record_update(ctrl, Some("status"), &api_version, &ctx.now, &c, &r);
-            }
+        if let Some((ctrl, c, r)) = run_controllers(def, &mut obj, &ctx.now, alloc) {
+            mf.record_update(ctrl, Some("status"), &api_version, &ctx.now, &c, &r);
         }
         if ctx.dry_run {
             return Ok(dry_run_result(obj, mf));
@@ -391,6 +493,111 @@ impl Store {
             bytes: version.bytes.clone(),
             value,
         })
+    }
+
+    /// The namespace a new object goes to: the request path's, which the body may
+    /// repeat but not contradict, else the body's, else `default`; it must exist.
+    fn create_namespace(
+        &self,
+        def: &ResourceDef,
+        path_ns: Option<&str>,
+        obj: &Value,
+    ) -> Result<String, ApiStatus> {
+        if !def.namespaced {
+            return Ok(String::new());
+        }
+        let body_ns = text(obj, "/metadata/namespace");
+        let ns = match (path_ns, body_ns) {
+            (Some(p), b) if !b.is_empty() && p != b => {
+                return Err(error::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            (Some(p), _) => p.to_string(),
+            (None, b) if !b.is_empty() => b.to_string(),
+            (None, _) => "default".to_string(),
+        };
+        if !self.namespace_exists(&ns) {
+            return Err(error::not_found("namespaces", "", &ns));
+        }
+        Ok(ns)
+    }
+
+    /// The name of a new object: its own, or `generateName` plus a free random suffix;
+    /// it must not be taken, and the body must not carry a resourceVersion.
+    fn create_name(&self, def: &ResourceDef, ns: &str, obj: &Value) -> Result<String, ApiStatus> {
+        let mut name = text(obj, "/metadata/name").to_string();
+        let prefix = text(obj, "/metadata/generateName");
+        if name.is_empty() && !prefix.is_empty() {
+            // A handful of tries; a collision of five random characters is rare.
+            name = (0..16)
+                .map(|_| format!("{prefix}{}", ids::generate_name_suffix()))
+                .find(|candidate| self.get(def, ns, candidate).is_none())
+                .unwrap_or_default();
+        }
+        if name.is_empty() {
+            return Err(error::invalid(
+                &def.kind,
+                &def.group,
+                "",
+                &[(
+                    "metadata.name".into(),
+                    "Required value: name or generateName is required".into(),
+                )],
+            ));
+        }
+        if self.get(def, ns, &name).is_some() {
+            return Err(error::already_exists(&def.plural, &def.group, &name));
+        }
+        if !text(obj, "/metadata/resourceVersion").is_empty() {
+            return Err(error::internal(
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
+        Ok(name)
+    }
+
+    /// The resource a new CustomResourceDefinition serves; built-in groups are refused.
+    fn new_crd(
+        &self,
+        def: &ResourceDef,
+        name: &str,
+        obj: &Value,
+    ) -> Result<ResourceDef, ApiStatus> {
+        let d = catalog::def_from_crd(obj)?;
+        if self
+            .catalog
+            .by_resource(&d.group, &d.plural)
+            .is_some_and(|x| x.builtin)
+        {
+            return Err(error::invalid(
+                &def.kind,
+                &def.group,
+                name,
+                &[(
+                    "spec.group".into(),
+                    format!(
+                        "Invalid value: \"{}\": is reserved for built-in types",
+                        d.group
+                    ),
+                )],
+            ));
+        }
+        Ok(d)
+    }
+
+    /// The allocator a write uses: a scratch copy under dry run, so that nothing it
+    /// hands out is taken for real.
+    fn allocator<'a>(
+        &'a mut self,
+        ctx: &WriteCtx,
+        scratch: &'a mut Option<Allocator>,
+    ) -> &'a mut Allocator {
+        if ctx.dry_run {
+            scratch.insert(self.alloc.clone())
+        } else {
+            &mut self.alloc
+        }
     }
 
     /// Replaces an object with what `make` builds from the stored one (PUT,
@@ -443,132 +650,29 @@ impl Store {
             .unwrap_or(def.preferred_version())
             .to_string();
         check_type(def, &version, &mut new)?;
-        let Some(meta) = meta_mut(&mut new) else {
-            return Err(error::bad_request("metadata: expected an object"));
-        };
-        let sent_managed = meta.remove("managedFields");
-        match meta.get("name").and_then(Value::as_str) {
-            Some(n) if !n.is_empty() && n != name => {
-                return Err(error::bad_request(format!(
-                    "the name of the object ({n}) does not match the name on the URL ({name})"
-                )));
-            }
-            _ => {
-                meta.insert("name".into(), json!(name));
-            }
-        }
-        if def.namespaced {
-            match meta.get("namespace").and_then(Value::as_str) {
-                Some(n) if !n.is_empty() && n != ns => {
-                    return Err(error::bad_request(
-                        "the namespace of the provided object does not match the namespace sent on the request",
-                    ));
-                }
-                _ => {
-                    meta.insert("namespace".into(), json!(ns));
-                }
-            }
-        } else {
-            meta.remove("namespace");
-        }
-        match meta.get("resourceVersion").and_then(Value::as_str) {
-            Some(rv) if !rv.is_empty() && rv != old_rv => {
-                return Err(error::conflict(
-                    &def.plural,
-                    &def.group,
-                    name,
-                    error::MODIFIED_CONFLICT,
-                ));
-            }
-            _ => {}
-        }
-        match meta.get("uid").and_then(Value::as_str) {
-            Some(uid) if !uid.is_empty() && uid != &*old_uid => {
-                return Err(error::conflict(
-                    &def.plural,
-                    &def.group,
-                    name,
-                    &format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {old_uid}"
-                    ),
-                ));
-            }
-            _ => {}
-        }
-        let old_meta = old.get("metadata").and_then(Value::as_object);
-        for k in [
-            "uid",
-            "creationTimestamp",
-            "generation",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-        ] {
-            match old_meta.and_then(|m| m.get(k)) {
-                Some(v) => {
-                    meta.insert(k.into(), v.clone());
-                }
-                None => {
-                    meta.remove(k);
-                }
-            }
-        }
-        meta.remove("selfLink");
-        meta.insert("resourceVersion".into(), json!(old_rv));
-        match sub {
-            Sub::Main | Sub::Scale => {
-                if def.status
-                    && let Some(m) = new.as_object_mut()
-                {
-                    match old.get("status") {
-                        Some(s) => m.insert("status".into(), s.clone()),
-                        None => m.remove("status"),
-                    };
-                }
-            }
-            Sub::Status => {
-                let status = new.get("status").cloned();
-                new = old.clone();
-                if let Some(m) = new.as_object_mut() {
-                    match status {
-                        Some(s) => m.insert("status".into(), s),
-                        None => m.remove("status"),
-                    };
-                }
-            }
-        }
+        let sent_managed = carry_identity(def, ns, name, old, &old_rv, &old_uid, &mut new)?;
+        keep_status(def, sub, old, &mut new);
         invalid(def, name, validate::labels(&new))?;
         let crd_def = if is_crd(def) {
             Some(catalog::def_from_crd(&new)?)
         } else {
             None
         };
-        let mut scratch: Allocator;
-        let alloc = if ctx.dry_run {
-            scratch = self.alloc.clone();
-            &mut scratch
+        let mut scratch_alloc = if ctx.dry_run {
+            Some(self.alloc.clone())
         } else {
-            &mut self.alloc
+            None
         };
+        let alloc = scratch_alloc.as_mut().unwrap_or(&mut self.alloc);
         defaults::apply(def, &mut new, Some(old), alloc)
             .map_err(|c| error::invalid(&def.kind, &def.group, name, &c))?;
-        if def.has_generation() && spec_changed(old, &new) {
-            let generation = jsonx::get(old, "/metadata/generation")
-                .and_then(Value::as_i64)
-                .unwrap_or(0)
-                + 1;
-            if let Some(meta) = meta_mut(&mut new) {
-                meta.insert("generation".into(), json!(generation));
-            }
-        }
+        bump_generation(def, old, &mut new);
         let (changed, removed) = managed::diff_object(old, &new, def.builtin);
-        let mut controller = None;
-        if sub != Sub::Status && defaults::simulates(def) {
-            let pre = controlled(&new);
-            if let Some(ctrl) = defaults::simulate_controllers(def, &mut new, &ctx.now, alloc) {
-                let (c, r) = controller_diff(&pre, &new, def.builtin);
-                controller = Some((ctrl, c, r));
-            }
-        }
+        let controller = if sub == Sub::Status {
+            None
+        } else {
+            run_controllers(def, &mut new, &ctx.now, alloc)
+        };
         let base = client_managed(sent_managed.as_ref(), cur.managed.json());
         let unchanged = match &owner {
             Owner::Update => {
@@ -606,7 +710,7 @@ impl Store {
                 mf
             }
             Owner::Update => {
-                let mut mf = match base {
+                let mf = match base {
                     Some(b) => b,
                     None if ctx.dry_run => cur.managed.clone(),
                     None => self
@@ -617,22 +721,7 @@ impl Store {
                         .map(|c| std::mem::take(&mut c.managed))
                         .unwrap_or_default(),
                 };
-                // kube-apiserver tracks a write through the scale subresource
-                // only when someone already owned `spec.replicas` (the Scale's
-                // own managedFields are derived from that owner); a replica
-                // count nobody declared stays unowned (docs/simulator.md).
-                let tracked = sub != Sub::Scale || mf.anyone_owns(&["f:spec", "f:replicas"]);
-                if tracked {
-                    mf.record_update(
-                        &ctx.manager,
-                        sub.name(),
-                        &api_version,
-                        &ctx.now,
-                        &changed,
-                        &removed,
-                    );
-                }
-                mf
+                record_update(mf, sub, ctx, &api_version, &changed, &removed)
             }
         };
         if let Some((ctrl, c, r)) = controller {
@@ -644,6 +733,31 @@ impl Store {
         if finalize {
             return Ok(self.finish_delete(def, ns, name, Some((new, mf))));
         }
+        let replaced = Replaced {
+            new,
+            mf,
+            old_service,
+            crd_def,
+        };
+        Ok(self.store_replaced(def, ns, name, replaced, ctx))
+    }
+
+    /// Stores a replaced object, gives back what its Service no longer holds, and
+    /// serves what a CustomResourceDefinition defines.
+    fn store_replaced(
+        &mut self,
+        def: &Arc<ResourceDef>,
+        ns: &str,
+        name: &str,
+        replaced: Replaced,
+        ctx: &WriteCtx,
+    ) -> Written {
+        let Replaced {
+            new,
+            mf,
+            old_service,
+            crd_def,
+        } = replaced;
         let version = self.commit(def, EventType::Modified, new, mf);
         let stored = self
             .resources
@@ -660,10 +774,10 @@ impl Store {
         if let Some(d) = crd_def {
             self.serve_crd(d);
         }
-        Ok(Written {
+        Written {
             bytes: version.bytes.clone(),
             value,
-        })
+        }
     }
 
     /// Deletes an object (or marks it, when finalizers are pending).
