@@ -438,116 +438,13 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
             watch_type,
             meta,
             body,
-        } => {
-            let key_text = stream_state(tx, cx.streams, stream)
-                .map_err(err)?
-                .key
-                .clone();
-            let object = object_id(tx, cx.objects, stream, &meta).map_err(err)?;
-            let event_key = event_key(&key_text, &meta, watch_type);
-            let seen: Option<i64> = tx
-                .prepare_cached("SELECT 1 FROM records WHERE object_id = ?1 AND event_key = ?2")
-                .and_then(|mut s| {
-                    s.query_row(params![object, event_key], |r| r.get(0))
-                        .optional()
-                })
-                .map_err(err)?;
-            let s = cx
-                .streams
-                .get_mut(&stream)
-                .expect("stream state loaded above");
-            if seen.is_some() {
-                s.totals.duplicates += 1;
-                return Ok(());
-            }
-            let (body_id, previous) = store_body(tx, cx, object, &meta.resource_version, &body)?;
-            if cx.feed.as_mut().is_some_and(|f| f.admit()) {
-                let before = match (watch_type, previous) {
-                    (WatchType::Modified, Some(prev)) => Some(decode_body(tx, cx, prev)?),
-                    _ => None,
-                };
-                cx.changes.push(Change {
-                    stream,
-                    at,
-                    watch_type,
-                    namespace: meta.namespace.clone(),
-                    name: meta.name.clone(),
-                    before,
-                    after: body.clone(),
-                });
-            }
-            let seq = take_seq(cx.next_seq);
-            tx.prepare_cached(
-                "INSERT INTO records(seq, stream_id, kind, observed_at, watch_type, object_id,
-                                     body_id, resource_version, event_key)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    seq,
-                    stream,
-                    kind::EVENT,
-                    at,
-                    watch_type.code(),
-                    object,
-                    body_id,
-                    meta.resource_version,
-                    event_key
-                ])
-            })
-            .map_err(err)?;
-            let s = cx
-                .streams
-                .get_mut(&stream)
-                .expect("stream state loaded above");
-            s.events += 1;
-            s.totals.events += 1;
-            s.last_rv = meta.resource_version.clone();
-            s.totals.last_rv = meta.resource_version.clone();
-            s.dirty = true;
-            s.dirty_at = s.dirty_at.max(at);
-            if watch_type == WatchType::Deleted {
-                cx.pending
-                    .forget
-                    .push(((stream, meta.namespace, meta.name), object));
-            }
-            Ok(())
-        }
+        } => apply_event(tx, cx, stream, at, watch_type, meta, body),
         Op::BaselineItem {
             stream,
             at,
             meta,
             body,
-        } => {
-            stream_state(tx, cx.streams, stream).map_err(err)?;
-            let object = object_id(tx, cx.objects, stream, &meta).map_err(err)?;
-            let (body_id, _) = store_body(tx, cx, object, &meta.resource_version, &body)?;
-            let seq = take_seq(cx.next_seq);
-            let s = cx
-                .streams
-                .get_mut(&stream)
-                .expect("stream state loaded above");
-            let token = *s.open_list.get_or_insert(seq);
-            tx.prepare_cached(
-                "INSERT INTO records(seq, stream_id, kind, observed_at, object_id, body_id,
-                                     resource_version, aux)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    seq,
-                    stream,
-                    kind::BASELINE_ITEM,
-                    at,
-                    object,
-                    body_id,
-                    meta.resource_version,
-                    token
-                ])
-            })
-            .map_err(err)?;
-            Ok(())
-        }
+        } => apply_baseline_item(tx, cx, stream, at, meta, body),
         Op::BaselineEnd {
             stream,
             at,
@@ -629,6 +526,135 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
             .map_err(err)
         }
     }
+}
+
+/// A live event: journaled once (a redelivery is counted and dropped), its body
+/// stored, the live feed sampled, the stream's counters moved on.
+fn apply_event(
+    tx: &Transaction<'_>,
+    cx: &mut Ctx<'_>,
+    stream: StreamId,
+    at: i64,
+    watch_type: WatchType,
+    meta: ObjectMeta,
+    body: Vec<u8>,
+) -> Result<(), JournalError> {
+    let path = cx.path.clone();
+    let err = |e| JournalError::sqlite(&path, e);
+    let key_text = stream_state(tx, cx.streams, stream)
+        .map_err(err)?
+        .key
+        .clone();
+    let object = object_id(tx, cx.objects, stream, &meta).map_err(err)?;
+    let event_key = event_key(&key_text, &meta, watch_type);
+    let seen: Option<i64> = tx
+        .prepare_cached("SELECT 1 FROM records WHERE object_id = ?1 AND event_key = ?2")
+        .and_then(|mut s| {
+            s.query_row(params![object, event_key], |r| r.get(0))
+                .optional()
+        })
+        .map_err(err)?;
+    let s = cx
+        .streams
+        .get_mut(&stream)
+        .expect("stream state loaded above");
+    if seen.is_some() {
+        s.totals.duplicates += 1;
+        return Ok(());
+    }
+    let (body_id, previous) = store_body(tx, cx, object, &meta.resource_version, &body)?;
+    if cx.feed.as_mut().is_some_and(|f| f.admit()) {
+        let before = match (watch_type, previous) {
+            (WatchType::Modified, Some(prev)) => Some(decode_body(tx, cx, prev)?),
+            _ => None,
+        };
+        cx.changes.push(Change {
+            stream,
+            at,
+            watch_type,
+            namespace: meta.namespace.clone(),
+            name: meta.name.clone(),
+            before,
+            after: body.clone(),
+        });
+    }
+    let seq = take_seq(cx.next_seq);
+    tx.prepare_cached(
+        "INSERT INTO records(seq, stream_id, kind, observed_at, watch_type, object_id,
+                             body_id, resource_version, event_key)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            seq,
+            stream,
+            kind::EVENT,
+            at,
+            watch_type.code(),
+            object,
+            body_id,
+            meta.resource_version,
+            event_key
+        ])
+    })
+    .map_err(err)?;
+    let s = cx
+        .streams
+        .get_mut(&stream)
+        .expect("stream state loaded above");
+    s.events += 1;
+    s.totals.events += 1;
+    s.last_rv = meta.resource_version.clone();
+    s.totals.last_rv = meta.resource_version.clone();
+    s.dirty = true;
+    s.dirty_at = s.dirty_at.max(at);
+    if watch_type == WatchType::Deleted {
+        cx.pending
+            .forget
+            .push(((stream, meta.namespace, meta.name), object));
+    }
+    Ok(())
+}
+
+/// One item of a list: part of the baseline the list's end completes.
+fn apply_baseline_item(
+    tx: &Transaction<'_>,
+    cx: &mut Ctx<'_>,
+    stream: StreamId,
+    at: i64,
+    meta: ObjectMeta,
+    body: Vec<u8>,
+) -> Result<(), JournalError> {
+    let path = cx.path.clone();
+    let err = |e| JournalError::sqlite(&path, e);
+    stream_state(tx, cx.streams, stream).map_err(err)?;
+    let object = object_id(tx, cx.objects, stream, &meta).map_err(err)?;
+    let (body_id, _) = store_body(tx, cx, object, &meta.resource_version, &body)?;
+    let seq = take_seq(cx.next_seq);
+    let s = cx
+        .streams
+        .get_mut(&stream)
+        .expect("stream state loaded above");
+    let token = *s.open_list.get_or_insert(seq);
+    tx.prepare_cached(
+        "INSERT INTO records(seq, stream_id, kind, observed_at, object_id, body_id,
+                             resource_version, aux)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            seq,
+            stream,
+            kind::BASELINE_ITEM,
+            at,
+            object,
+            body_id,
+            meta.resource_version,
+            token
+        ])
+    })
+    .map_err(err)?;
+    Ok(())
 }
 
 /// The sequence number after the journal's last record.
