@@ -1,7 +1,9 @@
 //! `demo`: the built-in demo, end to end, in one process.
 
 use super::args::GlobalArgs;
+use crate::diff::DiffOptions;
 use crate::error::{CliError, CliResult};
+use crate::history::diff::NameFilter;
 use crate::journal::Journal;
 use crate::recorder::display::Mode;
 use crate::render::Format;
@@ -97,14 +99,8 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
         namespace: reader.namespace.clone(),
         types: None,
     };
-    let changes = history.diff(
-        &scope,
-        &Default::default(),
-        since.as_ms(),
-        until.as_ms(),
-        &Default::default(),
-        false,
-    )?;
+    let (every_name, defaults) = (NameFilter::default(), DiffOptions::default());
+    let changes = history.diff(&scope, &every_name, &window, &defaults, false)?;
     super::out(&format!(
         "\n{}\n{}{}",
         paint.bold(&format!(
@@ -115,13 +111,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     ))?;
 
     // The same window in order, one line per change, with the gap where it fell.
-    let log = history.log(
-        &scope,
-        &Default::default(),
-        since.as_ms(),
-        until.as_ms(),
-        &Default::default(),
-    )?;
+    let log = history.log(&scope, &every_name, &window, &defaults)?;
     super::out(&format!(
         "\n{}\n{}",
         paint.bold(&format!(
@@ -135,7 +125,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     if let Some(object) = reader.journal.busiest_object(&ids)?
         && let Some(stream) = history.stream(object.stream)
     {
-        let t = history.timeline(stream, &object, &Default::default())?;
+        let t = history.timeline(stream, &object, &defaults)?;
         super::out(&format!(
             "\n{}\n{}",
             paint.bold(&format!(

@@ -94,14 +94,7 @@ pub fn run(global: &GlobalArgs, args: DiffArgs) -> CliResult {
     let opts = DiffOptions {
         include_status: args.window.include_status,
     };
-    let result = history.diff(
-        &scope,
-        &names,
-        window.since().as_ms(),
-        window.until().as_ms(),
-        &opts,
-        format == Format::Unified,
-    )?;
+    let result = history.diff(&scope, &names, &window, &opts, format == Format::Unified)?;
     let paint = global.paint();
     let text = match format {
         Format::Json | Format::Yaml => {

@@ -85,13 +85,7 @@ pub fn run(global: &GlobalArgs, args: LogArgs) -> CliResult {
     let opts = DiffOptions {
         include_status: args.window.include_status,
     };
-    let result = history.log(
-        &scope,
-        &names,
-        window.since().as_ms(),
-        window.until().as_ms(),
-        &opts,
-    )?;
+    let result = history.log(&scope, &names, &window, &opts)?;
     let text = match format {
         Format::Json | Format::Yaml => {
             let out = LogOut {

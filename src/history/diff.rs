@@ -12,6 +12,7 @@ use crate::diff::{
     reduce_pair_managed, render_pair,
 };
 use crate::journal::versions::{Decoder, ObjectRow, StoredBody};
+use crate::time::TimeWindow;
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -94,11 +95,11 @@ impl History<'_> {
         &self,
         scope: &Scope,
         names: &NameFilter,
-        since: i64,
-        until: i64,
+        window: &TimeWindow,
         opts: &DiffOptions,
         keep_objects: bool,
     ) -> Result<DiffAnswer, HistoryError> {
+        let (since, until) = (window.since().as_ms(), window.until().as_ms());
         let streams = self.streams_in(scope);
         let completeness = self.completeness(scope, &streams, Some(since), until);
         let ids: HashSet<_> = streams.iter().map(|s| s.info.id).collect();

@@ -13,6 +13,7 @@ use super::timeline::EntryType;
 use super::{Between, History, HistoryError, Scope};
 use crate::diff::DiffOptions;
 use crate::journal::read::GapWindow;
+use crate::time::TimeWindow;
 use std::collections::HashSet;
 
 /// What kind of change a log entry is.
@@ -169,10 +170,10 @@ impl History<'_> {
         &self,
         scope: &Scope,
         names: &NameFilter,
-        since: i64,
-        until: i64,
+        window: &TimeWindow,
         opts: &DiffOptions,
     ) -> Result<LogAnswer, HistoryError> {
+        let (since, until) = (window.since().as_ms(), window.until().as_ms());
         let streams = self.streams_in(scope);
         let completeness = self.completeness(scope, &streams, Some(since), until);
         let ids: HashSet<_> = streams.iter().map(|s| s.info.id).collect();
