@@ -260,8 +260,10 @@ struct StreamState {
     last_rv: String,
     /// Events of this stream in the current transaction.
     dirty: bool,
-    /// When the last of those events was observed.
+    /// When the last of those events was observed, and its resourceVersion: the
+    /// checkpoint the transaction ends with for this stream.
     dirty_at: i64,
+    dirty_rv: String,
     totals: StreamTotals,
 }
 
@@ -373,7 +375,7 @@ impl WriterState {
                 *id,
                 kind::CHECKPOINT,
                 s.dirty_at,
-                Some(&s.last_rv),
+                Some(&s.dirty_rv),
                 None,
                 &info,
             )
@@ -470,6 +472,10 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
             s.last_rv = list_rv.clone();
             s.totals.last_rv = list_rv;
             s.totals.baselines += 1;
+            // A baseline is a durable point too, later than the events before it.
+            if at >= s.dirty_at {
+                s.dirty = false;
+            }
             Ok(())
         }
         Op::BaselineAbort { stream } => {
@@ -513,6 +519,11 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
             };
             s.last_rv = rv.clone();
             s.totals.last_rv = rv.clone();
+            // A bookmark, heartbeat or stop at or after the transaction's events vouches
+            // for them: no event checkpoint follows it with an earlier time.
+            if at >= s.dirty_at {
+                s.dirty = false;
+            }
             insert_meta(
                 tx,
                 cx.next_seq,
@@ -608,6 +619,7 @@ fn apply_event(
     s.totals.last_rv = meta.resource_version.clone();
     s.dirty = true;
     s.dirty_at = s.dirty_at.max(at);
+    s.dirty_rv.clone_from(&meta.resource_version);
     if watch_type == WatchType::Deleted {
         cx.pending
             .forget
@@ -731,6 +743,7 @@ fn stream_state<'a>(
             last_rv: last_rv.clone(),
             dirty: false,
             dirty_at: 0,
+            dirty_rv: String::new(),
             totals: StreamTotals {
                 last_rv,
                 ..StreamTotals::default()
@@ -961,6 +974,76 @@ mod tests {
         .into_bytes()
     }
 
+    /// The checkpoints of `stream`, in journal order: (observed_at, rv, reason).
+    fn checkpoints(journal: &Journal, stream: StreamId) -> Vec<(i64, String, String)> {
+        journal
+            .conn()
+            .prepare(&format!(
+                "SELECT observed_at, resource_version, info FROM records
+                 WHERE stream_id = ?1 AND kind = {} ORDER BY seq",
+                kind::CHECKPOINT
+            ))
+            .unwrap()
+            .query_map(params![stream], |r| {
+                let info: String = r.get(2)?;
+                let info: CheckpointInfo = serde_json::from_str(&info).unwrap();
+                Ok((r.get(0)?, r.get(1)?, format!("{:?}", info.reason)))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_transaction_ends_with_a_checkpoint_true_to_its_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.db");
+        let journal = Journal::open_or_create(&path).unwrap();
+        journal.register_cluster("c1", "https://x", None).unwrap();
+        let stream = journal.register_stream("c1", &cm_spec()).unwrap();
+        let mut state = WriterState::new(journal, Arc::new(WriterStats::default())).unwrap();
+        let event = |at: i64, rv: &str| Op::Event {
+            stream,
+            at,
+            watch_type: WatchType::Modified,
+            meta: meta("a", rv),
+            body: body("a", rv, rv),
+        };
+        // Events, then a stop, committed together (Ctrl-C right after an event): the
+        // stop is the last word, not an event checkpoint claiming its rv earlier.
+        let mut batch = vec![
+            event(1_000, "10"),
+            Op::Checkpoint {
+                stream,
+                at: 2_000,
+                rv: "12".into(),
+                reason: CheckpointReason::Stop,
+            },
+        ];
+        state.commit(&mut batch).unwrap();
+        // Events, then a relist's baseline, together: the baseline is the last durable
+        // point; an event after it gets a checkpoint with its own rv and time.
+        let mut batch = vec![
+            event(3_000, "13"),
+            Op::BaselineEnd {
+                stream,
+                at: 3_500,
+                list_rv: "20".into(),
+                items: 0,
+            },
+            event(4_000, "21"),
+        ];
+        state.commit(&mut batch).unwrap();
+        let reopened = Journal::open(&path).unwrap();
+        assert_eq!(
+            checkpoints(&reopened, stream),
+            vec![
+                (2_000, "12".into(), "Stop".into()),
+                (4_000, "21".into(), "Event".into()),
+            ]
+        );
+    }
+
     #[test]
     fn events_are_deduplicated_and_bodies_round_trip() {
         let dir = tempfile::tempdir().unwrap();
@@ -1036,8 +1119,8 @@ mod tests {
         let reader = Journal::open(&path).unwrap();
         let records = reader.all_records().unwrap();
         let kinds: Vec<i64> = records.iter().map(|r| r.kind).collect();
-        // One transaction: the events' checkpoint closes it, carrying the stream's
-        // latest resourceVersion (the second baseline's), never an older one.
+        // One transaction: the second baseline is its last durable point, so no
+        // events' checkpoint follows it claiming an older resourceVersion later.
         assert_eq!(
             kinds,
             vec![
@@ -1047,10 +1130,9 @@ mod tests {
                 kind::CHECKPOINT, // the bookmark
                 kind::BASELINE_ITEM,
                 kind::BASELINE,
-                kind::CHECKPOINT, // the events' checkpoint
             ]
         );
-        assert_eq!(records[6].resource_version.as_deref(), Some("12"));
+        assert_eq!(records[5].resource_version.as_deref(), Some("12"));
         let event = records.iter().find(|r| r.kind == kind::EVENT).unwrap();
         assert_eq!(event.body.as_deref(), Some(&v2[..]));
         let items: Vec<_> = records
