@@ -178,6 +178,26 @@ impl From<crate::history::HistoryError> for CliError {
     }
 }
 
+impl From<crate::recorder::PlanError> for CliError {
+    /// What to record cannot be planned from what the server serves.
+    fn from(e: crate::recorder::PlanError) -> CliError {
+        use crate::recorder::PlanError;
+        let hint = match &e {
+            PlanError::SecretsRefused => {
+                Some("with --include-secrets, every value is stored only as a SHA-256 digest")
+            }
+            PlanError::Resolve(_) => Some("`kubectl api-resources` lists what the server serves"),
+            PlanError::NotWatchable(_) => None,
+        };
+        let err = CliError::runtime(e.to_string());
+        let err = match hint {
+            Some(h) => err.hint(h),
+            None => err,
+        };
+        err.caused_by(e)
+    }
+}
+
 impl From<crate::time::TimeError> for CliError {
     /// A time or window that makes no sense: a usage error.
     fn from(e: crate::time::TimeError) -> CliError {
@@ -209,9 +229,7 @@ impl From<ClusterError> for CliError {
             ClusterError::Unreachable { .. } => Some(
                 "check the server URL and your network; `kubectl cluster-info` shows what kubectl reaches",
             ),
-            ClusterError::UntrustedCertificate { .. } => Some(
-                "check that the kubeconfig's certificate authority (certificate-authority-data, or --certificate-authority) is this cluster's; --insecure-skip-tls-verify skips the check, insecurely",
-            ),
+            ClusterError::UntrustedCertificate { problem, .. } => Some(problem.hint()),
             ClusterError::Unauthorized { .. } => {
                 Some("refresh your credentials; `kubectl auth whoami` shows who you are")
             }
@@ -234,6 +252,9 @@ impl From<crate::replay::make::MakeError> for CliError {
             M::NotAType => CliError::usage(e.to_string()),
             M::IntoItself(_) => CliError::runtime(e.to_string())
                 .hint("pick another --to-namespace, or another cluster with --target-context")
+                .caused_by(e),
+            M::Unreachable { .. } => CliError::runtime(e.to_string())
+                .hint("the dry run needs the target cluster: check it with `kubectl --context CTX get namespaces`, and pick it with --target-context")
                 .caused_by(e),
             M::Incomplete { .. } => CliError::runtime(e.to_string())
                 .hint("--allow-gaps plans anyway and lists every gap in the plan; `kubectl krply coverage` shows them")

@@ -122,7 +122,7 @@ pub fn classify(access: &ClusterAccess, e: kube::Error) -> ClusterError {
             status.message, status.code, status.reason
         )),
         other => match super::certificate_problem(&other) {
-            Some(detail) => ClusterError::UntrustedCertificate { server, detail },
+            Some(problem) => ClusterError::UntrustedCertificate { server, problem },
             None => ClusterError::Unreachable {
                 server,
                 detail: describe_chain(&other),

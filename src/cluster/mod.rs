@@ -54,8 +54,11 @@ pub enum ClusterError {
     Config(String),
     #[error("cannot reach the API server at {server}: {detail}")]
     Unreachable { server: String, detail: String },
-    #[error("the API server at {server} presented a certificate that {detail}")]
-    UntrustedCertificate { server: String, detail: String },
+    #[error("the API server at {server} presented a certificate that {problem}")]
+    UntrustedCertificate {
+        server: String,
+        problem: CertificateProblem,
+    },
     #[error("the API server at {server} did not answer within {timeout:?}")]
     Timeout { server: String, timeout: Duration },
     #[error("the API server at {server} rejected the credentials: {detail}")]
@@ -359,31 +362,59 @@ pub async fn connect(
     })
 }
 
-/// An error's message with its sources, each once, on one line (parsers add
-/// multi-line snippets of their input, which an error line does not need).
+/// What is wrong with the server's certificate, each with what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CertificateProblem {
+    #[error("is not signed by the certificate authority this kubeconfig trusts")]
+    UnknownAuthority,
+    #[error("has expired")]
+    Expired,
+    #[error("is not valid yet")]
+    NotValidYet,
+    #[error("is not valid for this server's name")]
+    WrongName,
+    #[error("does not verify ({0})")]
+    Other(String),
+}
+
+impl CertificateProblem {
+    /// What the user can do about it.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            CertificateProblem::UnknownAuthority | CertificateProblem::Other(_) => {
+                "check that the kubeconfig's certificate authority (certificate-authority-data, or --certificate-authority) is this cluster's; --insecure-skip-tls-verify skips the check, insecurely"
+            }
+            CertificateProblem::Expired | CertificateProblem::NotValidYet => {
+                "check this machine's clock (`date -u`); if it is right, the cluster's serving certificate needs renewing"
+            }
+            CertificateProblem::WrongName => {
+                "the server URL must be a name or address in the certificate; check the kubeconfig's server, or set tls-server-name to a name the certificate holds"
+            }
+        }
+    }
+}
+
 /// What is wrong with the server's certificate, when that is why a
 /// connection failed: the TLS error may sit inside an `io::Error`, whose
 /// `source()` skips it, so those are opened too.
-pub fn certificate_problem(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+pub fn certificate_problem(e: &(dyn std::error::Error + 'static)) -> Option<CertificateProblem> {
     use tokio_rustls::rustls::{CertificateError, Error as TlsError};
     let mut current = Some(e);
     while let Some(err) = current {
         if let Some(TlsError::InvalidCertificate(c)) = err.downcast_ref::<TlsError>() {
             return Some(match c {
                 CertificateError::UnknownIssuer | CertificateError::BadSignature => {
-                    "is not signed by the certificate authority this kubeconfig trusts".into()
+                    CertificateProblem::UnknownAuthority
                 }
                 CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
-                    "has expired".into()
+                    CertificateProblem::Expired
                 }
                 CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
-                    "is not valid yet".into()
+                    CertificateProblem::NotValidYet
                 }
                 CertificateError::NotValidForName
-                | CertificateError::NotValidForNameContext { .. } => {
-                    "is not valid for this server's name".into()
-                }
-                other => format!("does not verify ({other:?})"),
+                | CertificateError::NotValidForNameContext { .. } => CertificateProblem::WrongName,
+                other => CertificateProblem::Other(format!("{other:?}")),
             });
         }
         current = match err
@@ -397,6 +428,8 @@ pub fn certificate_problem(e: &(dyn std::error::Error + 'static)) -> Option<Stri
     None
 }
 
+/// An error's message with its sources, each once, on one line (parsers add
+/// multi-line snippets of their input, which an error line does not need).
 pub fn describe_chain(e: &dyn std::error::Error) -> String {
     let first_line = |s: String| s.lines().next().unwrap_or_default().trim().to_string();
     let mut text = first_line(e.to_string());

@@ -51,7 +51,8 @@ pub fn kind_rule(kind: &str) -> Option<Exclusion> {
 
 /// The kind `--include NAME` names, for the kinds it can bring back: the kind
 /// itself in any case, its plural or its kubectl short name (`job`, `jobs`,
-/// `cj`, `sa`, `pvc`, ...), or `LoadBalancer` for Services of that type.
+/// `cj`, `pvc`, ...), or `LoadBalancer` for Services of that type.
+/// ServiceAccounts are planned by default, so `sa` names nothing to include.
 pub fn include_kind(name: &str) -> Option<&'static str> {
     Some(match name.to_ascii_lowercase().as_str() {
         "job" | "jobs" => "Job",

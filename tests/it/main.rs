@@ -22,3 +22,4 @@ mod sim_kubectl;
 mod sim_ssa;
 mod timeline_long;
 mod transcript;
+mod troubleshooting;
