@@ -51,6 +51,9 @@ pub struct DemoOutcome {
 
 /// Runs the demo, writing the journal to `store` (its directory also receives the
 /// simulator's kubeconfig). `say` receives each narration line.
+///
+/// Long on purpose: it is the demo's story, step after step, each step a few lines
+/// of simulator calls and narration; split up, the story would no longer read in order.
 pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOutcome, DemoError> {
     let dir = store.parent().unwrap_or(Path::new(".")).to_path_buf();
     let mut builder = std::fs::DirBuilder::new();

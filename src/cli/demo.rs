@@ -30,6 +30,11 @@ pub struct DemoArgs {
 /// The test namespace the demo replays the shop into.
 const REPLAY_NAMESPACE: &str = "shop-before";
 
+/// `demo`: runs the story, then prints each answer command's output in the order the
+/// story tells it.
+///
+/// Long on purpose: one block per answer shown (coverage, diff, log, timeline, a
+/// replay plan), each a library call and its rendering, in reading order.
 pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     let dir = match args.dir {
         Some(d) => d,

@@ -6,7 +6,7 @@ use crate::error::{CliError, CliResult};
 use crate::journal::Journal;
 use crate::recorder::display::Mode;
 use crate::recorder::stream::StreamOptions;
-use crate::recorder::{self, PlanArgs, PlanError, RecordOptions};
+use crate::recorder::{self, PlanArgs, RecordOptions};
 use clap::Args;
 use std::time::Duration;
 
@@ -109,14 +109,7 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
             selector,
             include_secrets: args.include_secrets,
         },
-    )
-    .map_err(|e| match e {
-        PlanError::SecretsRefused => CliError::runtime(e.to_string())
-            .hint("with --include-secrets, every value is stored only as a SHA-256 digest"),
-        PlanError::Resolve(_) => CliError::runtime(e.to_string())
-            .hint("`kubectl api-resources` lists what the server serves"),
-        PlanError::NotWatchable(_) => CliError::runtime(e.to_string()),
-    })?;
+    )?;
     for w in &plan.warnings {
         eprintln!("warning: {w}");
     }
@@ -160,6 +153,11 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
         mode,
     };
     let summary = recorder::record(&access, journal, plan.streams, options, stop_rx).await?;
+    super::out(&summary_text(&summary, &path))
+}
+
+/// The final summary: totals, the journal's path, and one line per stream.
+fn summary_text(summary: &recorder::RecordSummary, path: &std::path::Path) -> String {
     let mut text = format!(
         "recorded {} event(s) in {} stream(s) over {}; {} gap(s); {} change(s) found by relists\njournal {}\n",
         summary.events(),
@@ -190,7 +188,7 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
             ),
         });
     }
-    super::out(&text)
+    text
 }
 
 /// `fut`'s output, or `None` when a stop comes first.

@@ -23,6 +23,16 @@ pub enum EntryType {
 }
 
 impl EntryType {
+    /// The entry of a stored version: its watch type, or a list's baseline.
+    pub fn of(watch_type: Option<WatchType>) -> EntryType {
+        match watch_type {
+            Some(WatchType::Added) => EntryType::Added,
+            Some(WatchType::Modified) => EntryType::Modified,
+            Some(WatchType::Deleted) => EntryType::Deleted,
+            None => EntryType::Baseline,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             EntryType::Added => "ADDED",
@@ -60,6 +70,12 @@ pub struct TimelineAnswer {
 }
 
 impl History<'_> {
+    /// Every recorded version of `object`, with what changed in each, where it
+    /// vanished from a relist, and the stream's gaps within its life.
+    ///
+    /// Long on purpose: this thread reads stored bodies in order while other threads
+    /// compare them, and the reading closure keeps its state (the previous version,
+    /// the last keyframe) local to this function.
     pub fn timeline(
         &self,
         stream: &StreamHistory,
@@ -104,12 +120,7 @@ impl History<'_> {
                         entries.push(vanished(b.observed_at, &b.resource_version));
                         previous = None;
                     }
-                    let kind = match v.watch_type {
-                        Some(WatchType::Added) => EntryType::Added,
-                        Some(WatchType::Modified) => EntryType::Modified,
-                        Some(WatchType::Deleted) => EntryType::Deleted,
-                        None => EntryType::Baseline,
-                    };
+                    let kind = EntryType::of(v.watch_type);
                     last_seq = v.seq;
                     if kind == EntryType::Deleted {
                         // Nothing to compare, and nothing to compare with next.
@@ -159,20 +170,7 @@ impl History<'_> {
             stream.end(self.now)
         };
         if let (Some(first), Some(end)) = (first, end) {
-            // A window starts after its `from` (covered up to and including it).
-            for w in &stream.coverage.windows {
-                if w.to.is_none_or(|to| to > first) && w.from < end {
-                    entries.push(Entry {
-                        observed_at: w.from,
-                        resource_version: w.from_rv.clone(),
-                        kind: EntryType::Gap,
-                        synthetic: true,
-                        fields: Vec::new(),
-                        gap: Some(w.clone()),
-                        found_by_relist: None,
-                    });
-                }
-            }
+            entries.extend(gaps_within(stream, first, end));
         }
         // Stable; a gap starts after the versions observed at its start time.
         entries.sort_by_key(|e| (e.observed_at, e.kind == EntryType::Gap));
@@ -197,6 +195,26 @@ impl History<'_> {
             completeness,
         })
     }
+}
+
+/// The stream's gaps that overlap `(first, end)`, an object's recorded life, as
+/// entries. A gap starts after its `from` (covered up to and including it).
+fn gaps_within(stream: &StreamHistory, first: i64, end: i64) -> Vec<Entry> {
+    stream
+        .coverage
+        .windows
+        .iter()
+        .filter(|w| w.to.is_none_or(|to| to > first) && w.from < end)
+        .map(|w| Entry {
+            observed_at: w.from,
+            resource_version: w.from_rv.clone(),
+            kind: EntryType::Gap,
+            synthetic: true,
+            fields: Vec::new(),
+            gap: Some(w.clone()),
+            found_by_relist: None,
+        })
+        .collect()
 }
 
 /// Marks the list entries that found something the watch did not see: a

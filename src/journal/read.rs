@@ -197,51 +197,14 @@ impl Journal {
             .and_then(|rows| rows.collect())
             .map_err(err)?;
 
-        let mut from = None;
-        let mut gaps = 0u64;
-        let mut windows: Vec<GapWindow> = Vec::new();
-        let mut open: Option<GapWindow> = None;
-        let mut unavailable: Option<(i64, String)> = None;
-        let mut last_baseline: Option<(i64, Option<String>)> = None;
-        for (k, at, rv, info) in rows {
-            let info = info.unwrap_or_default();
-            match k {
-                kind::BASELINE => {
-                    from.get_or_insert(at);
-                    if let Some(mut w) = open.take() {
-                        w.to = Some(at);
-                        w.to_rv = rv.clone();
-                        windows.push(w);
-                    }
-                    unavailable = None;
-                    last_baseline = Some((at, rv));
-                }
-                kind::GAP => {
-                    gaps += 1;
-                    let g: GapInfo = serde_json::from_str(&info).unwrap_or(GapInfo {
-                        from: at,
-                        from_rv: None,
-                        reason: "gap".into(),
-                    });
-                    merge_open(&mut open, g.from, g.from_rv, g.reason);
-                }
-                kind::COVERAGE => {
-                    let c: CoverageInfo = serde_json::from_str(&info).unwrap_or(CoverageInfo {
-                        available: false,
-                        reason: "unavailable".into(),
-                    });
-                    if !c.available {
-                        unavailable.get_or_insert((at, c.reason.clone()));
-                        // A stream that never had a baseline has no history to lose:
-                        // it is simply not covered yet.
-                        if from.is_some() {
-                            merge_open(&mut open, at, None, format!("unavailable: {}", c.reason));
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
+        let CoverageFold {
+            from,
+            gaps,
+            mut windows,
+            open,
+            unavailable,
+            last_baseline,
+        } = CoverageFold::of(rows);
 
         let last_checkpoint: Option<(i64, Option<String>, String)> = conn
             .prepare_cached(&format!(
@@ -416,6 +379,77 @@ impl Journal {
     }
 }
 
+/// What a stream's baselines, gaps and coverage records say, oldest first: where its
+/// history starts, its closed gap windows and the one still open (a gap no baseline
+/// has closed yet), and whether it is unavailable now.
+struct CoverageFold {
+    from: Option<i64>,
+    gaps: u64,
+    windows: Vec<GapWindow>,
+    open: Option<GapWindow>,
+    unavailable: Option<(i64, String)>,
+    last_baseline: Option<(i64, Option<String>)>,
+}
+
+impl CoverageFold {
+    /// Folds `(kind, observed_at, resource_version, info)` rows in journal order.
+    fn of(rows: Vec<(i64, i64, Option<String>, Option<String>)>) -> CoverageFold {
+        let mut from = None;
+        let mut gaps = 0u64;
+        let mut windows: Vec<GapWindow> = Vec::new();
+        let mut open: Option<GapWindow> = None;
+        let mut unavailable: Option<(i64, String)> = None;
+        let mut last_baseline: Option<(i64, Option<String>)> = None;
+        for (k, at, rv, info) in rows {
+            let info = info.unwrap_or_default();
+            match k {
+                kind::BASELINE => {
+                    from.get_or_insert(at);
+                    if let Some(mut w) = open.take() {
+                        w.to = Some(at);
+                        w.to_rv = rv.clone();
+                        windows.push(w);
+                    }
+                    unavailable = None;
+                    last_baseline = Some((at, rv));
+                }
+                kind::GAP => {
+                    gaps += 1;
+                    let g: GapInfo = serde_json::from_str(&info).unwrap_or(GapInfo {
+                        from: at,
+                        from_rv: None,
+                        reason: "gap".into(),
+                    });
+                    merge_open(&mut open, g.from, g.from_rv, g.reason);
+                }
+                kind::COVERAGE => {
+                    let c: CoverageInfo = serde_json::from_str(&info).unwrap_or(CoverageInfo {
+                        available: false,
+                        reason: "unavailable".into(),
+                    });
+                    if !c.available {
+                        unavailable.get_or_insert((at, c.reason.clone()));
+                        // A stream that never had a baseline has no history to lose:
+                        // it is simply not covered yet.
+                        if from.is_some() {
+                            merge_open(&mut open, at, None, format!("unavailable: {}", c.reason));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        CoverageFold {
+            from,
+            gaps,
+            windows,
+            open,
+            unavailable,
+            last_baseline,
+        }
+    }
+}
+
 /// Opens a missing-history window, or widens the one already open.
 fn merge_open(open: &mut Option<GapWindow>, from: i64, from_rv: Option<String>, reason: String) {
     match open {
@@ -437,5 +471,84 @@ fn merge_open(open: &mut Option<GapWindow>, from: i64, from_rv: Option<String>, 
                 reason,
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(k: i64, at: i64, rv: &str, info: &str) -> (i64, i64, Option<String>, Option<String>) {
+        (
+            k,
+            at,
+            Some(rv.into()),
+            (!info.is_empty()).then(|| info.into()),
+        )
+    }
+
+    fn gap(from: i64, rv: &str, reason: &str) -> String {
+        format!(r#"{{"from":{from},"from_rv":"{rv}","reason":"{reason}"}}"#)
+    }
+
+    #[test]
+    fn a_baseline_closes_the_gaps_before_it_into_one_window() {
+        let f = CoverageFold::of(vec![
+            row(kind::BASELINE, 100, "10", ""),
+            row(kind::GAP, 300, "", &gap(200, "12", "410 Expired")),
+            // A second gap before the relist widens the same window.
+            row(kind::GAP, 350, "", &gap(150, "11", "recorder not running")),
+            row(kind::BASELINE, 400, "20", ""),
+        ]);
+        assert_eq!(f.from, Some(100));
+        assert_eq!(f.gaps, 2);
+        assert!(f.open.is_none());
+        assert_eq!(
+            f.windows,
+            vec![GapWindow {
+                from: 150,
+                from_rv: Some("11".into()),
+                to: Some(400),
+                to_rv: Some("20".into()),
+                reason: "410 Expired; recorder not running".into(),
+            }]
+        );
+        assert_eq!(f.last_baseline, Some((400, Some("20".into()))));
+    }
+
+    #[test]
+    fn unavailable_opens_a_gap_only_once_there_is_history() {
+        let never = CoverageFold::of(vec![row(
+            kind::COVERAGE,
+            50,
+            "",
+            r#"{"available":false,"reason":"403 Forbidden"}"#,
+        )]);
+        assert!(never.open.is_none() && never.from.is_none());
+        assert_eq!(never.unavailable, Some((50, "403 Forbidden".into())));
+
+        let lost = CoverageFold::of(vec![
+            row(kind::BASELINE, 100, "10", ""),
+            row(
+                kind::COVERAGE,
+                200,
+                "",
+                r#"{"available":false,"reason":"403 Forbidden"}"#,
+            ),
+        ]);
+        let open = lost.open.expect("an open gap");
+        assert_eq!((open.from, open.to), (200, None));
+        assert_eq!(open.reason, "unavailable: 403 Forbidden");
+    }
+
+    #[test]
+    fn unreadable_records_still_count_as_gaps() {
+        let f = CoverageFold::of(vec![
+            row(kind::BASELINE, 100, "10", ""),
+            row(kind::GAP, 300, "", "not json"),
+        ]);
+        assert_eq!(f.gaps, 1);
+        let open = f.open.expect("an open gap");
+        assert_eq!((open.from, open.reason.as_str()), (300, "gap"));
     }
 }

@@ -395,6 +395,9 @@ impl Relists {
 
 /// Records `streams` into `journal` until `stop` turns true. The caller holds
 /// a [`claim`] on the streams for the whole call.
+///
+/// Long on purpose: it is the one `select!` loop that joins the stream tasks, their
+/// notices, the live feed and the relist lookups; each arm is a line or two.
 pub async fn record(
     access: &ClusterAccess,
     journal: Journal,

@@ -173,6 +173,8 @@ fn default(m: &mut Map<String, Value>, key: &str, v: Value) {
 
 /// Applies API defaults and allocations. `old` is the stored object on
 /// updates. Errors are `(field, message)` causes of a 422.
+///
+/// Long on purpose: a table of per-kind defaults, one short arm per kind.
 pub(crate) fn apply(
     def: &ResourceDef,
     obj: &mut Value,

@@ -571,6 +571,11 @@ async fn wait_for_rv(shared: &Shared, rv: u64) -> Result<(), ApiStatus> {
     }
 }
 
+/// A list request: `limit` and `continue` paging, `resourceVersion` and
+/// `resourceVersionMatch` semantics, selectors, and table output.
+///
+/// Long on purpose: the query parameters are checked in kube-apiserver's order, so
+/// that a request with several bad ones gets the same first error.
 async fn list(
     shared: &Arc<Shared>,
     filter: &Filter,

@@ -615,6 +615,10 @@ impl Store {
     }
 
     /// [`Store::replace`] with the managedFields of `owner`.
+    ///
+    /// Long on purpose: the server's update steps in its order (preconditions,
+    /// identity, status, validation, defaults, generation, controllers, managedFields,
+    /// no-op detection, finalizers); each step is a function, and the order is the logic.
     #[expect(
         clippy::too_many_arguments,
         reason = "replace's arguments plus who owns the result"
