@@ -221,38 +221,85 @@ impl Parser {
         Ok(Requirement { key, op, values })
     }
 
+    /// `(a,b)` after `in`/`notin`, read as kube-apiserver reads it (apimachinery's
+    /// `parseValues` and `parseIdentifiersList`): a set, sorted, where an empty
+    /// position (`()`, `(,a)`, `(a,)`, `(a,,b)`) is the empty value, but `(a,,)` is
+    /// an error.
     fn value_set(&mut self) -> Result<Vec<String>, String> {
         match self.next() {
             Some(Token::Open) => {}
             Some(t) => return Err(format!("found '{}', expected: '('", t.describe())),
             None => return Err("found '', expected: '('".into()),
         }
-        let mut values = Vec::new();
-        let mut expect_value = true;
-        // Bounded by the number of tokens.
-        while let Some(t) = self.next() {
-            match (t, expect_value) {
-                (Token::Ident(v), true) => {
-                    values.push(v);
-                    expect_value = false;
+        let mut values = std::collections::BTreeSet::new();
+        match self.peek() {
+            Some(Token::Close) => {
+                self.pos += 1;
+                values.insert(String::new());
+            }
+            Some(Token::Ident(_) | Token::Comma) => {
+                self.identifiers(&mut values)?;
+                match self.next() {
+                    Some(Token::Close) => {}
+                    Some(t) => return Err(format!("found '{}', expected: ')'", t.describe())),
+                    None => return Err("found '', expected: ')'".into()),
                 }
-                (Token::Comma, false) => expect_value = true,
-                (Token::Comma, true) => values.push(String::new()),
-                (Token::Close, _) => {
-                    if values.is_empty() {
-                        return Err("for 'in', 'notin' operators, values set can't be empty".into());
+            }
+            Some(t) => {
+                return Err(format!(
+                    "found '{}', expected: ',', ')' or identifier",
+                    t.describe()
+                ));
+            }
+            None => return Err("found '', expected: ',', ')' or identifier".into()),
+        }
+        Ok(values.into_iter().collect())
+    }
+
+    /// The values up to (not including) the closing `)`. Each step consumes a token,
+    /// so the loop ends with the input.
+    fn identifiers(
+        &mut self,
+        values: &mut std::collections::BTreeSet<String>,
+    ) -> Result<(), String> {
+        loop {
+            match self.next() {
+                Some(Token::Ident(v)) => {
+                    values.insert(v);
+                    match self.peek() {
+                        Some(Token::Comma) => {}
+                        Some(Token::Close) => return Ok(()),
+                        Some(t) => {
+                            return Err(format!("found '{}', expected: ',' or ')'", t.describe()));
+                        }
+                        None => return Err("found '', expected: ',' or ')'".into()),
                     }
-                    return Ok(values);
                 }
-                (t, _) => {
+                Some(Token::Comma) => {
+                    if values.is_empty() {
+                        values.insert(String::new());
+                    }
+                    match self.peek() {
+                        Some(Token::Close) => {
+                            values.insert(String::new());
+                            return Ok(());
+                        }
+                        Some(Token::Comma) => {
+                            self.pos += 1;
+                            values.insert(String::new());
+                        }
+                        _ => {}
+                    }
+                }
+                Some(t) => {
                     return Err(format!(
-                        "found '{}', expected: ',', ')' or identifier",
+                        "found '{}', expected: ',', or identifier",
                         t.describe()
                     ));
                 }
+                None => return Err("found '', expected: ',', or identifier".into()),
             }
         }
-        Err("found '', expected: ')'".into())
     }
 }
 
@@ -455,18 +502,18 @@ fn split_unescaped(s: &str, sep: char) -> Vec<String> {
     out
 }
 
+/// The byte offset of the first `pat` in `s` that no backslash escapes.
 fn find_unescaped(s: &str, pat: &str) -> Option<usize> {
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' {
-            i += 2;
+    let mut chars = s.char_indices();
+    while let Some((i, c)) = chars.next() {
+        if c == '\\' {
+            // The escaped character, whatever its width, is skipped with it.
+            chars.next();
             continue;
         }
         if s[i..].starts_with(pat) {
             return Some(i);
         }
-        i += 1;
     }
     None
 }
@@ -522,6 +569,19 @@ mod tests {
     }
 
     #[test]
+    fn field_selectors_with_wide_characters_never_split_one() {
+        // Found by the field_selector fuzz target: a scan that stepped one byte at a
+        // time sliced inside a two-byte character.
+        let any = |_: &str| true;
+        assert!(FieldSelector::parse("etattaa\u{551}em{", &any).is_err());
+        let sel = FieldSelector::parse("metadata.name=\u{551}x", &any).unwrap();
+        assert!(sel.matches(&|_| "\u{551}x".to_owned()));
+        // An escaped wide character is skipped whole, and the `=` after it found.
+        let sel = FieldSelector::parse("a\\\u{551}b=c", &any).unwrap();
+        assert!(sel.matches(&|_| "c".to_owned()));
+    }
+
+    #[test]
     fn equality_forms() {
         assert!(m("app=web", &[("app", "web")]));
         assert!(m("app==web", &[("app", "web")]));
@@ -573,12 +633,32 @@ mod tests {
     }
 
     #[test]
+    fn value_sets_read_empty_positions_as_kube_apiserver_does() {
+        // apimachinery's parseValues/parseIdentifiersList (checked against v1.37.2):
+        // a sorted set, where an empty position is the empty value. Found by the
+        // label_selector fuzz target: "(ba,)" lost its empty value, so the canonical
+        // form of "(ba,,)" did not parse back the same.
+        let values = |sel: &str| LabelSelector::parse(sel).unwrap().reqs[0].values.clone();
+        assert_eq!(values("a in ()"), [""]);
+        assert_eq!(values("a in (,)"), [""]);
+        assert_eq!(values("a in (x,)"), ["", "x"]);
+        assert_eq!(values("a in (,x)"), ["", "x"]);
+        assert_eq!(values("a in (y,,x)"), ["", "x", "y"]);
+        assert_eq!(values("a in (x,x)"), ["x"]);
+        assert_eq!(values("a in (b,a)"), ["a", "b"]);
+        let sel = LabelSelector::parse("a in (x,)").unwrap();
+        assert_eq!(sel.to_string(), "a in (,x)");
+        assert!(sel.matches(&labels(&[("a", "")])));
+    }
+
+    #[test]
     fn syntax_errors() {
         for bad in [
             "=web",
             "app in prod",
             "app in (prod",
-            "app in ()",
+            "app in (a,,)",
+            "app in (a b)",
             "app=web,",
             "app web",
             "!app=web",
