@@ -208,6 +208,11 @@ pub struct ObjectMeta {
     pub resource_version: String,
 }
 
+/// The largest object krply reads or stores: a watch line longer than this is a
+/// broken stream, and a journal body claiming more is a damaged row. etcd stores at
+/// most 1.5 MiB per object by default; clusters that raise it stay far below this.
+pub const MAX_OBJECT_BYTES: usize = 64 << 20;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 /// The largest watch line accepted (a single object); anything larger is a
 /// broken stream, not an object.
-const MAX_LINE: usize = 64 << 20;
+const MAX_LINE: usize = crate::model::MAX_OBJECT_BYTES;
 /// The largest response read whole (one page of a list: 500 objects of at most
 /// the 1.5 MiB etcd allows fit with room to spare).
 const MAX_BODY: usize = 1 << 30;

@@ -76,7 +76,7 @@ impl Codec {
         raw_len: usize,
         base: Option<&[u8]>,
     ) -> Result<Vec<u8>, CodecError> {
-        let mut out = Vec::with_capacity(raw_len);
+        let mut out = output_for(data, raw_len)?;
         let written = match base {
             None => self.dctx.decompress(&mut out, data),
             Some(base) => self.dctx.decompress_using_dict(&mut out, data, base),
@@ -89,6 +89,25 @@ impl Codec {
         }
         Ok(out)
     }
+}
+
+/// The buffer a stored body decodes into. A damaged row may claim any length: one
+/// larger than any object, or other than the length its zstd frame declares, is
+/// refused before anything is allocated.
+fn output_for(data: &[u8], raw_len: usize) -> Result<Vec<u8>, CodecError> {
+    if raw_len > crate::model::MAX_OBJECT_BYTES {
+        return Err(CodecError(format!(
+            "body claims {raw_len} bytes, more than any object"
+        )));
+    }
+    if let Ok(Some(declared)) = zstd_safe::get_frame_content_size(data)
+        && declared != raw_len as u64
+    {
+        return Err(CodecError(format!(
+            "body frame declares {declared} bytes, the row {raw_len}"
+        )));
+    }
+    Ok(Vec::with_capacity(raw_len))
 }
 
 /// A keyframe prepared for decoding many deltas against it (a timeline reads
@@ -114,7 +133,7 @@ impl Codec {
         raw_len: usize,
         base: &PreparedKeyframe,
     ) -> Result<Vec<u8>, CodecError> {
-        let mut out = Vec::with_capacity(raw_len);
+        let mut out = output_for(data, raw_len)?;
         let written = self
             .dctx
             .decompress_using_ddict(&mut out, data, &base.ddict)
@@ -180,6 +199,27 @@ mod tests {
             r#"{{"apiVersion":"apps/v1","kind":"Deployment","metadata":{{"name":"frontend","namespace":"shop","resourceVersion":"{replicas}00","labels":{{"app":"frontend"}}}},"spec":{{"replicas":{replicas},"template":{{"spec":{{"containers":[{{"name":"server","image":"{image}","ports":[{{"containerPort":8080}}],"env":[{{"name":"PORT","value":"8080"}},{{"name":"PRODUCT_CATALOG_SERVICE_ADDR","value":"productcatalogservice:3550"}}]}}]}}}}}}}}"#
         )
         .into_bytes()
+    }
+
+    #[test]
+    fn a_damaged_length_is_an_error_not_an_allocation() {
+        // Found by the journal_body fuzz target: a row claiming 65 TB made the
+        // reader try to allocate it, and the process abort.
+        let mut codec = Codec::new();
+        let body = version(3, "shop/frontend:v1");
+        let key = codec.keyframe(&body).unwrap();
+        let huge = codec.decode(&key, 0x3b00_0000_00f7, None).unwrap_err();
+        assert!(huge.0.contains("more than any object"), "{huge}");
+        let short = codec.decode(&key, body.len() - 1, None).unwrap_err();
+        assert!(short.0.contains("declares"), "{short}");
+        let delta = codec.delta(&body, &body).unwrap();
+        let prepared = PreparedKeyframe::new(1, &body).unwrap();
+        assert!(
+            codec
+                .decode_prepared(&delta, usize::MAX, &prepared)
+                .is_err()
+        );
+        assert_eq!(codec.decode(&key, body.len(), None).unwrap(), body);
     }
 
     #[test]
