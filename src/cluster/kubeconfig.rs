@@ -68,10 +68,33 @@ fn home_config() -> Option<PathBuf> {
 }
 
 fn read(path: &Path) -> Result<Kubeconfig, ClusterError> {
+    refuse_broken_utf16(path)?;
     Kubeconfig::read_from(path).map_err(|e| ClusterError::Kubeconfig {
         path: path.to_path_buf(),
         detail: describe(&e),
     })
+}
+
+/// kube's reader decodes a file that starts with a UTF-16 byte-order mark two bytes
+/// at a time, and panics when an odd byte is left over (kube-client 5.0,
+/// `file_config::read_path`; found by the kubeconfig fuzz target). Such a file is
+/// refused here first, with the error any unreadable kubeconfig gets.
+fn refuse_broken_utf16(path: &Path) -> Result<(), ClusterError> {
+    use std::io::Read;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        // kube's reader says why it cannot be opened.
+        return Ok(());
+    };
+    let mut bom = [0u8; 2];
+    let utf16 = file.read_exact(&mut bom).is_ok() && matches!(bom, [0xFF, 0xFE] | [0xFE, 0xFF]);
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if utf16 && len % 2 == 1 {
+        return Err(ClusterError::Kubeconfig {
+            path: path.to_path_buf(),
+            detail: "it starts with a UTF-16 byte-order mark but has an odd number of bytes".into(),
+        });
+    }
+    Ok(())
 }
 
 fn describe(e: &kube::config::KubeconfigError) -> String {
@@ -81,6 +104,24 @@ fn describe(e: &kube::config::KubeconfigError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_utf16_kubeconfig_cut_mid_character_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        let mut bytes = vec![0xFF, 0xFE];
+        for b in "apiVersion: v1\nkind: Config\n".bytes() {
+            bytes.extend([b, 0]);
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(load(Some(&path)).is_ok(), "whole UTF-16 reads");
+        bytes.push(b'x');
+        std::fs::write(&path, &bytes).unwrap();
+        let Err(err) = load(Some(&path)) else {
+            panic!("a cut UTF-16 kubeconfig was read")
+        };
+        assert!(err.to_string().contains("odd number of bytes"), "{err}");
+    }
 
     fn write(dir: &Path, name: &str, context: &str, server: &str) -> PathBuf {
         let path = dir.join(name);
