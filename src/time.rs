@@ -257,7 +257,15 @@ fn time_of_day(
         }
         Some(Millis(at.timestamp().as_millisecond()))
     })();
-    Some(result.ok_or_else(invalid))
+    Some(match result {
+        // Found by the time_expr fuzz target: just after the epoch, in a zone ahead
+        // of UTC, the last such time of day fell on 1969-12-31.
+        Some(at) if at < Millis::EPOCH => Err(TimeError::BeforeEpoch {
+            input: input.to_owned(),
+        }),
+        Some(at) => Ok(at),
+        None => Err(invalid()),
+    })
 }
 
 /// Parses a duration (`90s`, `10m`, `1h30m`, `500ms`, ...; zero allowed).

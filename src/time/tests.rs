@@ -380,3 +380,13 @@ fn a_time_of_day_is_its_most_recent_past_occurrence_in_the_local_zone() {
         assert_eq!(parse("04:59", &ny), at("2026-11-29T09:59:00.000Z"));
     }
 }
+
+#[test]
+fn a_time_of_day_before_the_epoch_is_refused_like_any_other_time() {
+    // Found by the time_expr fuzz target: 17 ms after the epoch, at UTC+12:45, the
+    // last 09:30:15 was on 1969-12-31.
+    use jiff::tz::TimeZone;
+    let chatham = TimeZone::posix("<+1245>-12:45<+1345>,M9.5.0/2:45,M4.1.0/3:45").unwrap();
+    let err = parse_time_expr_in("09:30:15", Millis::from_ms(17), &chatham).unwrap_err();
+    assert!(matches!(err, TimeError::BeforeEpoch { .. }), "{err}");
+}
