@@ -276,6 +276,7 @@ fn ensure_dir(dir: &std::path::Path) -> CliResult {
             dir.display()
         ))
         .hint("pass --store with a writable path")
+        .caused_by(e)
     })
 }
 

@@ -450,6 +450,7 @@ async fn apply(global: &GlobalArgs, args: ApplyArgs) -> CliResult {
             "`kubectl krply replay show {}` lists them; apply again once the target answers",
             plan.id
         ))
+        .caused_by(e)
     })?;
     super::out(&match format {
         Format::Json => render::json(&plan_json(&plan)),
