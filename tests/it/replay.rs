@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::{Env, Output};
-use krply::sim::{KubeconfigOptions, Seed, SimConfig, Simulator};
+use krply::sim::{Seed, SimConfig, Simulator};
 use serde_json::{Value, json};
 
 /// The shop recorded with extra objects that exercise every rule. Plans are
@@ -723,20 +723,8 @@ fn the_target_context_decides_where_plans_and_applies_go() {
         ..SimConfig::default()
     })
     .unwrap();
-    let other_kc = env.dir.path().join("other");
-    other
-        .write_kubeconfig(
-            &other_kc,
-            &KubeconfigOptions {
-                context: "other".into(),
-                cluster: "other".into(),
-                user: "other".into(),
-                ..KubeconfigOptions::default()
-            },
-        )
-        .unwrap();
     // One kubeconfig, two contexts; the current one is the recorded cluster.
-    let both = format!("{}:{}", env.kubeconfig.display(), other_kc.display());
+    let (_, both) = env.named_context(&other, "other");
     let run = |args: &[&str]| {
         let out = env
             .command()

@@ -681,12 +681,13 @@ fn into_itself() -> Output {
     env.run(&["replay", "plan", "--to-namespace", "shop", "--at", &at])
 }
 
-fn jobs_need_include() -> Output {
+/// A replay plan of `types` of the recorded shop into `shop-copy`.
+fn plan_of(types: &str) -> Output {
     let (env, at) = recorded();
     env.run(&[
         "replay",
         "plan",
-        "jobs",
+        types,
         "--to-namespace",
         "shop-copy",
         "--at",
@@ -694,17 +695,12 @@ fn jobs_need_include() -> Output {
     ])
 }
 
+fn jobs_need_include() -> Output {
+    plan_of("jobs")
+}
+
 fn secrets_are_never_replayed() -> Output {
-    let (env, at) = recorded();
-    env.run(&[
-        "replay",
-        "plan",
-        "secrets",
-        "--to-namespace",
-        "shop-copy",
-        "--at",
-        &at,
-    ])
+    plan_of("secrets")
 }
 
 fn incomplete_recording() -> Output {
@@ -772,19 +768,7 @@ fn apply_a_refused_plan() -> Output {
 fn context_points_elsewhere() -> Output {
     let (env, at) = recorded();
     // A second context, kind-test, for the same cluster; planned into it...
-    let kind = env.dir.path().join("kind-test");
-    env.sim
-        .write_kubeconfig(
-            &kind,
-            &KubeconfigOptions {
-                context: "kind-test".into(),
-                cluster: "kind-test".into(),
-                user: "kind-test".into(),
-                ..KubeconfigOptions::default()
-            },
-        )
-        .unwrap();
-    let both = format!("{}:{}", env.kubeconfig.display(), kind.display());
+    let (kind, both) = env.named_context(&env.sim, "kind-test");
     let id = dry_run_ok_plan(&env, &both, &at, &["--target-context", "kind-test"]);
     // ...then the cluster was recreated elsewhere.
     let text = std::fs::read_to_string(&kind).unwrap();

@@ -278,6 +278,25 @@ impl Env {
         })
     }
 
+    /// A kubeconfig for `sim` whose context, cluster and user are all named `name`, in
+    /// this sandbox's directory, and the `KUBECONFIG` list that joins it to the
+    /// sandbox's own (whose current context stays current).
+    pub fn named_context(&self, sim: &Simulator, name: &str) -> (PathBuf, String) {
+        let path = self.dir.path().join(name);
+        sim.write_kubeconfig(
+            &path,
+            &KubeconfigOptions {
+                context: name.into(),
+                cluster: name.into(),
+                user: name.into(),
+                ..KubeconfigOptions::default()
+            },
+        )
+        .expect("kubeconfig written");
+        let both = format!("{}:{}", self.kubeconfig.display(), path.display());
+        (path, both)
+    }
+
     /// Merge-patches Deployment `deployment` in "shop" to `replicas` replicas.
     pub fn scale(&self, deployment: &str, replicas: i64) {
         self.sim
