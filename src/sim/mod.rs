@@ -637,6 +637,30 @@ impl Simulator {
         self.shared().set_delay(d);
     }
 
+    /// Serves `lines` (watch event lines, each without its newline) to the next watch
+    /// of `plural` that starts from a resourceVersion, straight from memory, instead
+    /// of the store's events: a watch source for benchmarks that does no work per
+    /// event. The lines are not checked and the store does not change.
+    pub fn serve_canned_watch(&self, plural: &str, lines: &[Vec<u8>]) {
+        const CHUNK: usize = 64 << 10;
+        let mut chunks = Vec::new();
+        let mut chunk = Vec::with_capacity(CHUNK);
+        for line in lines {
+            chunk.extend_from_slice(line);
+            chunk.push(b'\n');
+            if chunk.len() >= CHUNK {
+                chunks.push(bytes::Bytes::from(std::mem::take(&mut chunk)));
+            }
+        }
+        if !chunk.is_empty() {
+            chunks.push(bytes::Bytes::from(chunk));
+        }
+        *lock(&self.shared().canned) = Some(shared::CannedWatch {
+            plural: plural.to_owned(),
+            chunks,
+        });
+    }
+
     /// Writes one line that is not JSON into every open watch; the watches go on.
     pub fn inject_malformed_line(&self) {
         self.shared().broadcast(WatchCtl::Malformed);

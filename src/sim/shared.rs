@@ -1,6 +1,7 @@
 //! State shared by the server tasks and every `Simulator` handle: the store,
 //! fault injection settings, the request log and the registry of open watches.
 
+use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -60,8 +61,19 @@ pub(crate) struct Shared {
     pub faults: Mutex<Faults>,
     pub requests: Mutex<Vec<RequestRecord>>,
     watches: Mutex<(u64, HashMap<u64, WatchEntry>)>,
+    /// Watch lines served from memory to the next watch of a resource
+    /// ([`super::Simulator::serve_canned_watch`]).
+    pub canned: Mutex<Option<CannedWatch>>,
     /// Flips to true when the simulator shuts down.
     pub shutdown: watch::Receiver<bool>,
+}
+
+/// Pre-serialised watch lines for the next watch of one resource (plural name),
+/// in chunks as they go on the wire.
+#[derive(Debug)]
+pub(crate) struct CannedWatch {
+    pub plural: String,
+    pub chunks: Vec<Bytes>,
 }
 
 impl Shared {
@@ -83,6 +95,7 @@ impl Shared {
             faults: Mutex::new(Faults::default()),
             requests: Mutex::new(Vec::new()),
             watches: Mutex::new((0, HashMap::new())),
+            canned: Mutex::new(None),
             shutdown,
         }
     }

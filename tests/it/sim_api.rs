@@ -512,6 +512,55 @@ async fn watch_from_rv_sees_added_modified_deleted_in_order() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_canned_watch_serves_its_lines_once_then_watches_are_live_again() {
+    let (sim, client) = shop().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "shop");
+    let rv = cms
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let base: u64 = rv.parse().unwrap();
+    let lines: Vec<Vec<u8>> = (1..=3)
+        .map(|i| {
+            json!({"type": "MODIFIED", "object": {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("canned-{i}"), "namespace": "shop",
+                             "resourceVersion": (base + i).to_string()}}})
+            .to_string()
+            .into_bytes()
+        })
+        .collect();
+    sim.serve_canned_watch("configmaps", &lines);
+    let params = WatchParams::default().timeout(30).disable_bookmarks();
+    let mut w = cms.watch(&params, &rv).await.unwrap().boxed();
+    for i in 1..=3 {
+        match next(&mut w).await {
+            Some(Ok(WatchEvent::Modified(o))) => {
+                assert_eq!(
+                    o.metadata.name.as_deref(),
+                    Some(format!("canned-{i}").as_str())
+                );
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(
+        sim.event_log()
+            .iter()
+            .all(|e| !e.name.starts_with("canned"))
+    );
+    // Served once: the next watch sees the store's own events.
+    let mut live = cms.watch(&params, &rv).await.unwrap().boxed();
+    sim.create(cm("after", json!({}))).unwrap();
+    match next(&mut live).await {
+        Some(Ok(WatchEvent::Added(o))) => assert_eq!(o.metadata.name.as_deref(), Some("after")),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn watch_selectors_turn_leaving_objects_into_deleted() {
     let (sim, client) = shop().await;
     let cms: Api<ConfigMap> = Api::namespaced(client, "shop");
