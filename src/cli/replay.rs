@@ -212,6 +212,9 @@ fn plan_json(plan: &Plan) -> serde_json::Value {
     serde_json::to_value(plan).unwrap_or_default()
 }
 
+/// A plan as `replay plan` and `replay show` print it: the verdict, source and target,
+/// the objects table, what was excluded, what the dry run found, and the warnings.
+/// Long on purpose: one section after another, in reading order.
 pub(crate) fn plan_text(plan: &Plan, paint: Paint) -> String {
     // A dry run into a namespace that does not exist yet checks only the
     // Namespace: the headline says how much was really checked.

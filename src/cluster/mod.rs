@@ -92,6 +92,9 @@ enum Source {
 const SELECTED: &str = "krply-selected";
 
 /// Resolves the target offline: the selected context, its cluster and namespace.
+///
+/// Long on purpose: kubectl's precedence of flags over the kubeconfig, one setting
+/// after another (context, cluster, user, server, TLS, credentials, namespace).
 pub fn resolve_target(opts: &ConnectOptions) -> Result<Target, ClusterError> {
     let loaded = kubeconfig::load(opts.kubeconfig.as_deref())?;
     let mut config = match loaded {

@@ -429,6 +429,8 @@ struct Ctx<'a> {
     changes: &'a mut Vec<Change>,
 }
 
+/// Writes one operation into the open transaction. Long on purpose: one short arm per
+/// kind of [`Op`]; the two large ones are their own functions.
 fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalError> {
     let path = cx.path.clone();
     let err = |e| JournalError::sqlite(&path, e);

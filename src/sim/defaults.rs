@@ -372,6 +372,10 @@ fn pod_spec(spec: &mut Map<String, Value>) {
     }
 }
 
+/// A Service's defaults and allocations: type, session affinity, IP families and
+/// policies, a cluster IP, node ports for NodePort and LoadBalancer, and the target
+/// port of each port. Long on purpose: kube-apiserver's steps for a Service in its
+/// order, each a few lines.
 fn service(
     root: &mut Map<String, Value>,
     old: Option<&Value>,
