@@ -152,19 +152,7 @@ fn churn_lines(objects: &mut [Value], events: usize, base_rv: u64) -> (Vec<Vec<u
 fn read_watch(kubeconfig: &Path, rv: &str, n: usize, parse: bool) -> f64 {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let opts = ConnectOptions {
-            kubeconfig: Some(kubeconfig.to_path_buf()),
-            ..ConnectOptions::default()
-        };
-        let target = cluster::resolve_target(&opts).unwrap();
-        let access = cluster::connect(&target, &opts).await.unwrap();
-        let catalog = cluster::discovery::Catalog::discover(&access)
-            .await
-            .unwrap();
-        let resource = catalog.resolve("deployments").unwrap().resource.clone();
-        let mut body = api::open_watch(&access, &resource, Some(NS), None, rv, false, 3600)
-            .await
-            .unwrap();
+        let mut body = watch_deployments(kubeconfig, rv, false).await;
         let start = Instant::now();
         for _ in 0..n {
             let line = body.next_line().await.unwrap().expect("stream open");
@@ -301,6 +289,23 @@ fn churn(sim: &Simulator, objects: usize, n: usize) -> std::thread::JoinHandle<D
     })
 }
 
+/// A watch of the bench namespace's Deployments from `rv`, as a bare client opens it.
+async fn watch_deployments(kubeconfig: &Path, rv: &str, bookmarks: bool) -> api::WatchBody {
+    let opts = ConnectOptions {
+        kubeconfig: Some(kubeconfig.to_path_buf()),
+        ..ConnectOptions::default()
+    };
+    let target = cluster::resolve_target(&opts).unwrap();
+    let access = cluster::connect(&target, &opts).await.unwrap();
+    let catalog = cluster::discovery::Catalog::discover(&access)
+        .await
+        .unwrap();
+    let resource = catalog.resolve("deployments").unwrap().resource.clone();
+    api::open_watch(&access, &resource, Some(NS), None, rv, bookmarks, 3600)
+        .await
+        .unwrap()
+}
+
 /// One round: the bare client, then the recorder; returns their events/s.
 fn throughput(objects: usize, n: usize) -> (f64, f64) {
     let (sim, dir, kubeconfig) = start_sim(objects);
@@ -308,20 +313,8 @@ fn throughput(objects: usize, n: usize) -> (f64, f64) {
 
     // A bare client: the same watch request, each line decoded, nothing stored.
     let bare = rt.block_on(async {
-        let opts = ConnectOptions {
-            kubeconfig: Some(kubeconfig.clone()),
-            ..ConnectOptions::default()
-        };
-        let target = cluster::resolve_target(&opts).unwrap();
-        let access = cluster::connect(&target, &opts).await.unwrap();
-        let catalog = cluster::discovery::Catalog::discover(&access)
-            .await
-            .unwrap();
-        let resource = catalog.resolve("deployments").unwrap().resource.clone();
         let rv = sim.current_rv();
-        let mut body = api::open_watch(&access, &resource, Some(NS), None, &rv, true, 3600)
-            .await
-            .unwrap();
+        let mut body = watch_deployments(&kubeconfig, &rv, true).await;
         let producer = churn(&sim, objects, n);
         let start = Instant::now();
         let mut seen = 0;

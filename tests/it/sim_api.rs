@@ -441,17 +441,21 @@ async fn list_items_omit_type_meta_and_watch_events_carry_it() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn watch_from_rv_sees_added_modified_deleted_in_order() {
-    let (sim, client) = shop().await;
-    let cms: Api<ConfigMap> = Api::namespaced(client, "shop");
-    let rv = cms
-        .list(&ListParams::default())
+/// The resourceVersion of a fresh list of `api`.
+async fn list_rv(api: &Api<ConfigMap>) -> String {
+    api.list(&ListParams::default())
         .await
         .unwrap()
         .metadata
         .resource_version
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn watch_from_rv_sees_added_modified_deleted_in_order() {
+    let (sim, client) = shop().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "shop");
+    let rv = list_rv(&cms).await;
     let mut w = cms
         .watch(&WatchParams::default().timeout(30).disable_bookmarks(), &rv)
         .await
@@ -515,13 +519,7 @@ async fn watch_from_rv_sees_added_modified_deleted_in_order() {
 async fn a_canned_watch_serves_its_lines_once_then_watches_are_live_again() {
     let (sim, client) = shop().await;
     let cms: Api<ConfigMap> = Api::namespaced(client, "shop");
-    let rv = cms
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_rv(&cms).await;
     let base: u64 = rv.parse().unwrap();
     let lines: Vec<Vec<u8>> = (1..=3)
         .map(|i| {

@@ -651,26 +651,24 @@ fn type_and_name() -> Output {
     ])
 }
 
-fn include_a_kind_not_left_out() -> Output {
+/// `replay plan --include KIND`, refused before anything is read.
+fn plan_including(kind: &str) -> Output {
     Sandbox::new().run(&[
         "replay",
         "plan",
         "--to-namespace",
         "shop-copy",
         "--include",
-        "Deployment",
+        kind,
     ])
 }
 
+fn include_a_kind_not_left_out() -> Output {
+    plan_including("Deployment")
+}
+
 fn include_secrets() -> Output {
-    Sandbox::new().run(&[
-        "replay",
-        "plan",
-        "--to-namespace",
-        "shop-copy",
-        "--include",
-        "Secret",
-    ])
+    plan_including("Secret")
 }
 
 // ---------------------------------------------------------------------------
