@@ -73,6 +73,32 @@ pub fn scope(
 }
 
 /// Says on stderr what an answer lacks (text modes).
+/// The fields every answer about a window starts with, in JSON and YAML
+/// (docs/output.md): which cluster and namespace, the window, and whether the answer
+/// is complete.
+#[derive(serde::Serialize)]
+pub struct WindowHead<'a> {
+    cluster: &'a str,
+    namespace: Option<&'a str>,
+    since: String,
+    until: String,
+    complete: bool,
+    warnings: Vec<String>,
+}
+
+impl<'a> WindowHead<'a> {
+    pub fn new(reader: &'a Reader, window: &TimeWindow, completeness: &Completeness) -> Self {
+        WindowHead {
+            cluster: &reader.cluster.id,
+            namespace: reader.namespace.as_deref(),
+            since: window.since().to_string(),
+            until: window.until().to_string(),
+            complete: completeness.complete(),
+            warnings: completeness.warnings(),
+        }
+    }
+}
+
 pub fn warn(completeness: &Completeness, paint: Paint) {
     eprint!("{}", warning_text(completeness, paint));
 }

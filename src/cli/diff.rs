@@ -72,12 +72,8 @@ impl From<crate::history::Between> for BetweenOut {
 
 #[derive(Serialize)]
 struct DiffOut<'a> {
-    cluster: &'a str,
-    namespace: Option<&'a str>,
-    since: String,
-    until: String,
-    complete: bool,
-    warnings: Vec<String>,
+    #[serde(flatten)]
+    head: answer::WindowHead<'a>,
     objects: Vec<ObjectOut<'a>>,
 }
 
@@ -99,19 +95,10 @@ pub fn run(global: &GlobalArgs, args: DiffArgs) -> CliResult {
     let text = match format {
         Format::Json | Format::Yaml => {
             let out = DiffOut {
-                cluster: &reader.cluster.id,
-                namespace: reader.namespace.as_deref(),
-                since: window.since().to_string(),
-                until: window.until().to_string(),
-                complete: result.completeness.complete(),
-                warnings: result.completeness.warnings(),
+                head: answer::WindowHead::new(&reader, &window, &result.completeness),
                 objects: result.objects.iter().map(object_out).collect(),
             };
-            if format == Format::Json {
-                render::json(&out)
-            } else {
-                render::yaml(&out)
-            }
+            render::structured(format, &out)
         }
         Format::Unified => {
             answer::warn(&result.completeness, paint);

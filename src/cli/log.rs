@@ -67,12 +67,8 @@ struct EntryOut<'a> {
 
 #[derive(Serialize)]
 struct LogOut<'a> {
-    cluster: &'a str,
-    namespace: Option<&'a str>,
-    since: String,
-    until: String,
-    complete: bool,
-    warnings: Vec<String>,
+    #[serde(flatten)]
+    head: answer::WindowHead<'a>,
     entries: Vec<EntryOut<'a>>,
 }
 
@@ -89,19 +85,10 @@ pub fn run(global: &GlobalArgs, args: LogArgs) -> CliResult {
     let text = match format {
         Format::Json | Format::Yaml => {
             let out = LogOut {
-                cluster: &reader.cluster.id,
-                namespace: reader.namespace.as_deref(),
-                since: window.since().to_string(),
-                until: window.until().to_string(),
-                complete: result.completeness.complete(),
-                warnings: result.completeness.warnings(),
+                head: answer::WindowHead::new(&reader, &window, &result.completeness),
                 entries: result.entries.iter().map(entry_out).collect(),
             };
-            if format == Format::Json {
-                render::json(&out)
-            } else {
-                render::yaml(&out)
-            }
+            render::structured(format, &out)
         }
         _ => {
             let paint = global.paint();

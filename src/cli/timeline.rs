@@ -89,11 +89,7 @@ pub fn run(global: &GlobalArgs, args: TimelineArgs) -> CliResult {
                 warnings: t.completeness.warnings(),
                 entries: t.entries.iter().map(entry_out).collect(),
             };
-            if format == Format::Json {
-                render::json(&out)
-            } else {
-                render::yaml(&out)
-            }
+            render::structured(format, &out)
         }
         _ => {
             answer::warn(&t.completeness, global.paint());

@@ -96,6 +96,15 @@ pub fn json<T: Serialize>(value: &T) -> String {
     s
 }
 
+/// `value` as JSON for `-o json`, else as YAML (`-o yaml`).
+pub fn structured<T: Serialize>(format: Format, value: &T) -> String {
+    if format == Format::Json {
+        json(value)
+    } else {
+        yaml(value)
+    }
+}
+
 pub fn yaml<T: Serialize>(value: &T) -> String {
     match serde_saphyr::to_string(value) {
         Ok(s) if s.ends_with('\n') => s,
