@@ -151,11 +151,6 @@ impl Rules {
         }
     }
 
-    /// The last durable point, for the watch's notices.
-    pub fn durable(&self) -> Option<&(i64, String)> {
-        self.durable.as_ref()
-    }
-
     /// The watch journaled an event, bookmark or heartbeat at `rv`, at `at` (ms).
     pub fn progress(&mut self, at: i64, rv: &str) {
         self.durable = Some((at, rv.to_owned()));
@@ -454,7 +449,7 @@ mod tests {
         let d = r.listed(5_000, "77", 3);
         assert_eq!(d.next, Next::Go);
         assert_eq!(r.next(), Step::Watch("77".into()));
-        assert_eq!(r.durable(), Some(&(5_000, "77".to_owned())));
+        assert_eq!(r.durable.as_ref(), Some(&(5_000, "77".to_owned())));
         // The gap is closed: a 403 now opens a new one.
         let d = r.list_failed(&status(403), "403 Forbidden");
         assert_eq!(gaps(&d).len(), 1);
