@@ -250,12 +250,7 @@ fn narrow_table(rows: &[Coverage], paint: render::Paint) -> String {
     let body: Vec<Vec<String>> = rows
         .iter()
         .map(|c| {
-            let cov = describe_with(c, one_day.is_none());
-            let cov = if cov == "OK" {
-                paint.green(&cov)
-            } else {
-                paint.yellow(&cov)
-            };
+            let cov = painted(describe_with(c, one_day.is_none()), paint);
             vec![
                 c.stream.name(),
                 c.state.as_str().to_string(),
@@ -279,16 +274,20 @@ fn narrow_table(rows: &[Coverage], paint: render::Paint) -> String {
     }
 }
 
+/// A coverage cell: green when whole, yellow when it names a hole.
+fn painted(cov: String, paint: render::Paint) -> String {
+    if cov == "OK" {
+        paint.green(&cov)
+    } else {
+        paint.yellow(&cov)
+    }
+}
+
 fn table(rows: &[Coverage], paint: render::Paint) -> String {
     let body: Vec<Vec<String>> = rows
         .iter()
         .map(|c| {
-            let cov = describe(c);
-            let cov = if cov == "OK" {
-                paint.green(&cov)
-            } else {
-                paint.yellow(&cov)
-            };
+            let cov = painted(describe(c), paint);
             vec![
                 c.stream.name(),
                 c.stream.resource.group_resource(),
