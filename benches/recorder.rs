@@ -197,6 +197,11 @@ fn workload(name: &str, objects: usize, events: usize) {
     stop(&mut rec);
     let journal = file_size(&store);
     let raw = listed_raw + events_raw;
+    if let Some(keep) = std::env::var_os("KRPLY_BENCH_KEEP") {
+        // To look into it afterwards: `KRPLY_BENCH_KEEP=/tmp/j cargo bench ...`.
+        std::fs::create_dir_all(&keep).unwrap();
+        std::fs::copy(&store, Path::new(&keep).join(format!("{name}.db"))).unwrap();
+    }
 
     println!("{name} source alone: {source:>9.0} events/s (lines read, not parsed)");
     println!("{name} bare client:  {bare:>9.0} events/s (each line parsed into serde_json::Value)");
@@ -221,9 +226,62 @@ fn workload(name: &str, objects: usize, events: usize) {
         raw as f64 / journal as f64,
         journal as f64 / events as f64
     );
+    for (what, n, avg) in body_kinds(&store) {
+        println!("{name}   {what:<22} {n:>7} of {avg:>5.0} B on average");
+    }
+    for (what, bytes, rows) in breakdown(&store) {
+        println!(
+            "{name}   {what:<22} {:>7.1} MB {:>6.0} B per record",
+            bytes as f64 / 1e6,
+            bytes as f64 / rows as f64
+        );
+    }
 }
 
-/// Deployments cloned from Online Boutique, renamed so there are `n` of them.
+/// The bodies of a journal by how they are stored: count and average size.
+fn body_kinds(store: &Path) -> Vec<(String, i64, f64)> {
+    let conn =
+        rusqlite::Connection::open_with_flags(store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT CASE WHEN base_id IS NOT NULL THEN 'deltas'
+                         WHEN dict_id IS NOT NULL THEN 'keyframes, dictionary'
+                         ELSE 'keyframes, alone' END, count(*), avg(length(data))
+             FROM bodies GROUP BY 1 ORDER BY 1",
+        )
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// Where a journal's bytes go: each table and index with SQLite's `dbstat`, per
+/// record of the journal.
+fn breakdown(store: &Path) -> Vec<(String, i64, i64)> {
+    let conn =
+        rusqlite::Connection::open_with_flags(store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM records", [], |r| r.get(0))
+        .unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT name, sum(pgsize) FROM dbstat GROUP BY name
+             HAVING sum(pgsize) > 65536 ORDER BY 2 DESC",
+        )
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, rows)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// Deployments cloned from Online Boutique, renamed so there are `n` of them. The
+/// pod templates lose their probes, env, resources, security contexts and annotations, so that with the
+/// managed fields and status the server adds an object is about 2.1 KB of JSON, the
+/// size the workloads of issue 12 are defined with.
 fn deployments(n: usize) -> Vec<Value> {
     let shop: Value =
         serde_json::from_str(include_str!("../fixtures/shop/online-boutique.json")).unwrap();
@@ -240,6 +298,26 @@ fn deployments(n: usize) -> Vec<Value> {
         let name = format!("{}-{i}", d["metadata"]["name"].as_str().unwrap());
         d["metadata"]["name"] = json!(name);
         d["metadata"]["namespace"] = json!(NS);
+        if let Some(meta) = d["spec"]["template"]["metadata"].as_object_mut() {
+            meta.remove("annotations");
+        }
+        let pod = &mut d["spec"]["template"]["spec"];
+        if let Some(pod) = pod.as_object_mut() {
+            pod.remove("securityContext");
+        }
+        for c in pod["containers"].as_array_mut().into_iter().flatten() {
+            if let Some(c) = c.as_object_mut() {
+                for field in [
+                    "livenessProbe",
+                    "readinessProbe",
+                    "securityContext",
+                    "env",
+                    "resources",
+                ] {
+                    c.remove(field);
+                }
+            }
+        }
         out.push(d);
     }
     out

@@ -1,19 +1,23 @@
 //! Journal bodies: the read path of `krply::journal::codec` (`Codec::decode` for
-//! keyframes and deltas, `PreparedKeyframe::new` and `Codec::decode_prepared`), fed a
-//! `bodies` row as a damaged or hostile journal file could hold it.
+//! keyframes and deltas, `PreparedKeyframe::new` and `Codec::decode_prepared`, and
+//! `DecoderDict::new` with `Codec::decode_with_dict` for keyframes compressed with a
+//! stream's dictionary), fed a `bodies` row and a `dicts` row as a damaged or hostile
+//! journal file could hold them.
 //!
-//! Input: byte 0 picks the path (keyframe, delta, prepared delta); bytes 1..9 are the
+//! Input: byte 0 picks the path (keyframe, delta, prepared delta, keyframe with a
+//! dictionary: the base bytes are the dictionary); bytes 1..9 are the
 //! row's `raw_len` column (an `i64`, read the way `journal::versions` reads it:
 //! `as usize`); bytes 9..11 give the length of the keyframe body that follows
 //! (the `base` for deltas); the rest is the `data` blob.
 //!
 //! Properties: decoding never panics and yields exactly `raw_len` bytes when it
 //! succeeds; and the codec round-trips: a keyframe of the blob, or a delta of it against
-//! the base, decodes back to the blob (directly and through a prepared keyframe).
+//! the base, decodes back to the blob (directly and through a prepared keyframe), and
+//! a keyframe compressed with the base as a dictionary decodes back with it.
 
 #![no_main]
 
-use krply::journal::codec::{Codec, PreparedKeyframe};
+use krply::journal::codec::{Codec, DecoderDict, EncoderDict, PreparedKeyframe};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -34,17 +38,28 @@ fuzz_target!(|data: &[u8]| {
     let mut codec = Codec::new();
 
     // Decoding a row as found.
-    let decoded = match mode % 3 {
+    let decoded = match mode % 4 {
         0 => codec.decode(blob, raw_len, None),
         1 => codec.decode(blob, raw_len, Some(base)),
-        _ => PreparedKeyframe::new(1, base).and_then(|p| codec.decode_prepared(blob, raw_len, &p)),
+        2 => PreparedKeyframe::new(1, base).and_then(|p| codec.decode_prepared(blob, raw_len, &p)),
+        _ => DecoderDict::new(1, base).and_then(|d| codec.decode_with_dict(blob, raw_len, &d)),
     };
     if let Ok(out) = decoded {
         assert_eq!(out.len(), raw_len);
     }
 
     // Writing then reading gives the bytes back.
-    let key = codec.keyframe(blob).expect("compressing a keyframe");
+    // A dictionary that loads compresses and decodes with either side.
+    if let (Ok(enc), Ok(dec)) = (EncoderDict::new(2, base), DecoderDict::new(2, base)) {
+        let key = codec.keyframe(blob, Some(&enc)).expect("compressing with a dictionary");
+        assert_eq!(
+            codec
+                .decode_with_dict(&key, blob.len(), &dec)
+                .expect("decoding with the dictionary"),
+            blob
+        );
+    }
+    let key = codec.keyframe(blob, None).expect("compressing a keyframe");
     assert_eq!(
         codec.decode(&key, blob.len(), None).expect("decoding a fresh keyframe"),
         blob

@@ -6,6 +6,7 @@
 //! - [`read`] answers status and coverage questions without scanning history.
 //! - [`codec`] stores bodies compactly and returns their exact bytes.
 
+pub mod bodies;
 pub mod codec;
 pub mod export;
 pub mod lock;
@@ -101,6 +102,8 @@ pub fn default_path() -> Option<PathBuf> {
 pub struct Journal {
     conn: Connection,
     path: PathBuf,
+    /// The dictionaries bodies were compressed with, loaded when first needed.
+    dicts: std::cell::RefCell<std::collections::HashMap<i64, std::sync::Arc<codec::DecoderDict>>>,
 }
 
 /// Identifies a stream row in one journal.
@@ -139,8 +142,9 @@ impl Journal {
             FileState::Journal { version } => {
                 journal.check_version(version)?;
                 if version < schema::SCHEMA_VERSION {
-                    // Migrations only add tables and indexes, so a recorder of
-                    // the older version can keep appending meanwhile.
+                    // Migrations are one transaction each and keep every row, so
+                    // a recorder of the older version can keep appending to its
+                    // streams meanwhile (docs/journal.md, "Identity and versions").
                     schema::migrate(&mut journal.conn, version)
                         .map_err(|e| JournalError::sqlite(path, e))?;
                 }
@@ -213,7 +217,31 @@ impl Journal {
         Ok(Journal {
             conn,
             path: path.to_path_buf(),
+            dicts: Default::default(),
         })
+    }
+
+    /// The dictionary `id` of `dicts`, ready to decode keyframes with.
+    pub fn decoder_dict(
+        &self,
+        id: i64,
+    ) -> Result<std::sync::Arc<codec::DecoderDict>, JournalError> {
+        if let Some(d) = self.dicts.borrow().get(&id) {
+            return Ok(d.clone());
+        }
+        let data: Vec<u8> = self
+            .conn
+            .prepare_cached("SELECT data FROM dicts WHERE id = ?1")
+            .and_then(|mut s| s.query_row(params![id], |r| r.get(0)))
+            .map_err(|e| self.err(e))?;
+        let dict = std::sync::Arc::new(codec::DecoderDict::new(id, &data).map_err(|source| {
+            JournalError::Codec {
+                path: self.path.clone(),
+                source,
+            }
+        })?);
+        self.dicts.borrow_mut().insert(id, dict.clone());
+        Ok(dict)
     }
 
     fn identify(&self) -> Result<FileState, JournalError> {

@@ -11,7 +11,7 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i64 = 0x6b72_706c;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Record kinds stored in `records.kind`.
 ///
@@ -165,7 +165,26 @@ pub fn initialise(conn: &mut Connection, created_by: &str, now_ms: i64) -> rusql
 
 /// Migrations from each older version to the next, `(from_version, sql)`,
 /// applied in order by [`migrate`] (and by [`initialise`] after version 1).
-const MIGRATIONS: &[(i64, &str)] = &[(1, MIGRATE_V1_TO_V2), (2, MIGRATE_V2_TO_V3)];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, MIGRATE_V1_TO_V2),
+    (2, MIGRATE_V2_TO_V3),
+    (3, MIGRATE_V3_TO_V4),
+];
+
+/// Version 4: slimmer records and dictionaries.
+///
+/// - `records_event_key` goes: the writer tells a redelivered event from a new
+///   one by the object's last resourceVersion, which it holds in memory, and looks
+///   in the object's history (`records_object`) only when the versions do not
+///   show it. New events leave `event_key` NULL; older rows keep theirs.
+/// - Keyframes may be compressed with their stream's dictionary (`bodies.dict_id`,
+///   rows of `dicts`), which a version 3 binary could not read: hence the new
+///   version, which it refuses.
+///
+/// Bodies already stored are left as they are (`dict_id` NULL) and read as before.
+const MIGRATE_V3_TO_V4: &str = r#"
+DROP INDEX IF EXISTS records_event_key;
+"#;
 
 /// Version 3: replay plans (`replay plan`), with their verdict; `status`
 /// moves to `applied` when a plan is applied, `info` holds the whole plan.
@@ -202,17 +221,27 @@ CREATE TABLE snapshots (
 );
 "#;
 
-/// Brings a journal at `from` up to [`SCHEMA_VERSION`] in one transaction.
+/// Brings a journal at `from` up to [`SCHEMA_VERSION`] in one transaction: a
+/// migration that fails or is killed part-way leaves the journal as it was.
 pub fn migrate(conn: &mut Connection, from: i64) -> rusqlite::Result<()> {
-    if from >= SCHEMA_VERSION {
+    migrate_with(conn, from, MIGRATIONS, SCHEMA_VERSION)
+}
+
+fn migrate_with(
+    conn: &mut Connection,
+    from: i64,
+    migrations: &[(i64, &str)],
+    to: i64,
+) -> rusqlite::Result<()> {
+    if from >= to {
         return Ok(());
     }
     let tx = conn.transaction()?;
-    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v >= from) {
+    for (version, sql) in migrations.iter().filter(|(v, _)| *v >= from) {
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", version + 1)?;
     }
-    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.pragma_update(None, "user_version", to)?;
     tx.commit()
 }
 
@@ -268,6 +297,40 @@ mod tests {
             }
         );
         assert_eq!(schema(&old), schema(&fresh));
+    }
+
+    #[test]
+    fn a_migration_that_fails_part_way_leaves_the_journal_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.db");
+        let mut conn = Connection::open(&path).unwrap();
+        conn.execute_batch(SCHEMA_V1).unwrap();
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        let steps: &[(i64, &str)] = &[
+            (1, MIGRATE_V1_TO_V2),
+            (2, MIGRATE_V2_TO_V3),
+            (3, "DROP INDEX records_event_key; THIS IS NOT SQL"),
+        ];
+        assert!(migrate_with(&mut conn, 1, steps, 4).is_err());
+        drop(conn);
+        let conn = Connection::open(&path).unwrap();
+        assert_eq!(inspect(&conn).unwrap(), FileState::Journal { version: 1 });
+        let names: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_schema WHERE type IN ('table', 'index') ORDER BY 1")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(names.contains(&"records_time".to_string()), "{names:?}");
+        assert!(names.contains(&"records_event_key".to_string()));
+        assert!(!names.contains(&"plans".to_string()));
+        let ok: String = conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(ok, "ok");
     }
 
     #[test]

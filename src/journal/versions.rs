@@ -2,7 +2,7 @@
 //! time, what changed in a window, the timeline of one object). Every query goes
 //! through an index on object, stream or time; none scans the whole journal.
 
-use super::codec::{Codec, KeyframeCache, PreparedKeyframe};
+use super::codec::{Codec, DecoderDict, KeyframeCache, PreparedKeyframe};
 use super::records::BaselineInfo;
 use super::schema::kind;
 use super::{Journal, JournalError, StreamId};
@@ -364,6 +364,8 @@ pub struct StoredBody {
     pub data: Vec<u8>,
     /// The keyframe of a delta (shared when two bodies use the same one).
     pub base: Option<Arc<StoredBody>>,
+    /// The stream dictionary a keyframe was compressed with.
+    pub dict: Option<Arc<DecoderDict>>,
 }
 
 /// Decodes stored bodies, remembering the last keyframe: the two ends of an
@@ -378,10 +380,10 @@ impl Decoder {
     /// The exact recorded bytes of `body`.
     pub fn decode(&mut self, body: &StoredBody) -> Result<Vec<u8>, super::codec::CodecError> {
         match &body.base {
-            None => self.codec.decode(&body.data, body.raw_len, None),
+            None => decode_keyframe(&mut self.codec, body),
             Some(base) => {
                 if self.last.as_ref().is_none_or(|p| p.id != base.id) {
-                    let base_raw = self.codec.decode(&base.data, base.raw_len, None)?;
+                    let base_raw = decode_keyframe(&mut self.codec, base)?;
                     self.last = Some(PreparedKeyframe::new(base.id, &base_raw)?);
                 }
                 let prepared = self.last.as_ref().expect("prepared above");
@@ -389,6 +391,16 @@ impl Decoder {
                     .decode_prepared(&body.data, body.raw_len, prepared)
             }
         }
+    }
+}
+
+fn decode_keyframe(
+    codec: &mut Codec,
+    body: &StoredBody,
+) -> Result<Vec<u8>, super::codec::CodecError> {
+    match &body.dict {
+        None => codec.decode(&body.data, body.raw_len, None),
+        Some(d) => codec.decode_with_dict(&body.data, body.raw_len, d),
     }
 }
 
@@ -400,28 +412,26 @@ impl Journal {
         id: i64,
         known: Option<&Arc<StoredBody>>,
     ) -> Result<StoredBody, JournalError> {
-        let (base, raw_len, data) = body_row(self, id)?;
-        let base = match base {
+        let row = body_row(self, id)?;
+        let base = match row.base {
             None => None,
             Some(b) => match known.filter(|k| k.id == b) {
                 Some(k) => Some(k.clone()),
-                None => {
-                    let (_, base_len, base_data) = body_row(self, b)?;
-                    Some(Arc::new(StoredBody {
-                        id: b,
-                        raw_len: base_len,
-                        data: base_data,
-                        base: None,
-                    }))
-                }
+                None => Some(Arc::new(self.stored_body(b, None)?)),
             },
         };
+        let dict = self.dict_of(&row)?;
         Ok(StoredBody {
             id,
-            raw_len,
-            data,
+            raw_len: row.raw_len,
+            data: row.data,
             base,
+            dict,
         })
+    }
+
+    fn dict_of(&self, row: &BodyRow) -> Result<Option<Arc<DecoderDict>>, JournalError> {
+        row.dict.map(|d| self.decoder_dict(d)).transpose()
     }
 }
 
@@ -455,53 +465,55 @@ impl BodyReader {
 
     /// The exact recorded bytes of body `id`.
     pub fn read(&mut self, journal: &Journal, id: i64) -> Result<Vec<u8>, JournalError> {
-        let (base, raw_len, data) = body_row(journal, id)?;
-        match base {
-            None => Ok(self.keyframe(journal, id, raw_len, &data)?.to_vec()),
-            Some(base) => {
-                let codec_err = |source| JournalError::Codec {
-                    path: journal.path().to_path_buf(),
-                    source,
-                };
-                let repeated = self.last_base == Some(base);
-                self.last_base = Some(base);
-                if let Some(p) = self.prepared.as_ref().filter(|p| p.id == base) {
-                    return self
-                        .codec
-                        .decode_prepared(&data, raw_len, p)
-                        .map_err(codec_err);
-                }
-                let (_, base_len, base_data) = body_row(journal, base)?;
-                let base_raw = self.keyframe(journal, base, base_len, &base_data)?;
-                if repeated {
-                    let p = PreparedKeyframe::new(base, &base_raw).map_err(codec_err)?;
-                    let out = self
-                        .codec
-                        .decode_prepared(&data, raw_len, &p)
-                        .map_err(codec_err);
-                    self.prepared = Some(p);
-                    return out;
-                }
-                self.codec
-                    .decode(&data, raw_len, Some(&base_raw))
-                    .map_err(codec_err)
-            }
+        let row = body_row(journal, id)?;
+        let codec_err = |source| JournalError::Codec {
+            path: journal.path().to_path_buf(),
+            source,
+        };
+        let Some(base) = row.base else {
+            return Ok(self.keyframe(journal, id, &row)?.to_vec());
+        };
+        let repeated = self.last_base == Some(base);
+        self.last_base = Some(base);
+        if let Some(p) = self.prepared.as_ref().filter(|p| p.id == base) {
+            return self
+                .codec
+                .decode_prepared(&row.data, row.raw_len, p)
+                .map_err(codec_err);
         }
+        let base_row = body_row(journal, base)?;
+        let base_raw = self.keyframe(journal, base, &base_row)?;
+        if repeated {
+            let p = PreparedKeyframe::new(base, &base_raw).map_err(codec_err)?;
+            let out = self
+                .codec
+                .decode_prepared(&row.data, row.raw_len, &p)
+                .map_err(codec_err);
+            self.prepared = Some(p);
+            return out;
+        }
+        self.codec
+            .decode(&row.data, row.raw_len, Some(&base_raw))
+            .map_err(codec_err)
     }
 
     fn keyframe(
         &mut self,
         journal: &Journal,
         id: i64,
-        raw_len: usize,
-        data: &[u8],
+        row: &BodyRow,
     ) -> Result<Arc<[u8]>, JournalError> {
         if let Some(raw) = self.keyframes.get(id) {
             return Ok(raw);
         }
-        let raw: Arc<[u8]> = self
-            .codec
-            .decode(data, raw_len, None)
+        let decoded = match row.dict {
+            None => self.codec.decode(&row.data, row.raw_len, None),
+            Some(d) => {
+                let dict = journal.decoder_dict(d)?;
+                self.codec.decode_with_dict(&row.data, row.raw_len, &dict)
+            }
+        };
+        let raw: Arc<[u8]> = decoded
             .map_err(|source| JournalError::Codec {
                 path: journal.path().to_path_buf(),
                 source,
@@ -512,13 +524,26 @@ impl BodyReader {
     }
 }
 
-fn body_row(journal: &Journal, id: i64) -> Result<(Option<i64>, usize, Vec<u8>), JournalError> {
+/// A row of `bodies`.
+struct BodyRow {
+    base: Option<i64>,
+    dict: Option<i64>,
+    raw_len: usize,
+    data: Vec<u8>,
+}
+
+fn body_row(journal: &Journal, id: i64) -> Result<BodyRow, JournalError> {
     journal
         .conn()
-        .prepare_cached("SELECT base_id, raw_len, data FROM bodies WHERE id = ?1")
+        .prepare_cached("SELECT base_id, dict_id, raw_len, data FROM bodies WHERE id = ?1")
         .and_then(|mut s| {
             s.query_row(params![id], |r| {
-                Ok((r.get(0)?, r.get::<_, i64>(1)? as usize, r.get(2)?))
+                Ok(BodyRow {
+                    base: r.get(0)?,
+                    dict: r.get(1)?,
+                    raw_len: r.get::<_, i64>(2)? as usize,
+                    data: r.get(3)?,
+                })
             })
         })
         .map_err(|e| journal.err(e))

@@ -9,7 +9,7 @@
 //! with a checkpoint for each stream whose events it holds, so an event and the
 //! checkpoint it advances are durable together.
 
-use super::codec::{Codec, KeyframeCache};
+use super::bodies::{BodyStore, is_surely_new};
 use super::records::{BaselineInfo, CheckpointInfo, CheckpointReason, CoverageInfo, GapInfo};
 use super::schema::kind;
 use super::{Journal, JournalError, StreamId};
@@ -30,8 +30,6 @@ pub const MAX_BATCH_BYTES: usize = 4 << 20;
 /// Room in the queue between the streams and the writer; a full queue makes the
 /// streams wait (back-pressure) instead of growing memory.
 pub const QUEUE: usize = 1024;
-/// Memory for decoded keyframes kept to compress the next versions against.
-const KEYFRAME_CACHE_BYTES: usize = 4 << 20;
 
 /// One thing to journal.
 #[derive(Debug)]
@@ -238,21 +236,7 @@ impl Writer {
     }
 }
 
-/// Per-object memory: enough to skip unchanged bodies and to find the keyframe
-/// the next version is compressed against.
-#[derive(Debug, Clone)]
-struct ObjState {
-    /// The resourceVersion of the last stored version: a body can only be
-    /// unchanged when this is unchanged (a relist of a quiet object).
-    resource_version: String,
-    body: i64,
-    keyframe: i64,
-    keyframe_len: usize,
-}
-
 struct StreamState {
-    /// The stream's identity as hashed into event ids.
-    key: String,
     /// Events journaled for this stream over all recorder runs.
     events: u64,
     /// The list token of the baseline being written.
@@ -270,32 +254,28 @@ struct StreamState {
 struct WriterState {
     conn: Connection,
     path: PathBuf,
-    codec: Codec,
-    keyframes: KeyframeCache,
+    bodies: BodyStore,
     next_seq: i64,
     streams: HashMap<StreamId, StreamState>,
     objects: HashMap<(StreamId, String, String), i64>,
-    obj_state: HashMap<i64, ObjState>,
     stats: Arc<WriterStats>,
     feed: Option<FeedState>,
 }
 
 impl WriterState {
     fn new(journal: Journal, stats: Arc<WriterStats>) -> Result<WriterState, JournalError> {
-        let Journal { conn, path } = journal;
+        let Journal { conn, path, .. } = journal;
         let next_seq = next_seq(&conn).map_err(|e| JournalError::sqlite(&path, e))?;
         // Another recorder's transaction is short; wait for it rather than fail.
         conn.busy_timeout(std::time::Duration::from_secs(30))
             .map_err(|e| JournalError::sqlite(&path, e))?;
         Ok(WriterState {
             conn,
+            bodies: BodyStore::new(path.clone()),
             path,
-            codec: Codec::new(),
-            keyframes: KeyframeCache::new(KEYFRAME_CACHE_BYTES),
             next_seq,
             streams: HashMap::new(),
             objects: HashMap::new(),
-            obj_state: HashMap::new(),
             stats,
             feed: None,
         })
@@ -352,12 +332,10 @@ impl WriterState {
                 op,
                 &mut Ctx {
                     path: &self.path,
-                    codec: &mut self.codec,
-                    keyframes: &mut self.keyframes,
+                    bodies: &mut self.bodies,
                     next_seq: &mut self.next_seq,
                     streams: &mut self.streams,
                     objects: &mut self.objects,
-                    obj_state: &mut self.obj_state,
                     pending: &mut pending,
                     feed: self.feed.as_mut(),
                     changes: &mut changes,
@@ -392,7 +370,7 @@ impl WriterState {
             *self.stats.commits.lock().unwrap_or_else(|e| e.into_inner()) += 1;
         }
         for (key, obj) in pending.forget {
-            self.obj_state.remove(&obj);
+            self.bodies.forget(obj);
             self.objects.remove(&key);
         }
         if let Some(f) = &self.feed {
@@ -417,12 +395,10 @@ struct Pending {
 /// Mutable writer state borrowed for one op.
 struct Ctx<'a> {
     path: &'a PathBuf,
-    codec: &'a mut Codec,
-    keyframes: &'a mut KeyframeCache,
+    bodies: &'a mut BodyStore,
     next_seq: &'a mut i64,
     streams: &'a mut HashMap<StreamId, StreamState>,
     objects: &'a mut HashMap<(StreamId, String, String), i64>,
-    obj_state: &'a mut HashMap<i64, ObjState>,
     pending: &'a mut Pending,
     feed: Option<&'a mut FeedState>,
     /// Sampled changes of this transaction, sent once it commits.
@@ -554,31 +530,27 @@ fn apply_event(
 ) -> Result<(), JournalError> {
     let path = cx.path.clone();
     let err = |e| JournalError::sqlite(&path, e);
-    let key_text = stream_state(tx, cx.streams, stream)
-        .map_err(err)?
-        .key
-        .clone();
+    stream_state(tx, cx.streams, stream).map_err(err)?;
     let object = object_id(tx, cx.objects, stream, &meta).map_err(err)?;
-    let event_key = event_key(&key_text, &meta, watch_type);
-    let seen: Option<i64> = tx
-        .prepare_cached("SELECT 1 FROM records WHERE object_id = ?1 AND event_key = ?2")
-        .and_then(|mut s| {
-            s.query_row(params![object, event_key], |r| r.get(0))
-                .optional()
-        })
-        .map_err(err)?;
+    let new = match cx.bodies.last_version(tx, object)? {
+        None => true,
+        Some(last) if is_surely_new(last, &meta.resource_version) => true,
+        Some(_) => !stored_event(tx, object, &meta.resource_version, watch_type).map_err(err)?,
+    };
     let s = cx
         .streams
         .get_mut(&stream)
         .expect("stream state loaded above");
-    if seen.is_some() {
+    if !new {
         s.totals.duplicates += 1;
         return Ok(());
     }
-    let (body_id, previous) = store_body(tx, cx, object, &meta.resource_version, &body)?;
+    let stored = cx
+        .bodies
+        .store(tx, stream, object, &meta.resource_version, &body)?;
     if cx.feed.as_mut().is_some_and(|f| f.admit()) {
-        let before = match (watch_type, previous) {
-            (WatchType::Modified, Some(prev)) => Some(decode_body(tx, cx, prev)?),
+        let before = match (watch_type, stored.previous) {
+            (WatchType::Modified, Some(prev)) => Some(cx.bodies.read(tx, prev)?),
             _ => None,
         };
         cx.changes.push(Change {
@@ -594,8 +566,8 @@ fn apply_event(
     let seq = take_seq(cx.next_seq);
     tx.prepare_cached(
         "INSERT INTO records(seq, stream_id, kind, observed_at, watch_type, object_id,
-                             body_id, resource_version, event_key)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                             body_id, resource_version)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -605,9 +577,8 @@ fn apply_event(
             at,
             watch_type.code(),
             object,
-            body_id,
+            stored.body,
             meta.resource_version,
-            event_key
         ])
     })
     .map_err(err)?;
@@ -630,6 +601,27 @@ fn apply_event(
     Ok(())
 }
 
+/// Whether this event of `object` is already journaled: a redelivery has the
+/// same resourceVersion and type (journals of schema version 3 also hold an
+/// `event_key` for it, which is no longer needed).
+fn stored_event(
+    tx: &Transaction<'_>,
+    object: i64,
+    resource_version: &str,
+    watch_type: WatchType,
+) -> rusqlite::Result<bool> {
+    tx.prepare_cached(&format!(
+        "SELECT 1 FROM records WHERE object_id = ?1 AND kind = {} AND resource_version = ?2
+         AND watch_type = ?3 LIMIT 1",
+        kind::EVENT
+    ))?
+    .query_row(params![object, resource_version, watch_type.code()], |_| {
+        Ok(())
+    })
+    .optional()
+    .map(|found| found.is_some())
+}
+
 /// One item of a list: part of the baseline the list's end completes.
 fn apply_baseline_item(
     tx: &Transaction<'_>,
@@ -643,7 +635,10 @@ fn apply_baseline_item(
     let err = |e| JournalError::sqlite(&path, e);
     stream_state(tx, cx.streams, stream).map_err(err)?;
     let object = object_id(tx, cx.objects, stream, &meta).map_err(err)?;
-    let (body_id, _) = store_body(tx, cx, object, &meta.resource_version, &body)?;
+    let body_id = cx
+        .bodies
+        .store(tx, stream, object, &meta.resource_version, &body)?
+        .body;
     let seq = take_seq(cx.next_seq);
     let s = cx
         .streams
@@ -712,12 +707,6 @@ fn stream_state<'a>(
     stream: StreamId,
 ) -> rusqlite::Result<&'a mut StreamState> {
     if let std::collections::hash_map::Entry::Vacant(slot) = streams.entry(stream) {
-        let key: String = tx.query_row(
-            "SELECT cluster_id || '/' || grp || '/' || version || '/' || resource || '/' ||
-                    namespace || '/' || selector FROM streams WHERE id = ?1",
-            params![stream],
-            |r| r.get(0),
-        )?;
         let last: Option<(String, Option<String>)> = tx
             .query_row(
                 &format!(
@@ -739,7 +728,6 @@ fn stream_state<'a>(
             None => (0, String::new()),
         };
         slot.insert(StreamState {
-            key,
             events,
             open_list: None,
             last_rv: last_rv.clone(),
@@ -776,165 +764,6 @@ fn object_id(
         .query_row(params![stream, meta.namespace, meta.name], |r| r.get(0))?;
     objects.insert(key, id);
     Ok(id)
-}
-
-/// The deterministic id of a live event: stream, uid, resourceVersion and type,
-/// never the observation time, so a redelivered event has the same id. Stored as
-/// 64 bits, unique per object (collisions would need two events of one object).
-pub fn event_key(stream_key: &str, meta: &ObjectMeta, watch_type: WatchType) -> i64 {
-    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
-    for part in [
-        stream_key.as_bytes(),
-        meta.uid.as_bytes(),
-        meta.resource_version.as_bytes(),
-        watch_type.as_str().as_bytes(),
-    ] {
-        ctx.update(part);
-        ctx.update(&[0]);
-    }
-    let d = ctx.finish();
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&d.as_ref()[..8]);
-    i64::from_be_bytes(b)
-}
-
-/// Stores `raw` as the next body of `object`, returning its body id and the id
-/// of the object's previous body. A body equal to the previous one (same
-/// resourceVersion, same bytes: a relist of an object that did not change) is
-/// not stored again; a changed one becomes a delta against the object's
-/// keyframe while that stays small, else a new keyframe.
-fn store_body(
-    tx: &Transaction<'_>,
-    cx: &mut Ctx<'_>,
-    object: i64,
-    resource_version: &str,
-    raw: &[u8],
-) -> Result<(i64, Option<i64>), JournalError> {
-    let path = cx.path.clone();
-    let err = |e| JournalError::sqlite(&path, e);
-    let codec_err = |source| JournalError::Codec {
-        path: path.clone(),
-        source,
-    };
-    let state = match cx.obj_state.get(&object) {
-        Some(s) => Some(s.clone()),
-        None => load_obj_state(tx, object).map_err(err)?,
-    };
-    let previous = state.as_ref().map(|s| s.body);
-    if let Some(s) = state {
-        // A new resourceVersion always means new bytes, so only a relist pays
-        // for a comparison.
-        if s.resource_version == resource_version && decode_body(tx, cx, s.body)? == raw {
-            let body = s.body;
-            cx.obj_state.insert(object, s);
-            return Ok((body, previous));
-        }
-        let base = keyframe_bytes(tx, cx, s.keyframe)?;
-        let delta = cx.codec.delta(raw, &base).map_err(codec_err)?;
-        if delta.len() * 3 <= s.keyframe_len {
-            let id = insert_body(tx, Some(s.keyframe), raw.len(), &delta).map_err(err)?;
-            cx.obj_state.insert(
-                object,
-                ObjState {
-                    resource_version: resource_version.to_string(),
-                    body: id,
-                    ..s
-                },
-            );
-            return Ok((id, previous));
-        }
-    }
-    let frame = cx.codec.keyframe(raw).map_err(codec_err)?;
-    let id = insert_body(tx, None, raw.len(), &frame).map_err(err)?;
-    cx.keyframes.insert(id, raw.into());
-    cx.obj_state.insert(
-        object,
-        ObjState {
-            resource_version: resource_version.to_string(),
-            body: id,
-            keyframe: id,
-            keyframe_len: frame.len(),
-        },
-    );
-    Ok((id, previous))
-}
-
-/// The exact bytes of a stored body, through the keyframe cache.
-fn decode_body(tx: &Transaction<'_>, cx: &mut Ctx<'_>, id: i64) -> Result<Vec<u8>, JournalError> {
-    let path = cx.path.clone();
-    let (base, raw_len, data): (Option<i64>, i64, Vec<u8>) = tx
-        .prepare_cached("SELECT base_id, raw_len, data FROM bodies WHERE id = ?1")
-        .and_then(|mut s| s.query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))))
-        .map_err(|e| JournalError::sqlite(&path, e))?;
-    let codec_err = |source| JournalError::Codec {
-        path: path.clone(),
-        source,
-    };
-    match base {
-        None => Ok(keyframe_bytes(tx, cx, id)?.to_vec()),
-        Some(base) => {
-            let base_raw = keyframe_bytes(tx, cx, base)?;
-            cx.codec
-                .decode(&data, raw_len as usize, Some(&base_raw))
-                .map_err(codec_err)
-        }
-    }
-}
-
-fn insert_body(
-    tx: &Transaction<'_>,
-    base: Option<i64>,
-    raw_len: usize,
-    data: &[u8],
-) -> rusqlite::Result<i64> {
-    tx.prepare_cached("INSERT INTO bodies(base_id, raw_len, data) VALUES (?1, ?2, ?3)")?
-        .execute(params![base, raw_len as i64, data])?;
-    Ok(tx.last_insert_rowid())
-}
-
-fn load_obj_state(tx: &Transaction<'_>, object: i64) -> rusqlite::Result<Option<ObjState>> {
-    let row: Option<(i64, i64, Option<String>)> = tx
-        .prepare_cached(
-            "SELECT b.id, coalesce(b.base_id, b.id), r.resource_version FROM records r
-             JOIN bodies b ON b.id = r.body_id
-             WHERE r.object_id = ?1 ORDER BY r.seq DESC LIMIT 1",
-        )?
-        .query_row(params![object], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .optional()?;
-    let Some((body, keyframe, resource_version)) = row else {
-        return Ok(None);
-    };
-    let keyframe_len: i64 = tx
-        .prepare_cached("SELECT length(data) FROM bodies WHERE id = ?1")?
-        .query_row(params![keyframe], |r| r.get(0))?;
-    Ok(Some(ObjState {
-        resource_version: resource_version.unwrap_or_default(),
-        body,
-        keyframe,
-        keyframe_len: keyframe_len as usize,
-    }))
-}
-
-fn keyframe_bytes(
-    tx: &Transaction<'_>,
-    cx: &mut Ctx<'_>,
-    id: i64,
-) -> Result<Arc<[u8]>, JournalError> {
-    if let Some(raw) = cx.keyframes.get(id) {
-        return Ok(raw);
-    }
-    let path = cx.path.clone();
-    let (raw_len, data): (i64, Vec<u8>) = tx
-        .prepare_cached("SELECT raw_len, data FROM bodies WHERE id = ?1")
-        .and_then(|mut s| s.query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?))))
-        .map_err(|e| JournalError::sqlite(&path, e))?;
-    let raw: Arc<[u8]> = cx
-        .codec
-        .decode(&data, raw_len as usize, None)
-        .map_err(|source| JournalError::Codec { path, source })?
-        .into();
-    cx.keyframes.insert(id, raw.clone());
-    Ok(raw)
 }
 
 #[cfg(test)]
@@ -1157,6 +986,137 @@ mod tests {
         assert_eq!(cov.last_rv.as_deref(), Some("12"));
         assert!(cov.complete());
         assert_eq!(cov.state, StreamState::Stopped);
+    }
+
+    fn write_all(path: &std::path::Path, ops: Vec<Op>) -> StreamTotals {
+        let journal = Journal::open_or_create(path).unwrap();
+        let stream = journal.register_stream("c1", &cm_spec()).unwrap();
+        let writer = Writer::start(journal).unwrap();
+        let tx = writer.sender();
+        for op in ops {
+            tx.blocking_send(op).unwrap();
+        }
+        drop(tx);
+        let stats = writer.stats();
+        writer.finish().unwrap();
+        stats.streams.lock().unwrap()[&stream].clone()
+    }
+
+    fn event(stream: StreamId, at: i64, name: &str, rv: &str) -> Op {
+        Op::Event {
+            stream,
+            at,
+            watch_type: WatchType::Modified,
+            meta: meta(name, rv),
+            body: body(name, rv, rv),
+        }
+    }
+
+    #[test]
+    fn a_redelivery_after_a_restart_is_found_in_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.db");
+        let journal = Journal::open_or_create(&path).unwrap();
+        journal.register_cluster("c1", "https://x", None).unwrap();
+        let stream = journal.register_stream("c1", &cm_spec()).unwrap();
+        drop(journal);
+        let first = write_all(
+            &path,
+            vec![
+                event(stream, 1, "a", "10"),
+                event(stream, 2, "a", "11"),
+                // resourceVersions that are not numbers are compared in the journal.
+                event(stream, 3, "b", "x-1"),
+                event(stream, 4, "b", "x-1"),
+            ],
+        );
+        assert_eq!((first.events, first.duplicates), (3, 1));
+        // A new writer knows nothing in memory: a resumed watch redelivers.
+        let second = write_all(
+            &path,
+            vec![
+                event(stream, 5, "a", "10"),
+                event(stream, 6, "a", "11"),
+                event(stream, 7, "a", "12"),
+                event(stream, 8, "b", "x-1"),
+                event(stream, 9, "b", "x-2"),
+            ],
+        );
+        assert_eq!((second.events, second.duplicates), (2, 3));
+        let reader = Journal::open(&path).unwrap();
+        let rvs: Vec<String> = reader
+            .all_records()
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.kind == kind::EVENT)
+            .map(|r| r.resource_version.unwrap())
+            .collect();
+        assert_eq!(rvs, ["10", "11", "x-1", "12", "x-2"]);
+    }
+
+    #[test]
+    fn a_stream_trains_its_dictionary_and_every_body_comes_back_exact() {
+        use crate::journal::bodies::TRAIN_SAMPLES;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.db");
+        let journal = Journal::open_or_create(&path).unwrap();
+        journal.register_cluster("c1", "https://x", None).unwrap();
+        let stream = journal.register_stream("c1", &cm_spec()).unwrap();
+        drop(journal);
+        let n = TRAIN_SAMPLES + 100;
+        let mut ops: Vec<Op> = (0..n)
+            .map(|i| {
+                let name = format!("cm-{i}");
+                Op::BaselineItem {
+                    stream,
+                    at: 1,
+                    meta: meta(&name, &format!("{}", 10 + i)),
+                    body: body(&name, &format!("{}", 10 + i), &format!("value {i}")),
+                }
+            })
+            .collect();
+        ops.push(Op::BaselineEnd {
+            stream,
+            at: 1,
+            list_rv: "5000".into(),
+            items: n as u64,
+        });
+        // Later versions of objects stored before and after the training.
+        for i in [0, 1, n - 2, n - 1] {
+            ops.push(event(
+                stream,
+                2,
+                &format!("cm-{i}"),
+                &format!("{}", 6000 + i),
+            ));
+        }
+        write_all(&path, ops);
+        let reader = Journal::open(&path).unwrap();
+        let (dicts, with_dict): (i64, i64) = reader
+            .conn()
+            .query_row(
+                "SELECT (SELECT count(*) FROM dicts),
+                        (SELECT count(*) FROM bodies WHERE dict_id IS NOT NULL)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(dicts, 1);
+        assert!(with_dict >= 90, "{with_dict} keyframes use the dictionary");
+        let mut checked = 0;
+        for r in reader.all_records().unwrap() {
+            let (Some(got), Some(rv)) = (r.body, r.resource_version) else {
+                continue;
+            };
+            let name = r.name.unwrap();
+            let value = match rv.parse::<usize>().unwrap() {
+                v if v >= 6000 => rv.clone(),
+                v => format!("value {}", v - 10),
+            };
+            assert_eq!(got, body(&name, &rv, &value), "{name} at {rv}");
+            checked += 1;
+        }
+        assert_eq!(checked, n + 4);
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod cli_errors;
 mod demo;
 mod help;
 mod history;
+mod journal_v3;
 mod krew;
 mod live;
 mod readers;

@@ -1,0 +1,457 @@
+//! How the writer stores object bodies without reading the journal back.
+//!
+//! For every object it has seen this run, the writer keeps in memory what the next
+//! version needs: the last resourceVersion, a hash of the last body, and the
+//! object's keyframe as stored (compressed, a few hundred bytes). A new version is
+//! then compressed as a delta against that keyframe, decoded in memory, and a
+//! redelivered event is recognised by its resourceVersion. The journal is read for
+//! an object only the first time this run touches it (after a restart), and when
+//! the versions cannot tell a redelivery from a new event (resourceVersions that
+//! are not numbers, or that went backwards).
+//!
+//! Each stream trains a zstd dictionary on its first bodies; later keyframes are
+//! compressed with it. See docs/journal.md, "Bodies".
+//!
+//! The decisions are pure functions ([`is_surely_new`], [`keep_delta`],
+//! [`Sampler::add`]) tested on their own; the rest carries them out.
+
+use super::codec::{Codec, DecoderDict, EncoderDict, KeyframeCache};
+use super::{JournalError, StreamId};
+use rusqlite::{OptionalExtension, Transaction, params};
+use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Bodies a stream samples before it trains its dictionary: enough different
+/// objects for zstd to find what they share.
+pub const TRAIN_SAMPLES: usize = 512;
+/// Sampled bytes that are enough to train, whatever their count (large objects).
+pub const TRAIN_BYTES: usize = 4 << 20;
+/// Memory for decoded keyframes: the objects changing most keep theirs decoded.
+const KEYFRAME_CACHE_BYTES: usize = 4 << 20;
+
+/// Whether an event with resourceVersion `rv` is surely not yet stored, given the
+/// last version stored for its object. resourceVersions are opaque to clients,
+/// but kube-apiserver's are etcd revisions, which grow; when both parse as
+/// numbers and `rv` is larger, the event is new. Anything else (equal, smaller,
+/// not numbers) must be looked up: a redelivery after a reconnect, or a cluster
+/// restored from a backup.
+pub fn is_surely_new(last_rv: &str, rv: &str) -> bool {
+    match (last_rv.parse::<u64>(), rv.parse::<u64>()) {
+        (Ok(last), Ok(new)) => new > last,
+        _ => false,
+    }
+}
+
+/// Whether a delta is worth keeping rather than a new keyframe: reading it costs a
+/// second decompression, so it must be clearly smaller.
+pub fn keep_delta(delta_len: usize, keyframe_len: usize) -> bool {
+    delta_len * 3 <= keyframe_len * 2
+}
+
+/// The bodies a stream collects to train its dictionary on.
+#[derive(Debug, Default)]
+pub struct Sampler {
+    samples: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+impl Sampler {
+    /// Takes one body; returns the samples once there are enough to train on.
+    pub fn add(&mut self, raw: &[u8]) -> Option<Vec<Vec<u8>>> {
+        self.samples.push(raw.to_vec());
+        self.bytes += raw.len();
+        if self.samples.len() >= TRAIN_SAMPLES || self.bytes >= TRAIN_BYTES {
+            self.bytes = 0;
+            return Some(std::mem::take(&mut self.samples));
+        }
+        None
+    }
+}
+
+/// Where a stream is with its dictionary.
+enum StreamDict {
+    Sampling(Sampler),
+    Trained(Arc<EncoderDict>),
+    /// zstd could not train one from this stream's bodies: keyframes go without.
+    Untrainable,
+}
+
+/// An object's keyframe as stored.
+#[derive(Clone)]
+struct Keyframe {
+    id: i64,
+    data: Arc<[u8]>,
+    dict: Option<i64>,
+    raw_len: usize,
+}
+
+/// What the writer remembers of one object.
+#[derive(Clone)]
+struct ObjState {
+    /// The resourceVersion of the last stored version.
+    resource_version: String,
+    /// Its body row and a hash of its bytes: an unchanged body (a relist of a
+    /// quiet object) points at the same row.
+    body: i64,
+    hash: u64,
+    keyframe: Keyframe,
+}
+
+fn hash(raw: &[u8]) -> u64 {
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(raw)
+}
+
+/// The writer's body storage. Lives on the writer thread.
+pub struct BodyStore {
+    path: PathBuf,
+    codec: Codec,
+    keyframes: KeyframeCache,
+    objects: HashMap<i64, ObjState>,
+    dicts: HashMap<StreamId, StreamDict>,
+    decoders: HashMap<i64, Arc<DecoderDict>>,
+}
+
+/// A stored body: its row, and the object's previous body row, if any.
+pub struct Stored {
+    pub body: i64,
+    pub previous: Option<i64>,
+}
+
+impl BodyStore {
+    pub fn new(path: PathBuf) -> BodyStore {
+        BodyStore {
+            path,
+            codec: Codec::new(),
+            keyframes: KeyframeCache::new(KEYFRAME_CACHE_BYTES),
+            objects: HashMap::new(),
+            dicts: HashMap::new(),
+            decoders: HashMap::new(),
+        }
+    }
+
+    fn sqlite(&self, e: rusqlite::Error) -> JournalError {
+        JournalError::sqlite(&self.path, e)
+    }
+
+    fn codec_err(&self, source: super::codec::CodecError) -> JournalError {
+        JournalError::Codec {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// The resourceVersion of the object's last stored version, loading what the
+    /// writer keeps of it when this run has not touched it yet.
+    pub fn last_version(
+        &mut self,
+        tx: &Transaction<'_>,
+        object: i64,
+    ) -> Result<Option<&str>, JournalError> {
+        self.load(tx, object)?;
+        Ok(self
+            .objects
+            .get(&object)
+            .map(|s| s.resource_version.as_str()))
+    }
+
+    /// Forgets a deleted object (after its transaction committed).
+    pub fn forget(&mut self, object: i64) {
+        self.objects.remove(&object);
+    }
+
+    /// Stores `raw` as the next body of `object` in `stream`. An unchanged body
+    /// (same resourceVersion, same bytes) is not stored again; a changed one
+    /// becomes a delta against the object's keyframe while that is clearly
+    /// smaller, else a new keyframe.
+    pub fn store(
+        &mut self,
+        tx: &Transaction<'_>,
+        stream: StreamId,
+        object: i64,
+        resource_version: &str,
+        raw: &[u8],
+    ) -> Result<Stored, JournalError> {
+        self.load(tx, object)?;
+        let digest = hash(raw);
+        let state = self.objects.get(&object).cloned();
+        let previous = state.as_ref().map(|s| s.body);
+        if let Some(s) = state {
+            // A new resourceVersion always means new bytes, so only a relist
+            // compares.
+            if s.resource_version == resource_version && s.hash == digest {
+                return Ok(Stored {
+                    body: s.body,
+                    previous,
+                });
+            }
+            let base = self.keyframe_raw(tx, &s.keyframe)?;
+            let delta = self
+                .codec
+                .delta(raw, &base)
+                .map_err(|e| self.codec_err(e))?;
+            if keep_delta(delta.len(), s.keyframe.data.len()) {
+                let id = insert_body(tx, Some(s.keyframe.id), None, raw.len(), &delta)
+                    .map_err(|e| self.sqlite(e))?;
+                self.objects.insert(
+                    object,
+                    ObjState {
+                        resource_version: resource_version.to_string(),
+                        body: id,
+                        hash: digest,
+                        keyframe: s.keyframe,
+                    },
+                );
+                return Ok(Stored { body: id, previous });
+            }
+        }
+        let dict = self.dict_for(tx, stream, raw)?;
+        let frame = self
+            .codec
+            .keyframe(raw, dict.as_deref())
+            .map_err(|e| self.codec_err(e))?;
+        let dict_id = dict.map(|d| d.id);
+        let id = insert_body(tx, None, dict_id, raw.len(), &frame).map_err(|e| self.sqlite(e))?;
+        self.keyframes.insert(id, raw.into());
+        self.objects.insert(
+            object,
+            ObjState {
+                resource_version: resource_version.to_string(),
+                body: id,
+                hash: digest,
+                keyframe: Keyframe {
+                    id,
+                    data: frame.into(),
+                    dict: dict_id,
+                    raw_len: raw.len(),
+                },
+            },
+        );
+        Ok(Stored { body: id, previous })
+    }
+
+    /// The stream's dictionary for a new keyframe, sampling `raw` while there is
+    /// none and training one (stored in this transaction) once there are enough
+    /// samples.
+    fn dict_for(
+        &mut self,
+        tx: &Transaction<'_>,
+        stream: StreamId,
+        raw: &[u8],
+    ) -> Result<Option<Arc<EncoderDict>>, JournalError> {
+        if !self.dicts.contains_key(&stream) {
+            let stored: Option<(i64, Vec<u8>)> = tx
+                .prepare_cached(
+                    "SELECT id, data FROM dicts WHERE stream_id = ?1 ORDER BY id DESC LIMIT 1",
+                )
+                .and_then(|mut s| {
+                    s.query_row(params![stream], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()
+                })
+                .map_err(|e| self.sqlite(e))?;
+            let state = match stored {
+                Some((id, data)) => StreamDict::Trained(Arc::new(
+                    EncoderDict::new(id, &data).map_err(|e| self.codec_err(e))?,
+                )),
+                None => StreamDict::Sampling(Sampler::default()),
+            };
+            self.dicts.insert(stream, state);
+        }
+        let slot = self.dicts.get_mut(&stream).expect("inserted above");
+        let samples = match slot {
+            StreamDict::Trained(d) => return Ok(Some(d.clone())),
+            StreamDict::Untrainable => return Ok(None),
+            StreamDict::Sampling(sampler) => match sampler.add(raw) {
+                None => return Ok(None),
+                Some(samples) => samples,
+            },
+        };
+        let Some(data) = super::codec::train(&samples) else {
+            *slot = StreamDict::Untrainable;
+            return Ok(None);
+        };
+        tx.prepare_cached("INSERT INTO dicts(stream_id, data) VALUES (?1, ?2)")
+            .and_then(|mut s| s.execute(params![stream, data]))
+            .map_err(|e| JournalError::sqlite(&self.path, e))?;
+        let id = tx.last_insert_rowid();
+        let dict = EncoderDict::new(id, &data).map_err(|source| JournalError::Codec {
+            path: self.path.clone(),
+            source,
+        });
+        let dict = Arc::new(dict?);
+        *slot = StreamDict::Trained(dict.clone());
+        Ok(Some(dict))
+    }
+
+    /// The decoded bytes of a keyframe: from the cache, else from its stored frame
+    /// (held in memory).
+    fn keyframe_raw(
+        &mut self,
+        tx: &Transaction<'_>,
+        k: &Keyframe,
+    ) -> Result<Arc<[u8]>, JournalError> {
+        if let Some(raw) = self.keyframes.get(k.id) {
+            return Ok(raw);
+        }
+        let raw: Arc<[u8]> = match k.dict {
+            None => self.codec.decode(&k.data, k.raw_len, None),
+            Some(d) => {
+                let dict = self.decoder(tx, d)?;
+                self.codec.decode_with_dict(&k.data, k.raw_len, &dict)
+            }
+        }
+        .map_err(|e| self.codec_err(e))?
+        .into();
+        self.keyframes.insert(k.id, raw.clone());
+        Ok(raw)
+    }
+
+    fn decoder(&mut self, tx: &Transaction<'_>, id: i64) -> Result<Arc<DecoderDict>, JournalError> {
+        if let Some(d) = self.decoders.get(&id) {
+            return Ok(d.clone());
+        }
+        let data: Vec<u8> = tx
+            .prepare_cached("SELECT data FROM dicts WHERE id = ?1")
+            .and_then(|mut s| s.query_row(params![id], |r| r.get(0)))
+            .map_err(|e| self.sqlite(e))?;
+        let dict = Arc::new(DecoderDict::new(id, &data).map_err(|e| self.codec_err(e))?);
+        self.decoders.insert(id, dict.clone());
+        Ok(dict)
+    }
+
+    /// The exact bytes of a stored body, read from the journal (the live feed's
+    /// "before", a few a second).
+    pub fn read(&mut self, tx: &Transaction<'_>, id: i64) -> Result<Vec<u8>, JournalError> {
+        let row = body_row(tx, id).map_err(|e| self.sqlite(e))?;
+        match row.base {
+            None => Ok(self.keyframe_raw(tx, &row.keyframe(id))?.to_vec()),
+            Some(base) => {
+                let k = body_row(tx, base).map_err(|e| self.sqlite(e))?;
+                let base_raw = self.keyframe_raw(tx, &k.keyframe(base))?;
+                self.codec
+                    .decode(&row.data, row.raw_len, Some(&base_raw))
+                    .map_err(|e| self.codec_err(e))
+            }
+        }
+    }
+
+    /// Loads what the writer keeps of an object from its last stored version,
+    /// once per run.
+    fn load(&mut self, tx: &Transaction<'_>, object: i64) -> Result<(), JournalError> {
+        if self.objects.contains_key(&object) {
+            return Ok(());
+        }
+        let last: Option<(i64, Option<String>)> = tx
+            .prepare_cached(
+                "SELECT body_id, resource_version FROM records
+                 WHERE object_id = ?1 AND body_id IS NOT NULL ORDER BY seq DESC LIMIT 1",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![object], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+            })
+            .map_err(|e| self.sqlite(e))?;
+        let Some((body, rv)) = last else {
+            return Ok(());
+        };
+        let row = body_row(tx, body).map_err(|e| self.sqlite(e))?;
+        let keyframe = match row.base {
+            None => row.keyframe(body),
+            Some(base) => body_row(tx, base)
+                .map_err(|e| self.sqlite(e))?
+                .keyframe(base),
+        };
+        let raw = self.read(tx, body)?;
+        self.objects.insert(
+            object,
+            ObjState {
+                resource_version: rv.unwrap_or_default(),
+                body,
+                hash: hash(&raw),
+                keyframe,
+            },
+        );
+        Ok(())
+    }
+}
+
+struct BodyRow {
+    base: Option<i64>,
+    dict: Option<i64>,
+    raw_len: usize,
+    data: Vec<u8>,
+}
+
+impl BodyRow {
+    fn keyframe(self, id: i64) -> Keyframe {
+        Keyframe {
+            id,
+            data: self.data.into(),
+            dict: self.dict,
+            raw_len: self.raw_len,
+        }
+    }
+}
+
+fn body_row(tx: &Transaction<'_>, id: i64) -> rusqlite::Result<BodyRow> {
+    tx.prepare_cached("SELECT base_id, dict_id, raw_len, data FROM bodies WHERE id = ?1")?
+        .query_row(params![id], |r| {
+            Ok(BodyRow {
+                base: r.get(0)?,
+                dict: r.get(1)?,
+                raw_len: r.get::<_, i64>(2)? as usize,
+                data: r.get(3)?,
+            })
+        })
+}
+
+fn insert_body(
+    tx: &Transaction<'_>,
+    base: Option<i64>,
+    dict: Option<i64>,
+    raw_len: usize,
+    data: &[u8],
+) -> rusqlite::Result<i64> {
+    tx.prepare_cached(
+        "INSERT INTO bodies(base_id, dict_id, raw_len, data) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![base, dict, raw_len as i64, data])?;
+    Ok(tx.last_insert_rowid())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_larger_numeric_version_is_surely_new() {
+        assert!(is_surely_new("10", "11"));
+        assert!(is_surely_new("9", "10"), "numbers, not text");
+        assert!(!is_surely_new("11", "11"), "a redelivery");
+        assert!(!is_surely_new("11", "10"), "older: looked up");
+        assert!(!is_surely_new("", "10"), "nothing known: looked up");
+        assert!(!is_surely_new("a1", "a2"), "opaque versions: looked up");
+    }
+
+    #[test]
+    fn a_delta_must_be_clearly_smaller_than_a_keyframe() {
+        assert!(keep_delta(40, 900));
+        assert!(keep_delta(60, 90));
+        assert!(!keep_delta(61, 90));
+        assert!(!keep_delta(900, 900));
+    }
+
+    #[test]
+    fn the_sampler_hands_over_its_samples_once_enough() {
+        let mut s = Sampler::default();
+        for _ in 0..TRAIN_SAMPLES - 1 {
+            assert!(s.add(b"{}").is_none());
+        }
+        assert_eq!(s.add(b"{}").map(|v| v.len()), Some(TRAIN_SAMPLES));
+        // Large bodies: by bytes.
+        let big = vec![b'x'; TRAIN_BYTES / 2];
+        assert!(s.add(&big).is_none());
+        assert_eq!(s.add(&big).map(|v| v.len()), Some(2));
+    }
+}
