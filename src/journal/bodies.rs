@@ -10,10 +10,11 @@
 //! are not numbers, or that went backwards).
 //!
 //! Each stream trains a zstd dictionary on its first bodies; later keyframes are
-//! compressed with it. See docs/journal.md, "Bodies".
+//! compressed with it. An object's older versions are packed, several to a zstd
+//! frame. See docs/journal.md, "Bodies" and "Packs".
 //!
 //! The decisions are pure functions ([`is_surely_new`], [`keep_delta`],
-//! [`Sampler::add`]) tested on their own; the rest carries them out.
+//! [`to_pack`], [`Sampler::add`]) tested on their own; the rest carries them out.
 
 use super::codec::{Codec, DecoderDict, EncoderDict, KeyframeCache};
 use super::{JournalError, StreamId};
@@ -25,11 +26,41 @@ use std::sync::Arc;
 
 /// Bodies a stream samples before it trains its dictionary: enough different
 /// objects for zstd to find what they share.
-pub const TRAIN_SAMPLES: usize = 512;
+pub const TRAIN_SAMPLES: usize = 256;
 /// Sampled bytes that are enough to train, whatever their count (large objects).
 pub const TRAIN_BYTES: usize = 4 << 20;
 /// Memory for decoded keyframes: the objects changing most keep theirs decoded.
 const KEYFRAME_CACHE_BYTES: usize = 4 << 20;
+
+/// Versions packed into one zstd frame: 16 versions of a 3.4 KB Deployment take
+/// about 15 bytes each (a delta alone about 70), and reading one of them means
+/// decompressing about 55 KB. See docs/journal.md, "Packs".
+pub const PACK_VERSIONS: usize = 16;
+/// The most bytes of JSON in one pack: large objects are packed fewer at a time.
+pub const PACK_MAX_BYTES: usize = 4 << 20;
+/// The latest versions of an object that stay unpacked: the live feed reads the
+/// previous one, and recent windows read the last few.
+pub const HOT_VERSIONS: usize = 4;
+
+/// Which of an object's unpacked deltas go into a pack now, given their sizes
+/// (oldest first): the oldest, up to [`PACK_VERSIONS`] and [`PACK_MAX_BYTES`],
+/// once [`HOT_VERSIONS`] would still stay unpacked after them; none when fewer
+/// than two would go.
+pub fn to_pack(raw_lens: &[usize]) -> usize {
+    if raw_lens.len() < HOT_VERSIONS + PACK_VERSIONS {
+        return 0;
+    }
+    let mut bytes = 0;
+    let n = raw_lens
+        .iter()
+        .take(PACK_VERSIONS)
+        .take_while(|len| {
+            bytes += **len;
+            bytes <= PACK_MAX_BYTES
+        })
+        .count();
+    if n >= 2 { n } else { 0 }
+}
 
 /// Whether an event with resourceVersion `rv` is surely not yet stored, given the
 /// last version stored for its object. resourceVersions are opaque to clients,
@@ -97,6 +128,9 @@ struct ObjState {
     body: i64,
     hash: u64,
     keyframe: Keyframe,
+    /// The deltas against `keyframe` stored in this run and not packed yet,
+    /// oldest first: (body row, bytes of JSON).
+    unpacked: Vec<(i64, usize)>,
 }
 
 fn hash(raw: &[u8]) -> u64 {
@@ -111,6 +145,8 @@ pub struct BodyStore {
     objects: HashMap<i64, ObjState>,
     dicts: HashMap<StreamId, StreamDict>,
     decoders: HashMap<i64, Arc<DecoderDict>>,
+    /// Whether older versions are packed (on, but for comparisons).
+    pack: bool,
 }
 
 /// A stored body: its row, and the object's previous body row, if any.
@@ -120,8 +156,9 @@ pub struct Stored {
 }
 
 impl BodyStore {
-    pub fn new(path: PathBuf) -> BodyStore {
+    pub fn new(path: PathBuf, pack: bool) -> BodyStore {
         BodyStore {
+            pack,
             path,
             codec: Codec::new(),
             keyframes: KeyframeCache::new(KEYFRAME_CACHE_BYTES),
@@ -192,8 +229,20 @@ impl BodyStore {
                 .delta(raw, &base)
                 .map_err(|e| self.codec_err(e))?;
             if keep_delta(delta.len(), s.keyframe.data.len()) {
-                let id = insert_body(tx, Some(s.keyframe.id), None, raw.len(), &delta)
-                    .map_err(|e| self.sqlite(e))?;
+                let id = if self.pack {
+                    insert_unpacked(tx, s.keyframe.id, raw.len(), &delta)
+                } else {
+                    insert_body(tx, Some(s.keyframe.id), None, raw.len(), &delta)
+                }
+                .map_err(|e| self.sqlite(e))?;
+                let mut unpacked = s.unpacked;
+                unpacked.push((id, raw.len()));
+                let lens: Vec<usize> = unpacked.iter().map(|(_, len)| *len).collect();
+                let n = if self.pack { to_pack(&lens) } else { 0 };
+                if n > 0 {
+                    let ids: Vec<i64> = unpacked.drain(..n).map(|(id, _)| id).collect();
+                    self.pack(tx, &s.keyframe, &ids)?;
+                }
                 self.objects.insert(
                     object,
                     ObjState {
@@ -201,6 +250,7 @@ impl BodyStore {
                         body: id,
                         hash: digest,
                         keyframe: s.keyframe,
+                        unpacked,
                     },
                 );
                 return Ok(Stored { body: id, previous });
@@ -226,9 +276,53 @@ impl BodyStore {
                     dict: dict_id,
                     raw_len: raw.len(),
                 },
+                unpacked: Vec::new(),
             },
         );
         Ok(Stored { body: id, previous })
+    }
+
+    /// Packs deltas of one keyframe (`ids`, oldest first) into one frame: their
+    /// JSON one after the other, compressed against the keyframe. Their rows in
+    /// `bodies` say where in the pack their bytes are; their `blobs` go.
+    fn pack(
+        &mut self,
+        tx: &Transaction<'_>,
+        keyframe: &Keyframe,
+        ids: &[i64],
+    ) -> Result<(), JournalError> {
+        let base = self.keyframe_raw(tx, keyframe)?;
+        let mut raw = Vec::new();
+        let mut offsets = Vec::with_capacity(ids.len());
+        for id in ids {
+            let row = body_row(tx, *id).map_err(|e| self.sqlite(e))?;
+            let version = self
+                .codec
+                .decode(&row.data, row.raw_len, Some(&base))
+                .map_err(|e| self.codec_err(e))?;
+            offsets.push(raw.len());
+            raw.extend_from_slice(&version);
+        }
+        let frame = self
+            .codec
+            .pack(&raw, &base)
+            .map_err(|e| self.codec_err(e))?;
+        tx.prepare_cached("INSERT INTO packs(base_id, raw_len, data) VALUES (?1, ?2, ?3)")
+            .and_then(|mut s| s.execute(params![keyframe.id, raw.len() as i64, frame]))
+            .map_err(|e| self.sqlite(e))?;
+        let pack = tx.last_insert_rowid();
+        for (id, offset) in ids.iter().zip(offsets) {
+            // A journal of more than 16M packs keeps its later versions unpacked.
+            let Some(at) = super::schema::pack_ref(pack, offset) else {
+                continue;
+            };
+            tx.prepare_cached("UPDATE bodies SET pack_ref = ?2 WHERE id = ?1")
+                .and_then(|mut s| s.execute(params![id, at]))
+                .and_then(|_| tx.prepare_cached("DELETE FROM blobs WHERE body_id = ?1"))
+                .and_then(|mut s| s.execute(params![id]))
+                .map_err(|e| JournalError::sqlite(&self.path, e))?;
+        }
+        Ok(())
     }
 
     /// The stream's dictionary for a new keyframe, sampling `raw` while there is
@@ -324,16 +418,28 @@ impl BodyStore {
     /// "before", a few a second).
     pub fn read(&mut self, tx: &Transaction<'_>, id: i64) -> Result<Vec<u8>, JournalError> {
         let row = body_row(tx, id).map_err(|e| self.sqlite(e))?;
-        match row.base {
-            None => Ok(self.keyframe_raw(tx, &row.keyframe(id))?.to_vec()),
-            Some(base) => {
-                let k = body_row(tx, base).map_err(|e| self.sqlite(e))?;
-                let base_raw = self.keyframe_raw(tx, &k.keyframe(base))?;
-                self.codec
-                    .decode(&row.data, row.raw_len, Some(&base_raw))
-                    .map_err(|e| self.codec_err(e))
-            }
-        }
+        let Some(base) = row.base else {
+            return Ok(self.keyframe_raw(tx, &row.keyframe(id))?.to_vec());
+        };
+        let k = body_row(tx, base).map_err(|e| self.sqlite(e))?;
+        let base_raw = self.keyframe_raw(tx, &k.keyframe(base))?;
+        let Some((pack, offset)) = row.pack else {
+            return self
+                .codec
+                .decode(&row.data, row.raw_len, Some(&base_raw))
+                .map_err(|e| self.codec_err(e));
+        };
+        let (raw_len, data): (i64, Vec<u8>) = tx
+            .prepare_cached("SELECT raw_len, data FROM packs WHERE id = ?1")
+            .and_then(|mut s| s.query_row(params![pack], |r| Ok((r.get(0)?, r.get(1)?))))
+            .map_err(|e| self.sqlite(e))?;
+        let all = self
+            .codec
+            .decode(&data, raw_len as usize, Some(&base_raw))
+            .map_err(|e| self.codec_err(e))?;
+        super::codec::slice_of_pack(&all, offset, row.raw_len)
+            .map(<[u8]>::to_vec)
+            .map_err(|e| self.codec_err(e))
     }
 
     /// Loads what the writer keeps of an object from its last stored version,
@@ -370,6 +476,9 @@ impl BodyStore {
                 body,
                 hash: hash(&raw),
                 keyframe,
+                // Deltas stored by earlier runs stay unpacked: finding them
+                // would mean reading the object's whole history.
+                unpacked: Vec::new(),
             },
         );
         Ok(())
@@ -381,6 +490,8 @@ struct BodyRow {
     dict: Option<i64>,
     raw_len: usize,
     data: Vec<u8>,
+    /// A packed version: its pack and where in it its bytes start.
+    pack: Option<(i64, usize)>,
 }
 
 impl BodyRow {
@@ -395,15 +506,34 @@ impl BodyRow {
 }
 
 fn body_row(tx: &Transaction<'_>, id: i64) -> rusqlite::Result<BodyRow> {
-    tx.prepare_cached("SELECT base_id, dict_id, raw_len, data FROM bodies WHERE id = ?1")?
+    tx.prepare_cached(super::schema::BODY_ROW)?
         .query_row(params![id], |r| {
+            let pack_ref: Option<i64> = r.get(4)?;
             Ok(BodyRow {
                 base: r.get(0)?,
                 dict: r.get(1)?,
                 raw_len: r.get::<_, i64>(2)? as usize,
                 data: r.get(3)?,
+                pack: pack_ref.and_then(super::schema::parse_pack_ref),
             })
         })
+}
+
+/// A delta waiting to be packed: its bytes in `blobs`.
+fn insert_unpacked(
+    tx: &Transaction<'_>,
+    base: i64,
+    raw_len: usize,
+    data: &[u8],
+) -> rusqlite::Result<i64> {
+    tx.prepare_cached(
+        "INSERT INTO bodies(base_id, raw_len, data, pack_ref) VALUES (?1, ?2, x'', ?3)",
+    )?
+    .execute(params![base, raw_len as i64, super::schema::UNPACKED])?;
+    let id = tx.last_insert_rowid();
+    tx.prepare_cached("INSERT INTO blobs(body_id, data) VALUES (?1, ?2)")?
+        .execute(params![id, data])?;
+    Ok(id)
 }
 
 fn insert_body(
@@ -440,6 +570,16 @@ mod tests {
         assert!(keep_delta(60, 90));
         assert!(!keep_delta(61, 90));
         assert!(!keep_delta(900, 900));
+    }
+
+    #[test]
+    fn the_oldest_versions_are_packed_once_enough_are_unpacked() {
+        let enough = HOT_VERSIONS + PACK_VERSIONS;
+        assert_eq!(to_pack(&vec![3000; enough - 1]), 0);
+        assert_eq!(to_pack(&vec![3000; enough]), PACK_VERSIONS);
+        // Large objects: fewer at a time, and never one alone.
+        assert_eq!(to_pack(&vec![PACK_MAX_BYTES / 4; enough]), 4);
+        assert_eq!(to_pack(&vec![PACK_MAX_BYTES; enough]), 0);
     }
 
     #[test]

@@ -104,6 +104,8 @@ pub struct Journal {
     path: PathBuf,
     /// The dictionaries bodies were compressed with, loaded when first needed.
     dicts: std::cell::RefCell<std::collections::HashMap<i64, std::sync::Arc<codec::DecoderDict>>>,
+    /// The last pack read (consecutive versions of an object share one).
+    last_pack: std::cell::RefCell<Option<std::sync::Arc<versions::StoredPack>>>,
 }
 
 /// Identifies a stream row in one journal.
@@ -218,6 +220,7 @@ impl Journal {
             conn,
             path: path.to_path_buf(),
             dicts: Default::default(),
+            last_pack: Default::default(),
         })
     }
 

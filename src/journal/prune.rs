@@ -88,17 +88,42 @@ impl Journal {
                 params![snapshots_before],
             )
             .map_err(err)? as u64;
-        // Deltas no longer read go first; then the keyframes only they used.
-        for _ in 0..2 {
-            report.bodies_deleted += tx
-                .execute(
-                    "DELETE FROM bodies WHERE
-                        id NOT IN (SELECT body_id FROM records WHERE body_id IS NOT NULL)
-                        AND id NOT IN (SELECT base_id FROM bodies WHERE base_id IS NOT NULL)",
-                    [],
-                )
-                .map_err(err)? as u64;
-        }
+        // Deltas no longer read go first (with their bytes waiting in `blobs`),
+        // then the packs none of their versions is in any more, then the
+        // keyframes only they used.
+        tx.execute(
+            "DELETE FROM blobs WHERE
+                body_id NOT IN (SELECT body_id FROM records WHERE body_id IS NOT NULL)",
+            [],
+        )
+        .map_err(err)?;
+        report.bodies_deleted += tx
+            .execute(
+                "DELETE FROM bodies WHERE
+                    id NOT IN (SELECT body_id FROM records WHERE body_id IS NOT NULL)
+                    AND id NOT IN (SELECT base_id FROM bodies WHERE base_id IS NOT NULL)",
+                [],
+            )
+            .map_err(err)? as u64;
+        tx.execute(
+            &format!(
+                "DELETE FROM packs WHERE id NOT IN
+                    (SELECT (pack_ref - {unpacked}) >> {bits} FROM bodies WHERE pack_ref > {unpacked})",
+                unpacked = super::schema::UNPACKED,
+                bits = super::schema::OFFSET_BITS,
+            ),
+            [],
+        )
+        .map_err(err)?;
+        report.bodies_deleted += tx
+            .execute(
+                "DELETE FROM bodies WHERE
+                    id NOT IN (SELECT body_id FROM records WHERE body_id IS NOT NULL)
+                    AND id NOT IN (SELECT base_id FROM bodies WHERE base_id IS NOT NULL)
+                    AND id NOT IN (SELECT base_id FROM packs)",
+                [],
+            )
+            .map_err(err)? as u64;
         report.objects_deleted = tx
             .execute(
                 "DELETE FROM objects WHERE id NOT IN

@@ -11,7 +11,7 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i64 = 0x6b72_706c;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Record kinds stored in `records.kind`.
 ///
@@ -169,7 +169,66 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (1, MIGRATE_V1_TO_V2),
     (2, MIGRATE_V2_TO_V3),
     (3, MIGRATE_V3_TO_V4),
+    (4, MIGRATE_V4_TO_V5),
 ];
+
+/// Version 5: packs. An object's older versions are compressed together, several
+/// to a zstd frame (`packs.data`, with their keyframe as dictionary).
+///
+/// - A delta written since holds its bytes in `blobs` while it is not packed, and
+///   its row in `bodies` has empty `data` and `pack_ref` [`UNPACKED`].
+/// - Packing it writes the pack, sets `pack_ref` to where in which pack its bytes
+///   are (a number of the same size, so the row is rewritten in place) and
+///   deletes its `blobs` row, whose space later rows reuse.
+/// - Rows written before keep their bytes in `data` and `pack_ref` NULL.
+///
+/// A version 4 binary would read the empty `data`: hence the new version.
+const MIGRATE_V4_TO_V5: &str = r#"
+CREATE TABLE packs (
+    id      INTEGER PRIMARY KEY,
+    base_id INTEGER NOT NULL REFERENCES bodies(id),
+    raw_len INTEGER NOT NULL,
+    data    BLOB NOT NULL
+);
+CREATE TABLE blobs (
+    body_id INTEGER PRIMARY KEY REFERENCES bodies(id),
+    data    BLOB NOT NULL
+);
+ALTER TABLE bodies ADD COLUMN pack_ref INTEGER;
+"#;
+
+/// Reads one body row: base, dictionary, length, bytes (from `blobs` while a
+/// delta waits to be packed) and `pack_ref`.
+pub const BODY_ROW: &str =
+    "SELECT b.base_id, b.dict_id, b.raw_len, coalesce(l.data, b.data), b.pack_ref
+     FROM bodies b LEFT JOIN blobs l ON l.body_id = b.id WHERE b.id = ?1";
+
+/// `bodies.pack_ref` of a delta whose bytes are in `blobs`.
+pub const UNPACKED: i64 = 1 << 46;
+/// Bits of `pack_ref` for the offset in the pack (packs hold at most 4 MiB).
+pub const OFFSET_BITS: u32 = 22;
+/// Bits of `pack_ref` for the pack's id.
+const PACK_ID_BITS: u32 = 24;
+
+/// Where a packed version's bytes are, as `bodies.pack_ref` holds it: above
+/// [`UNPACKED`], the pack id, then the offset. Every value, [`UNPACKED`]
+/// included, takes six bytes in SQLite (2^31 <= v < 2^47), so setting it
+/// rewrites the row in place. `None` when the pack id or offset does not fit.
+pub fn pack_ref(pack: i64, offset: usize) -> Option<i64> {
+    let fits = (1..1 << PACK_ID_BITS).contains(&pack) && offset < 1 << OFFSET_BITS;
+    fits.then_some(UNPACKED | pack << OFFSET_BITS | offset as i64)
+}
+
+/// The pack and offset a `pack_ref` names, `None` for [`UNPACKED`] (and for a
+/// value no writer makes).
+pub fn parse_pack_ref(value: i64) -> Option<(i64, usize)> {
+    let rest = value
+        .checked_sub(UNPACKED)
+        .filter(|r| (0..1 << 46).contains(r))?;
+    let pack = rest >> OFFSET_BITS;
+    let offset = (rest & ((1 << OFFSET_BITS) - 1)) as usize;
+    (pack >= 1).then_some((pack, offset))
+}
 
 /// Version 4: slimmer records and dictionaries.
 ///
@@ -331,6 +390,24 @@ mod tests {
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .unwrap();
         assert_eq!(ok, "ok");
+    }
+
+    #[test]
+    fn pack_refs_round_trip_and_all_take_six_bytes() {
+        let six_bytes = |v: i64| (1i64 << 31..1i64 << 47).contains(&v);
+        assert!(six_bytes(UNPACKED));
+        assert_eq!(parse_pack_ref(UNPACKED), None);
+        for (pack, offset) in [(1, 0), (7, 3_441), ((1 << 24) - 1, (4 << 20) - 1)] {
+            let v = pack_ref(pack, offset).unwrap();
+            assert!(six_bytes(v), "{v}");
+            assert_eq!(parse_pack_ref(v), Some((pack, offset)));
+        }
+        assert_eq!(pack_ref(0, 0), None);
+        assert_eq!(pack_ref(1 << 24, 0), None);
+        assert_eq!(pack_ref(1, 4 << 20), None);
+        assert_eq!(parse_pack_ref(5), None);
+        assert_eq!(parse_pack_ref(i64::MIN), None);
+        assert_eq!(parse_pack_ref(i64::MAX), None);
     }
 
     #[test]

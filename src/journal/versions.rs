@@ -366,6 +366,17 @@ pub struct StoredBody {
     pub base: Option<Arc<StoredBody>>,
     /// The stream dictionary a keyframe was compressed with.
     pub dict: Option<Arc<DecoderDict>>,
+    /// A packed version: its bytes are in this pack (`data` is empty), at
+    /// this offset; the pack is compressed against `base`.
+    pub pack: Option<(Arc<StoredPack>, usize)>,
+}
+
+/// A pack as stored: several versions of one object in one zstd frame.
+#[derive(Debug)]
+pub struct StoredPack {
+    pub id: i64,
+    pub raw_len: usize,
+    pub data: Vec<u8>,
 }
 
 /// Decodes stored bodies, remembering the last keyframe: the two ends of an
@@ -374,23 +385,34 @@ pub struct StoredBody {
 pub struct Decoder {
     codec: Codec,
     last: Option<PreparedKeyframe>,
+    /// The last pack decoded: a timeline reads its versions one after another.
+    last_pack: Option<(i64, Vec<u8>)>,
 }
 
 impl Decoder {
     /// The exact recorded bytes of `body`.
     pub fn decode(&mut self, body: &StoredBody) -> Result<Vec<u8>, super::codec::CodecError> {
-        match &body.base {
-            None => decode_keyframe(&mut self.codec, body),
-            Some(base) => {
-                if self.last.as_ref().is_none_or(|p| p.id != base.id) {
-                    let base_raw = decode_keyframe(&mut self.codec, base)?;
-                    self.last = Some(PreparedKeyframe::new(base.id, &base_raw)?);
-                }
-                let prepared = self.last.as_ref().expect("prepared above");
-                self.codec
-                    .decode_prepared(&body.data, body.raw_len, prepared)
-            }
+        let Some(base) = &body.base else {
+            return decode_keyframe(&mut self.codec, body);
+        };
+        if self.last.as_ref().is_none_or(|p| p.id != base.id) {
+            let base_raw = decode_keyframe(&mut self.codec, base)?;
+            self.last = Some(PreparedKeyframe::new(base.id, &base_raw)?);
         }
+        let prepared = self.last.as_ref().expect("prepared above");
+        let Some((pack, offset)) = &body.pack else {
+            return self
+                .codec
+                .decode_prepared(&body.data, body.raw_len, prepared);
+        };
+        if self.last_pack.as_ref().is_none_or(|(id, _)| *id != pack.id) {
+            let all = self
+                .codec
+                .decode_prepared(&pack.data, pack.raw_len, prepared)?;
+            self.last_pack = Some((pack.id, all));
+        }
+        let (_, all) = self.last_pack.as_ref().expect("decoded above");
+        super::codec::slice_of_pack(all, *offset, body.raw_len).map(<[u8]>::to_vec)
     }
 }
 
@@ -421,13 +443,30 @@ impl Journal {
             },
         };
         let dict = self.dict_of(&row)?;
+        let pack = match row.pack {
+            None => None,
+            Some((pack, offset)) => Some((self.stored_pack(pack)?, offset)),
+        };
         Ok(StoredBody {
             id,
             raw_len: row.raw_len,
             data: row.data,
             base,
             dict,
+            pack,
         })
+    }
+
+    /// A pack, undecoded; the last one read is kept, as consecutive versions of
+    /// an object share it.
+    fn stored_pack(&self, id: i64) -> Result<Arc<StoredPack>, JournalError> {
+        if let Some(p) = self.last_pack.borrow().as_ref().filter(|p| p.id == id) {
+            return Ok(p.clone());
+        }
+        let (raw_len, data) = pack_row(self, id)?;
+        let pack = Arc::new(StoredPack { id, raw_len, data });
+        *self.last_pack.borrow_mut() = Some(pack.clone());
+        Ok(pack)
     }
 
     fn dict_of(&self, row: &BodyRow) -> Result<Option<Arc<DecoderDict>>, JournalError> {
@@ -445,6 +484,8 @@ pub struct BodyReader {
     /// objects once) do not pay for preparing.
     prepared: Option<PreparedKeyframe>,
     last_base: Option<i64>,
+    /// The last pack decoded.
+    last_pack: Option<(i64, Vec<u8>)>,
 }
 
 impl Default for BodyReader {
@@ -460,6 +501,7 @@ impl BodyReader {
             keyframes: KeyframeCache::new(32 << 20),
             prepared: None,
             last_base: None,
+            last_pack: None,
         }
     }
 
@@ -473,6 +515,9 @@ impl BodyReader {
         let Some(base) = row.base else {
             return Ok(self.keyframe(journal, id, &row)?.to_vec());
         };
+        if let Some((pack, offset)) = row.pack {
+            return self.read_packed(journal, base, pack, offset, row.raw_len);
+        }
         let repeated = self.last_base == Some(base);
         self.last_base = Some(base);
         if let Some(p) = self.prepared.as_ref().filter(|p| p.id == base) {
@@ -494,6 +539,36 @@ impl BodyReader {
         }
         self.codec
             .decode(&row.data, row.raw_len, Some(&base_raw))
+            .map_err(codec_err)
+    }
+
+    /// A packed version: the pack decoded (once for consecutive reads), then
+    /// its slice.
+    fn read_packed(
+        &mut self,
+        journal: &Journal,
+        base: i64,
+        pack: i64,
+        offset: usize,
+        raw_len: usize,
+    ) -> Result<Vec<u8>, JournalError> {
+        let codec_err = |source| JournalError::Codec {
+            path: journal.path().to_path_buf(),
+            source,
+        };
+        if self.last_pack.as_ref().is_none_or(|(id, _)| *id != pack) {
+            let base_row = body_row(journal, base)?;
+            let base_raw = self.keyframe(journal, base, &base_row)?;
+            let (pack_len, data) = pack_row(journal, pack)?;
+            let all = self
+                .codec
+                .decode(&data, pack_len, Some(&base_raw))
+                .map_err(codec_err)?;
+            self.last_pack = Some((pack, all));
+        }
+        let (_, all) = self.last_pack.as_ref().expect("decoded above");
+        super::codec::slice_of_pack(all, offset, raw_len)
+            .map(<[u8]>::to_vec)
             .map_err(codec_err)
     }
 
@@ -530,20 +605,36 @@ struct BodyRow {
     dict: Option<i64>,
     raw_len: usize,
     data: Vec<u8>,
+    /// A packed version: its pack and where in it its bytes start.
+    pack: Option<(i64, usize)>,
 }
 
 fn body_row(journal: &Journal, id: i64) -> Result<BodyRow, JournalError> {
     journal
         .conn()
-        .prepare_cached("SELECT base_id, dict_id, raw_len, data FROM bodies WHERE id = ?1")
+        .prepare_cached(super::schema::BODY_ROW)
         .and_then(|mut s| {
             s.query_row(params![id], |r| {
+                let pack_ref: Option<i64> = r.get(4)?;
                 Ok(BodyRow {
                     base: r.get(0)?,
                     dict: r.get(1)?,
                     raw_len: r.get::<_, i64>(2)? as usize,
                     data: r.get(3)?,
+                    pack: pack_ref.and_then(super::schema::parse_pack_ref),
                 })
+            })
+        })
+        .map_err(|e| journal.err(e))
+}
+
+fn pack_row(journal: &Journal, id: i64) -> Result<(usize, Vec<u8>), JournalError> {
+    journal
+        .conn()
+        .prepare_cached("SELECT raw_len, data FROM packs WHERE id = ?1")
+        .and_then(|mut s| {
+            s.query_row(params![id], |r| {
+                Ok((r.get::<_, i64>(0)?.max(0) as usize, r.get(1)?))
             })
         })
         .map_err(|e| journal.err(e))

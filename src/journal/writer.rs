@@ -184,6 +184,28 @@ impl WriterSender {
     }
 }
 
+/// How a writer runs.
+pub struct WriterOptions {
+    /// Where to sample committed changes for a live feed.
+    pub feed: Option<Feed>,
+    /// Pack older versions of objects together (docs/journal.md, "Packs"). Off
+    /// only to compare the two layouts: answers must not differ.
+    pub pack: bool,
+    /// How long the first op of a transaction waits for company
+    /// ([`COMMIT_WINDOW`]; zero makes every flushed op its own transaction).
+    pub commit_window: std::time::Duration,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            feed: None,
+            pack: true,
+            commit_window: COMMIT_WINDOW,
+        }
+    }
+}
+
 /// The running writer thread.
 pub struct Writer {
     sender: WriterSender,
@@ -199,9 +221,25 @@ impl Writer {
 
     /// Like [`Writer::start`], also sampling committed changes into `feed`.
     pub fn start_with_feed(journal: Journal, feed: Option<Feed>) -> Result<Writer, JournalError> {
+        Writer::start_with(
+            journal,
+            WriterOptions {
+                feed,
+                ..WriterOptions::default()
+            },
+        )
+    }
+
+    /// A writer with every option spelled out.
+    pub fn start_with(journal: Journal, options: WriterOptions) -> Result<Writer, JournalError> {
+        let WriterOptions {
+            feed,
+            pack,
+            commit_window,
+        } = options;
         let (tx, rx) = tokio::sync::mpsc::channel(QUEUE);
         let stats = Arc::new(WriterStats::default());
-        let mut state = WriterState::new(journal, stats.clone())?;
+        let mut state = WriterState::new(journal, stats.clone(), pack)?;
         state.feed = feed.map(|feed| FeedState {
             feed,
             window: std::time::Instant::now(),
@@ -209,7 +247,7 @@ impl Writer {
         });
         let thread = std::thread::Builder::new()
             .name("krply-journal".into())
-            .spawn(move || state.run(rx))
+            .spawn(move || state.run(rx, commit_window))
             .map_err(|e| JournalError::WriterStopped(e.to_string()))?;
         Ok(Writer {
             sender: WriterSender { tx },
@@ -263,7 +301,11 @@ struct WriterState {
 }
 
 impl WriterState {
-    fn new(journal: Journal, stats: Arc<WriterStats>) -> Result<WriterState, JournalError> {
+    fn new(
+        journal: Journal,
+        stats: Arc<WriterStats>,
+        pack: bool,
+    ) -> Result<WriterState, JournalError> {
         let Journal { conn, path, .. } = journal;
         let next_seq = next_seq(&conn).map_err(|e| JournalError::sqlite(&path, e))?;
         // Another recorder's transaction is short; wait for it rather than fail.
@@ -271,7 +313,7 @@ impl WriterState {
             .map_err(|e| JournalError::sqlite(&path, e))?;
         Ok(WriterState {
             conn,
-            bodies: BodyStore::new(path.clone()),
+            bodies: BodyStore::new(path.clone(), pack),
             path,
             next_seq,
             streams: HashMap::new(),
@@ -281,15 +323,19 @@ impl WriterState {
         })
     }
 
-    fn run(&mut self, mut rx: tokio::sync::mpsc::Receiver<Op>) -> Result<(), JournalError> {
+    fn run(
+        &mut self,
+        mut rx: tokio::sync::mpsc::Receiver<Op>,
+        window: std::time::Duration,
+    ) -> Result<(), JournalError> {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         while let Some(first) = rx.blocking_recv() {
             // A flush is waited on: commit it at once.
             let urgent = matches!(first, Op::Flush(_));
             let mut bytes = first.body_len();
             batch.push(first);
-            if !urgent && !rx.is_closed() {
-                std::thread::sleep(COMMIT_WINDOW);
+            if !urgent && !rx.is_closed() && !window.is_zero() {
+                std::thread::sleep(window);
             }
             while batch.len() < MAX_BATCH && bytes < MAX_BATCH_BYTES {
                 match rx.try_recv() {
@@ -832,7 +878,7 @@ mod tests {
         let journal = Journal::open_or_create(&path).unwrap();
         journal.register_cluster("c1", "https://x", None).unwrap();
         let stream = journal.register_stream("c1", &cm_spec()).unwrap();
-        let mut state = WriterState::new(journal, Arc::new(WriterStats::default())).unwrap();
+        let mut state = WriterState::new(journal, Arc::new(WriterStats::default()), true).unwrap();
         let event = |at: i64, rv: &str| Op::Event {
             stream,
             at,
@@ -1117,6 +1163,70 @@ mod tests {
             checked += 1;
         }
         assert_eq!(checked, n + 4);
+    }
+
+    #[test]
+    fn older_versions_are_packed_and_every_version_comes_back_exact() {
+        use crate::journal::bodies::{HOT_VERSIONS, PACK_VERSIONS};
+        use crate::journal::versions::Decoder;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.db");
+        let journal = Journal::open_or_create(&path).unwrap();
+        journal.register_cluster("c1", "https://x", None).unwrap();
+        let stream = journal.register_stream("c1", &cm_spec()).unwrap();
+        drop(journal);
+        let n = 2 * PACK_VERSIONS + HOT_VERSIONS + 3;
+        let ops = (0..n)
+            .map(|i| event(stream, i as i64, "a", &format!("{}", 100 + i)))
+            .collect();
+        write_all(&path, ops);
+        let reader = Journal::open(&path).unwrap();
+        let (packs, packed): (i64, i64) = reader
+            .conn()
+            .query_row(
+                &format!(
+                    "SELECT (SELECT count(*) FROM packs),
+                            (SELECT count(*) FROM bodies WHERE pack_ref > {})",
+                    crate::journal::schema::UNPACKED
+                ),
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(packs, 2);
+        assert_eq!(packed, 2 * PACK_VERSIONS as i64);
+        let waiting: i64 = reader
+            .conn()
+            .query_row("SELECT count(*) FROM blobs", [], |r| r.get(0))
+            .unwrap();
+        // The first version is the keyframe; the other deltas wait in `blobs`.
+        assert_eq!(waiting, (n - 1 - 2 * PACK_VERSIONS) as i64);
+        let mut decoder = Decoder::default();
+        let records: Vec<_> = reader
+            .all_records()
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.kind == kind::EVENT)
+            .collect();
+        assert_eq!(records.len(), n);
+        let ids: Vec<i64> = reader
+            .conn()
+            .prepare(&format!(
+                "SELECT body_id FROM records WHERE kind = {} ORDER BY seq",
+                kind::EVENT
+            ))
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        for (r, id) in records.iter().zip(ids) {
+            let rv = r.resource_version.clone().unwrap();
+            let want = body("a", &rv, &rv);
+            assert_eq!(r.body.as_deref(), Some(&want[..]), "read at {rv}");
+            let stored = reader.stored_body(id, None).unwrap();
+            assert_eq!(decoder.decode(&stored).unwrap(), want, "decoded at {rv}");
+        }
     }
 
     #[test]

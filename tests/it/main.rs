@@ -10,7 +10,7 @@ mod cli_errors;
 mod demo;
 mod help;
 mod history;
-mod journal_v3;
+mod journal_layouts;
 mod krew;
 mod live;
 mod readers;

@@ -1,0 +1,416 @@
+//! The journal's layouts give the same answers:
+//!
+//! - a journal written by schema version 3 (`fixtures/journal-v3/`): this binary
+//!   migrates it in place and then answers from it byte for byte what version 3
+//!   answered;
+//! - the same history written with and without packs (several versions of an
+//!   object in one frame) and with a stream dictionary: every answer is the same,
+//!   byte for byte.
+
+use crate::common::Sandbox;
+use std::path::Path;
+
+const CLUSTER: &str = "127.0.0.1-bd4dc417";
+const WINDOW: [&str; 4] = [
+    "--since",
+    "2026-12-01T04:37:40Z",
+    "--until",
+    "2026-12-01T04:37:46Z",
+];
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/journal-v3")
+        .join(name)
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    ring::digest::digest(&ring::digest::SHA256, bytes)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn a_version_3_journal_migrates_and_answers_as_version_3_did() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.store.parent().unwrap()).unwrap();
+    std::fs::copy(fixture("journal.db"), &sb.store).unwrap();
+    let scope = ["--cluster-id", CLUSTER, "-n", "shop"];
+    let with = |args: &[&str]| -> Vec<String> {
+        args.iter()
+            .chain(scope.iter())
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        (
+            "diff.json",
+            with(&[&["diff"][..], &WINDOW, &["-o", "json"]].concat()),
+        ),
+        (
+            "timeline.json",
+            with(&["timeline", "deployment/frontend", "-o", "json"]),
+        ),
+        (
+            "get.json",
+            with(&[
+                "get",
+                "deployment/frontend",
+                "--at",
+                "2026-12-01T04:37:44Z",
+                "-o",
+                "json",
+            ]),
+        ),
+        ("log.txt", with(&[&["log"][..], &WINDOW].concat())),
+        ("coverage.json", with(&["coverage", "-o", "json"])),
+    ];
+    for (file, args) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = sb.run(&args);
+        assert_eq!(out.code, Some(0), "{args:?}: {}", out.stderr);
+        let want = std::fs::read_to_string(fixture(file)).unwrap();
+        assert_eq!(out.stdout, want, "{args:?} answers as version 3 did");
+    }
+    let sums = std::fs::read_to_string(fixture("SHA256SUMS")).unwrap();
+    let digest = |file: &str| {
+        sums.lines()
+            .find_map(|l| l.strip_suffix(file).map(|d| d.trim().to_string()))
+            .unwrap()
+    };
+    let export = sb.run(&["export"]);
+    assert_eq!(export.code, Some(0), "{}", export.stderr);
+    assert_eq!(
+        sha256_hex(export.stdout.as_bytes()),
+        digest("export.ndjson")
+    );
+    let snapshot = sb.run(
+        &with(&["snapshot", "--at", "2026-12-01T04:37:44Z", "-o", "json"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(snapshot.code, Some(0), "{}", snapshot.stderr);
+    assert_eq!(
+        sha256_hex(snapshot.stdout.as_bytes()),
+        digest("snapshot.json")
+    );
+
+    let conn = rusqlite::Connection::open(&sb.store).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, krply::journal::schema::SCHEMA_VERSION);
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    let index: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name = 'records_event_key'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(index, 0, "migrated to version 4");
+}
+
+const BUILT_CLUSTER: &str = "built-both-ways";
+/// 2026-11-30T10:00:00Z.
+const T0: i64 = 1_796_032_800_000;
+
+fn deployment(name: &str, uid: usize, rv: usize, step: usize) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name, "namespace": "shop", "uid": format!("00000000-0000-4000-8000-{uid:012}"),
+            "resourceVersion": rv.to_string(), "generation": 1 + step / 3,
+            "creationTimestamp": "2026-11-30T09:00:00Z",
+            "labels": {"app": name},
+            "annotations": {"deployment.kubernetes.io/revision": (1 + step / 3).to_string()},
+            "managedFields": [
+                {"manager": "kubectl-client-side-apply", "operation": "Update", "apiVersion": "apps/v1",
+                 "time": "2026-11-30T09:00:00Z", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:replicas": {}, "f:template": {"f:spec": {"f:containers": {}}}}}},
+                {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "apps/v1",
+                 "time": format!("2026-11-30T10:{:02}:{:02}Z", step / 60 % 60, step % 60),
+                 "fieldsType": "FieldsV1", "subresource": "status",
+                 "fieldsV1": {"f:status": {"f:readyReplicas": {}, "f:conditions": {}}}}
+            ]
+        },
+        "spec": {
+            "replicas": 1 + step % 4,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [
+                {"name": "server", "image": format!("shop/{name}:v0.{}", step / 3), "ports": [{"containerPort": 8080}]}
+            ]}}
+        },
+        "status": {"readyReplicas": 1 + (step + 1) % 4, "conditions": [
+            {"type": "Available", "status": "True",
+             "lastUpdateTime": format!("2026-11-30T10:{:02}:{:02}Z", step / 60 % 60, step % 60)}
+        ]}
+    }))
+    .unwrap()
+}
+
+/// One history: a list of `listed` Deployments, then `versions` changes of each of
+/// the first three, a 410 gap in the middle, and a clean stop.
+fn history_ops(
+    stream: krply::journal::StreamId,
+    listed: usize,
+    versions: usize,
+) -> Vec<krply::journal::writer::Op> {
+    use krply::journal::records::{CheckpointReason, GapInfo};
+    use krply::journal::writer::Op;
+    use krply::model::{ObjectMeta, WatchType};
+    let meta = |name: &str, uid: usize, rv: usize| ObjectMeta {
+        namespace: "shop".into(),
+        name: name.into(),
+        uid: format!("00000000-0000-4000-8000-{uid:012}"),
+        resource_version: rv.to_string(),
+    };
+    let name = |i: usize| format!("svc-{i}");
+    let mut ops = Vec::new();
+    for i in 0..listed {
+        ops.push(Op::BaselineItem {
+            stream,
+            at: T0,
+            meta: meta(&name(i), i, 10 + i),
+            body: deployment(&name(i), i, 10 + i, 0),
+        });
+    }
+    ops.push(Op::BaselineEnd {
+        stream,
+        at: T0,
+        list_rv: (10 + listed).to_string(),
+        items: listed as u64,
+    });
+    let mut rv = 100_000;
+    for step in 1..=versions {
+        for i in 0..3 {
+            rv += 1;
+            ops.push(Op::Event {
+                stream,
+                at: T0 + (step * 1000 + i) as i64,
+                watch_type: WatchType::Modified,
+                meta: meta(&name(i), i, rv),
+                body: deployment(&name(i), i, rv, step),
+            });
+        }
+        if step == versions / 2 {
+            let at = T0 + (step * 1000 + 500) as i64;
+            ops.push(Op::Gap {
+                stream,
+                at,
+                info: GapInfo {
+                    from: at - 400,
+                    from_rv: Some(rv.to_string()),
+                    reason: "410 Expired: too old".into(),
+                },
+            });
+            for i in 0..listed {
+                let (v, b) = if i < 3 {
+                    (rv - 2 + i, deployment(&name(i), i, rv - 2 + i, step))
+                } else {
+                    (10 + i, deployment(&name(i), i, 10 + i, 0))
+                };
+                ops.push(Op::BaselineItem {
+                    stream,
+                    at,
+                    meta: meta(&name(i), i, v),
+                    body: b,
+                });
+            }
+            ops.push(Op::BaselineEnd {
+                stream,
+                at,
+                list_rv: rv.to_string(),
+                items: listed as u64,
+            });
+        }
+    }
+    ops.push(Op::Checkpoint {
+        stream,
+        at: T0 + (versions * 1000 + 900) as i64,
+        rv: rv.to_string(),
+        reason: CheckpointReason::Stop,
+    });
+    ops
+}
+
+fn build(path: &Path, pack: bool, listed: usize, versions: usize) {
+    use krply::journal::Journal;
+    use krply::journal::writer::{Op, Writer, WriterOptions};
+    use krply::model::{ResourceType, StreamSpec};
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let journal = Journal::open_or_create(path).unwrap();
+    journal
+        .register_cluster(BUILT_CLUSTER, "https://127.0.0.1:6443", None)
+        .unwrap();
+    let spec = StreamSpec {
+        resource: ResourceType {
+            group: "apps".into(),
+            version: "v1".into(),
+            resource: "deployments".into(),
+            kind: "Deployment".into(),
+            singular: "deployment".into(),
+            short_names: vec!["deploy".into()],
+            namespaced: true,
+        },
+        namespace: Some("shop".into()),
+        selector: None,
+    };
+    let stream = journal.register_stream(BUILT_CLUSTER, &spec).unwrap();
+    let options = WriterOptions {
+        pack,
+        commit_window: std::time::Duration::ZERO,
+        ..WriterOptions::default()
+    };
+    let writer = Writer::start_with(journal, options).unwrap();
+    let tx = writer.sender();
+    // One transaction per op, so both journals have their checkpoints in the
+    // same places (the writer's batching depends on timing).
+    for op in history_ops(stream, listed, versions) {
+        tx.blocking_send(op).unwrap();
+        let (ack, done) = std::sync::mpsc::sync_channel(1);
+        tx.blocking_send(Op::Flush(ack)).unwrap();
+        done.recv().unwrap();
+    }
+    drop(tx);
+    writer.finish().unwrap();
+}
+
+#[test]
+fn history_written_with_and_without_packs_answers_the_same() {
+    use krply::journal::bodies::{HOT_VERSIONS, PACK_VERSIONS, TRAIN_SAMPLES};
+    let listed = TRAIN_SAMPLES + 40;
+    let versions = 3 * PACK_VERSIONS + HOT_VERSIONS;
+    let (plain, packed) = (Sandbox::new(), Sandbox::new());
+    build(&plain.store, false, listed, versions);
+    build(&packed.store, true, listed, versions);
+    let count = |sb: &Sandbox, sql: &str| -> i64 {
+        rusqlite::Connection::open(&sb.store)
+            .unwrap()
+            .query_row(sql, [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(count(&plain, "SELECT count(*) FROM packs"), 0);
+    assert!(
+        count(&packed, "SELECT count(*) FROM packs") >= 3 * 2,
+        "both layouts are exercised"
+    );
+    assert_eq!(count(&packed, "SELECT count(*) FROM dicts"), 1);
+
+    let at = |ms: i64| jiff::Timestamp::from_millisecond(ms).unwrap().to_string();
+    let mid = at(T0 + (versions as i64 / 2) * 1000 + 100);
+    let late = at(T0 + (versions as i64 - 2) * 1000 + 100);
+    let end = at(T0 + versions as i64 * 1000 + 950);
+    let scope = ["--cluster-id", BUILT_CLUSTER, "-n", "shop"];
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["export"],
+        vec!["diff", "--since", &mid, "--until", &end, "-o", "json"],
+        vec![
+            "diff",
+            "--since",
+            &mid,
+            "--until",
+            &late,
+            "--include-status",
+        ],
+        vec!["timeline", "deployment/svc-0", "-o", "json"],
+        vec!["timeline", "deployment/svc-2"],
+        vec!["get", "deployment/svc-1", "--at", &mid, "-o", "json"],
+        vec!["get", "deployment/svc-1", "--at", &late, "-o", "yaml"],
+        vec!["snapshot", "--at", &mid, "-o", "json"],
+        vec!["log", "--since", &mid, "--until", &end],
+        vec!["coverage", "-o", "json"],
+    ];
+    for case in cases {
+        let mut args = case.clone();
+        if case[0] != "export" {
+            args.extend(scope);
+        }
+        let (a, b) = (plain.run(&args), packed.run(&args));
+        assert!(
+            matches!(a.code, Some(0) | Some(3)),
+            "{args:?}: {}",
+            a.stderr
+        );
+        assert!(
+            a.stdout.len() > 100,
+            "{args:?} answers something: {}",
+            a.stdout
+        );
+        assert_same(&args, &a, &b);
+    }
+    // Pruning drops packed and unpacked history alike; what is left still
+    // answers the same, and the packed journal keeps no pack none of its
+    // versions is in.
+    let cut = at(T0 + (versions as i64 / 3) * 1000);
+    for sb in [&plain, &packed] {
+        let out = sb.run(&[
+            "prune",
+            "--before",
+            &cut,
+            "--cluster-id",
+            BUILT_CLUSTER,
+            "-n",
+            "shop",
+        ]);
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+    }
+    let orphans = format!(
+        "SELECT count(*) FROM packs WHERE id NOT IN
+            (SELECT (pack_ref - {u}) >> {b} FROM bodies WHERE pack_ref > {u})",
+        u = krply::journal::schema::UNPACKED,
+        b = krply::journal::schema::OFFSET_BITS
+    );
+    assert_eq!(count(&packed, &orphans), 0);
+    assert!(
+        count(&packed, "SELECT count(*) FROM packs") > 0,
+        "later packs stay"
+    );
+    assert_eq!(
+        count(
+            &packed,
+            "SELECT count(*) FROM blobs WHERE body_id NOT IN (SELECT id FROM bodies)"
+        ),
+        0
+    );
+    for case in [
+        vec!["timeline", "deployment/svc-1", "-o", "json"],
+        vec!["diff", "--since", &cut, "--until", &end, "-o", "json"],
+        vec!["get", "deployment/svc-2", "--at", &mid, "-o", "json"],
+        vec!["export"],
+    ] {
+        let mut args = case.clone();
+        if case[0] != "export" {
+            args.extend(scope);
+        }
+        let (a, b) = (plain.run(&args), packed.run(&args));
+        assert!(
+            matches!(a.code, Some(0) | Some(3)),
+            "{args:?}: {}",
+            a.stderr
+        );
+        assert_same(&args, &a, &b);
+    }
+}
+
+/// Two answers are the same, byte for byte; the first differing line is shown.
+fn assert_same(args: &[&str], a: &crate::common::Output, b: &crate::common::Output) {
+    assert_eq!((a.code, &a.stderr), (b.code, &b.stderr), "{args:?}");
+    if let Some((n, (x, y))) = a
+        .stdout
+        .lines()
+        .zip(b.stdout.lines())
+        .enumerate()
+        .find(|(_, (x, y))| x != y)
+    {
+        panic!("{args:?}: line {} differs:\n{x}\n{y}", n + 1);
+    }
+    assert_eq!(a.stdout, b.stdout, "{args:?}");
+}
