@@ -21,7 +21,13 @@ fn canonical(d: Duration) -> String {
         return "0s".into();
     }
     let mut out = String::new();
-    for (unit, len) in [("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1_000), ("ms", 1)] {
+    for (unit, len) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1_000),
+        ("ms", 1),
+    ] {
         if ms >= len {
             out.push_str(&format!("{}{unit}", ms / len));
             ms %= len;

@@ -12,10 +12,10 @@
 
 #![no_main]
 
+use krply::journal::Journal;
 use krply::journal::export::{ExportOptions, export};
 use krply::journal::records::{CheckpointReason, GapInfo};
 use krply::journal::writer::{Op, Writer};
-use krply::journal::Journal;
 use krply::model::{ObjectMeta, ResourceType, StreamSpec, WatchType};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -46,7 +46,8 @@ struct Embedded<'a> {
 
 /// A body that is one JSON value comes back as it was journaled.
 fn is_json(body: &[u8]) -> bool {
-    serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() && std::str::from_utf8(body).is_ok()
+    serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
+        && std::str::from_utf8(body).is_ok()
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -67,7 +68,9 @@ fuzz_target!(|data: &[u8]| {
     journal
         .register_cluster("fuzz", "https://127.0.0.1:6443", None)
         .expect("register the cluster");
-    let stream = journal.register_stream("fuzz", &spec()).expect("register the stream");
+    let stream = journal
+        .register_stream("fuzz", &spec())
+        .expect("register the stream");
     let meta = |rv: &str| ObjectMeta {
         namespace: namespace.clone(),
         name: name.clone(),
@@ -77,8 +80,18 @@ fuzz_target!(|data: &[u8]| {
     let writer = Writer::start(journal).expect("start the writer");
     let tx = writer.sender();
     for op in [
-        Op::BaselineItem { stream, at: 1_000, meta: meta("10"), body: listed.clone() },
-        Op::BaselineEnd { stream, at: 1_000, list_rv: "10".into(), items: 1 },
+        Op::BaselineItem {
+            stream,
+            at: 1_000,
+            meta: meta("10"),
+            body: listed.clone(),
+        },
+        Op::BaselineEnd {
+            stream,
+            at: 1_000,
+            list_rv: "10".into(),
+            items: 1,
+        },
         Op::Event {
             stream,
             at: 2_000,
@@ -89,9 +102,18 @@ fuzz_target!(|data: &[u8]| {
         Op::Gap {
             stream,
             at: 3_000,
-            info: GapInfo { from: 2_500, from_rv: Some("11".into()), reason: reason.clone() },
+            info: GapInfo {
+                from: 2_500,
+                from_rv: Some("11".into()),
+                reason: reason.clone(),
+            },
         },
-        Op::Checkpoint { stream, at: 4_000, rv: "12".into(), reason: CheckpointReason::Stop },
+        Op::Checkpoint {
+            stream,
+            at: 4_000,
+            rv: "12".into(),
+            reason: CheckpointReason::Stop,
+        },
     ] {
         tx.blocking_send(op).expect("journal a record");
     }
@@ -109,13 +131,24 @@ fuzz_target!(|data: &[u8]| {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
     assert_eq!(parsed.len() as u64, lines);
-    let records: Vec<&str> = parsed.iter().map(|l| l["record"].as_str().unwrap()).collect();
-    assert_eq!(records, ["baseline", "event", "gap", "checkpoint"], "{text}");
+    let records: Vec<&str> = parsed
+        .iter()
+        .map(|l| l["record"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        records,
+        ["baseline", "event", "gap", "checkpoint"],
+        "{text}"
+    );
 
     for (i, body) in [(0, &listed), (1, &event)] {
         let line = &parsed[i];
         assert_eq!(line["name"], Value::from(name.as_str()), "{line}");
-        let ns = if namespace.is_empty() { Value::Null } else { Value::from(namespace.as_str()) };
+        let ns = if namespace.is_empty() {
+            Value::Null
+        } else {
+            Value::from(namespace.as_str())
+        };
         assert_eq!(line["namespace"], ns, "{line}");
         let embedded: Embedded = serde_json::from_str(raw_lines[i]).expect("parsed above");
         match embedded.object {

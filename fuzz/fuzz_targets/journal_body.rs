@@ -13,11 +13,14 @@
 //! Properties: decoding never panics and yields exactly `raw_len` bytes when it
 //! succeeds; and the codec round-trips: a keyframe of the blob, or a delta of it against
 //! the base, decodes back to the blob (directly and through a prepared keyframe), and
-//! a keyframe compressed with the base as a dictionary decodes back with it.
+//! a keyframe compressed with the base as a dictionary decodes back with it. The
+//! `raw_len` bytes are also read as a `bodies.pack_ref`, and a successful decode
+//! sliced where it says, as a pack is: never a panic, exactly the bytes asked for.
 
 #![no_main]
 
-use krply::journal::codec::{Codec, DecoderDict, EncoderDict, PreparedKeyframe};
+use krply::journal::codec::{Codec, DecoderDict, EncoderDict, PreparedKeyframe, slice_of_pack};
+use krply::journal::schema::{pack_ref, parse_pack_ref};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -27,9 +30,12 @@ fuzz_target!(|data: &[u8]| {
     let Some((raw_len, rest)) = rest.split_first_chunk::<8>() else {
         return;
     };
-    let Some((base_len, rest)) = rest.split_first_chunk::<2>() else {
+    let Some((base_len_bytes, rest)) = rest.split_first_chunk::<2>() else {
         return;
     };
+    let base_len = base_len_bytes;
+    // Any eight bytes as a `pack_ref`: a pack and offset, or nothing; no panic.
+    let _ = parse_pack_ref(i64::from_le_bytes(*raw_len));
     // The journal stores raw_len as an i64 and reads it back with `as usize`.
     let raw_len = i64::from_le_bytes(*raw_len) as usize;
     let base_len = usize::from(u16::from_le_bytes(*base_len)).min(rest.len());
@@ -46,12 +52,25 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Ok(out) = decoded {
         assert_eq!(out.len(), raw_len);
+        // The output as a decoded pack, sliced where a `pack_ref` made of the
+        // input says: an error, or exactly the bytes asked for.
+        let offset = usize::from(u16::from_le_bytes(*base_len_bytes));
+        let at = pack_ref(1, offset).expect("a small offset fits");
+        let (pack, parsed) = parse_pack_ref(at).expect("made by pack_ref");
+        assert_eq!((pack, parsed), (1, offset));
+        let len = usize::from(mode);
+        match slice_of_pack(&out, offset, len) {
+            Ok(slice) => assert_eq!(slice, &out[offset..offset + len]),
+            Err(_) => assert!(offset + len > out.len()),
+        }
     }
 
     // Writing then reading gives the bytes back.
     // A dictionary that loads compresses and decodes with either side.
     if let (Ok(enc), Ok(dec)) = (EncoderDict::new(2, base), DecoderDict::new(2, base)) {
-        let key = codec.keyframe(blob, Some(&enc)).expect("compressing with a dictionary");
+        let key = codec
+            .keyframe(blob, Some(&enc))
+            .expect("compressing with a dictionary");
         assert_eq!(
             codec
                 .decode_with_dict(&key, blob.len(), &dec)
@@ -61,7 +80,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let key = codec.keyframe(blob, None).expect("compressing a keyframe");
     assert_eq!(
-        codec.decode(&key, blob.len(), None).expect("decoding a fresh keyframe"),
+        codec
+            .decode(&key, blob.len(), None)
+            .expect("decoding a fresh keyframe"),
         blob
     );
     let delta = codec.delta(blob, base).expect("compressing a delta");

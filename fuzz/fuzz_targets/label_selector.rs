@@ -29,7 +29,10 @@ fuzz_target!(|data: &[u8]| {
         Ok(&sel),
         "{s:?}: its canonical form {canonical:?} does not parse back to the same selector"
     );
-    assert_eq!(again.map(|a| a.to_string()).as_deref(), Ok(canonical.as_str()));
+    assert_eq!(
+        again.map(|a| a.to_string()).as_deref(),
+        Ok(canonical.as_str())
+    );
 
     // Matching never panics, whatever the labels (numbers for Gt/Lt included).
     let mut labels = Labels::new();

@@ -70,7 +70,9 @@ fn parse_type(line: &str) -> ResourceType {
 }
 
 /// A resolution result reduced to what must not depend on how the argument was typed.
-fn outcome<'a>(r: &Result<&'a ResourceType, ResolveError>) -> Result<*const ResourceType, Option<Vec<String>>> {
+fn outcome<'a>(
+    r: &Result<&'a ResourceType, ResolveError>,
+) -> Result<*const ResourceType, Option<Vec<String>>> {
     match r {
         Ok(t) => Ok(*t as *const ResourceType),
         Err(ResolveError::Unknown(_)) => Err(None),
@@ -93,7 +95,10 @@ fuzz_target!(|data: &[u8]| {
             (t, None)
         }
         Ok((t, Some(n))) => {
-            assert!(!t.is_empty() && !n.is_empty() && !n.contains('/'), "{arg:?}");
+            assert!(
+                !t.is_empty() && !n.is_empty() && !n.contains('/'),
+                "{arg:?}"
+            );
             assert_eq!(format!("{t}/{n}"), arg);
             (t, Some(n))
         }

@@ -23,7 +23,11 @@ fn round_trips(m: Millis) {
     let shown = m.to_string();
     if shown.starts_with(['+', '-']) {
         // Outside 0000..=9999: the expanded ISO 8601 form, documented not to parse.
-        assert!(!(FIRST..=LAST).contains(&m.as_ms()), "{} shown as {shown}", m.as_ms());
+        assert!(
+            !(FIRST..=LAST).contains(&m.as_ms()),
+            "{} shown as {shown}",
+            m.as_ms()
+        );
         return;
     }
     assert_eq!(shown.len(), 24, "{} shown as {shown}", m.as_ms());

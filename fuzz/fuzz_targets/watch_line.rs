@@ -27,7 +27,10 @@ fuzz_target!(|data: &[u8]| {
         }) => {
             serde_json::from_slice::<serde::de::IgnoredAny>(&raw)
                 .expect("the kept object is valid JSON");
-            assert!(!meta.name.is_empty() && !meta.resource_version.is_empty(), "{meta:?}");
+            assert!(
+                !meta.name.is_empty() && !meta.resource_version.is_empty(),
+                "{meta:?}"
+            );
             assert_eq!(object_meta(&raw).as_ref(), Ok(&meta));
             let mut line = format!(r#"{{"type":"{watch_type}","object":"#).into_bytes();
             line.extend_from_slice(&raw);

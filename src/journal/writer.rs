@@ -1167,7 +1167,7 @@ mod tests {
 
     #[test]
     fn older_versions_are_packed_and_every_version_comes_back_exact() {
-        use crate::journal::bodies::{HOT_VERSIONS, PACK_VERSIONS};
+        use crate::journal::bodies::{HOT_VERSIONS, IN_PLACE_DELTAS, PACK_VERSIONS};
         use crate::journal::versions::Decoder;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("journal.db");
@@ -1175,7 +1175,7 @@ mod tests {
         journal.register_cluster("c1", "https://x", None).unwrap();
         let stream = journal.register_stream("c1", &cm_spec()).unwrap();
         drop(journal);
-        let n = 2 * PACK_VERSIONS + HOT_VERSIONS + 3;
+        let n = 1 + IN_PLACE_DELTAS + 2 * PACK_VERSIONS + HOT_VERSIONS + 2;
         let ops = (0..n)
             .map(|i| event(stream, i as i64, "a", &format!("{}", 100 + i)))
             .collect();
@@ -1199,8 +1199,12 @@ mod tests {
             .conn()
             .query_row("SELECT count(*) FROM blobs", [], |r| r.get(0))
             .unwrap();
-        // The first version is the keyframe; the other deltas wait in `blobs`.
-        assert_eq!(waiting, (n - 1 - 2 * PACK_VERSIONS) as i64);
+        // The first version is the keyframe, the next deltas stay in place, the
+        // others wait in `blobs` until packed.
+        assert_eq!(
+            waiting,
+            (n - 1 - IN_PLACE_DELTAS - 2 * PACK_VERSIONS) as i64
+        );
         let mut decoder = Decoder::default();
         let records: Vec<_> = reader
             .all_records()
