@@ -17,6 +17,7 @@
 //! [`to_pack`], [`Sampler::add`]) tested on their own; the rest carries them out.
 
 use super::codec::{Codec, DecoderDict, EncoderDict, KeyframeCache};
+use super::schema::{BodyRow, body_row};
 use super::{JournalError, StreamId};
 use rusqlite::{OptionalExtension, Transaction, params};
 use std::collections::HashMap;
@@ -433,10 +434,10 @@ impl BodyStore {
     pub fn read(&mut self, tx: &Transaction<'_>, id: i64) -> Result<Vec<u8>, JournalError> {
         let row = body_row(tx, id).map_err(|e| self.sqlite(e))?;
         let Some(base) = row.base else {
-            return Ok(self.keyframe_raw(tx, &row.keyframe(id))?.to_vec());
+            return Ok(self.keyframe_raw(tx, &keyframe_of(row, id))?.to_vec());
         };
         let k = body_row(tx, base).map_err(|e| self.sqlite(e))?;
-        let base_raw = self.keyframe_raw(tx, &k.keyframe(base))?;
+        let base_raw = self.keyframe_raw(tx, &keyframe_of(k, base))?;
         let Some((pack, offset)) = row.pack else {
             return self
                 .codec
@@ -477,10 +478,8 @@ impl BodyStore {
         };
         let row = body_row(tx, body).map_err(|e| self.sqlite(e))?;
         let keyframe = match row.base {
-            None => row.keyframe(body),
-            Some(base) => body_row(tx, base)
-                .map_err(|e| self.sqlite(e))?
-                .keyframe(base),
+            None => keyframe_of(row, body),
+            Some(base) => keyframe_of(body_row(tx, base).map_err(|e| self.sqlite(e))?, base),
         };
         let raw = self.read(tx, body)?;
         self.objects.insert(
@@ -500,38 +499,13 @@ impl BodyStore {
     }
 }
 
-struct BodyRow {
-    base: Option<i64>,
-    dict: Option<i64>,
-    raw_len: usize,
-    data: Vec<u8>,
-    /// A packed version: its pack and where in it its bytes start.
-    pack: Option<(i64, usize)>,
-}
-
-impl BodyRow {
-    fn keyframe(self, id: i64) -> Keyframe {
-        Keyframe {
-            id,
-            data: self.data.into(),
-            dict: self.dict,
-            raw_len: self.raw_len,
-        }
+fn keyframe_of(row: BodyRow, id: i64) -> Keyframe {
+    Keyframe {
+        id,
+        data: row.data.into(),
+        dict: row.dict,
+        raw_len: row.raw_len,
     }
-}
-
-fn body_row(tx: &Transaction<'_>, id: i64) -> rusqlite::Result<BodyRow> {
-    tx.prepare_cached(super::schema::BODY_ROW)?
-        .query_row(params![id], |r| {
-            let pack_ref: Option<i64> = r.get(4)?;
-            Ok(BodyRow {
-                base: r.get(0)?,
-                dict: r.get(1)?,
-                raw_len: r.get::<_, i64>(2)? as usize,
-                data: r.get(3)?,
-                pack: pack_ref.and_then(super::schema::parse_pack_ref),
-            })
-        })
 }
 
 /// A delta waiting to be packed: its bytes in `blobs`.

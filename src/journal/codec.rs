@@ -133,17 +133,22 @@ impl Codec {
         raw_len: usize,
         dict: &DecoderDict,
     ) -> Result<Vec<u8>, CodecError> {
+        self.decode_ddict(data, raw_len, &dict.ddict)
+    }
+
+    /// Restores a frame compressed against a prepared dictionary.
+    fn decode_ddict(
+        &mut self,
+        data: &[u8],
+        raw_len: usize,
+        ddict: &zstd_safe::DDict<'static>,
+    ) -> Result<Vec<u8>, CodecError> {
         let mut out = output_for(data, raw_len)?;
         let written = self
             .dctx
-            .decompress_using_ddict(&mut out, data, &dict.ddict)
+            .decompress_using_ddict(&mut out, data, ddict)
             .map_err(zstd_err)?;
-        if written != raw_len {
-            return Err(CodecError(format!(
-                "body decoded to {written} bytes, expected {raw_len}"
-            )));
-        }
-        Ok(out)
+        exact(out, written, raw_len)
     }
 
     /// Compresses several versions of one object, one after the other, against
@@ -179,13 +184,18 @@ impl Codec {
             Some(base) => self.dctx.decompress_using_dict(&mut out, data, base),
         }
         .map_err(zstd_err)?;
-        if written != raw_len {
-            return Err(CodecError(format!(
-                "body decoded to {written} bytes, expected {raw_len}"
-            )));
-        }
-        Ok(out)
+        exact(out, written, raw_len)
     }
+}
+
+/// A decoded body, if it has the length its row claims.
+fn exact(out: Vec<u8>, written: usize, raw_len: usize) -> Result<Vec<u8>, CodecError> {
+    if written != raw_len {
+        return Err(CodecError(format!(
+            "body decoded to {written} bytes, expected {raw_len}"
+        )));
+    }
+    Ok(out)
 }
 
 /// The bytes of one version inside a decoded pack; a damaged row pointing outside
@@ -244,17 +254,7 @@ impl Codec {
         raw_len: usize,
         base: &PreparedKeyframe,
     ) -> Result<Vec<u8>, CodecError> {
-        let mut out = output_for(data, raw_len)?;
-        let written = self
-            .dctx
-            .decompress_using_ddict(&mut out, data, &base.ddict)
-            .map_err(zstd_err)?;
-        if written != raw_len {
-            return Err(CodecError(format!(
-                "body decoded to {written} bytes, expected {raw_len}"
-            )));
-        }
-        Ok(out)
+        self.decode_ddict(data, raw_len, &base.ddict)
     }
 }
 

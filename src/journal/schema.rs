@@ -203,6 +203,30 @@ pub const BODY_ROW: &str =
     "SELECT b.base_id, b.dict_id, b.raw_len, coalesce(l.data, b.data), b.pack_ref
      FROM bodies b LEFT JOIN blobs l ON l.body_id = b.id WHERE b.id = ?1";
 
+/// A row of `bodies`, its bytes from `blobs` while it waits to be packed.
+pub struct BodyRow {
+    pub base: Option<i64>,
+    pub dict: Option<i64>,
+    pub raw_len: usize,
+    pub data: Vec<u8>,
+    /// A packed version: its pack and where in it its bytes start.
+    pub pack: Option<(i64, usize)>,
+}
+
+/// Reads body `id`.
+pub fn body_row(conn: &Connection, id: i64) -> rusqlite::Result<BodyRow> {
+    conn.prepare_cached(BODY_ROW)?.query_row([id], |r| {
+        let pack_ref: Option<i64> = r.get(4)?;
+        Ok(BodyRow {
+            base: r.get(0)?,
+            dict: r.get(1)?,
+            raw_len: r.get::<_, i64>(2)?.max(0) as usize,
+            data: r.get(3)?,
+            pack: pack_ref.and_then(parse_pack_ref),
+        })
+    })
+}
+
 /// `bodies.pack_ref` of a delta whose bytes are in `blobs`.
 pub const UNPACKED: i64 = 1 << 46;
 /// Bits of `pack_ref` for the offset in the pack (packs hold at most 4 MiB).

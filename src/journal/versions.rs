@@ -4,6 +4,7 @@
 
 use super::codec::{Codec, DecoderDict, KeyframeCache, PreparedKeyframe};
 use super::records::BaselineInfo;
+use super::schema::BodyRow;
 use super::schema::kind;
 use super::{Journal, JournalError, StreamId};
 use crate::model::WatchType;
@@ -599,33 +600,8 @@ impl BodyReader {
     }
 }
 
-/// A row of `bodies`.
-struct BodyRow {
-    base: Option<i64>,
-    dict: Option<i64>,
-    raw_len: usize,
-    data: Vec<u8>,
-    /// A packed version: its pack and where in it its bytes start.
-    pack: Option<(i64, usize)>,
-}
-
 fn body_row(journal: &Journal, id: i64) -> Result<BodyRow, JournalError> {
-    journal
-        .conn()
-        .prepare_cached(super::schema::BODY_ROW)
-        .and_then(|mut s| {
-            s.query_row(params![id], |r| {
-                let pack_ref: Option<i64> = r.get(4)?;
-                Ok(BodyRow {
-                    base: r.get(0)?,
-                    dict: r.get(1)?,
-                    raw_len: r.get::<_, i64>(2)? as usize,
-                    data: r.get(3)?,
-                    pack: pack_ref.and_then(super::schema::parse_pack_ref),
-                })
-            })
-        })
-        .map_err(|e| journal.err(e))
+    super::schema::body_row(journal.conn(), id).map_err(|e| journal.err(e))
 }
 
 fn pack_row(journal: &Journal, id: i64) -> Result<(usize, Vec<u8>), JournalError> {

@@ -1034,6 +1034,15 @@ mod tests {
         assert_eq!(cov.state, StreamState::Stopped);
     }
 
+    /// A new journal with one cluster and its ConfigMap stream, closed again.
+    fn configmap_stream() -> (tempfile::TempDir, StreamId) {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open_or_create(&dir.path().join("journal.db")).unwrap();
+        journal.register_cluster("c1", "https://x", None).unwrap();
+        let stream = journal.register_stream("c1", &cm_spec()).unwrap();
+        (dir, stream)
+    }
+
     fn write_all(path: &std::path::Path, ops: Vec<Op>) -> StreamTotals {
         let journal = Journal::open_or_create(path).unwrap();
         let stream = journal.register_stream("c1", &cm_spec()).unwrap();
@@ -1060,12 +1069,8 @@ mod tests {
 
     #[test]
     fn a_redelivery_after_a_restart_is_found_in_the_journal() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, stream) = configmap_stream();
         let path = dir.path().join("journal.db");
-        let journal = Journal::open_or_create(&path).unwrap();
-        journal.register_cluster("c1", "https://x", None).unwrap();
-        let stream = journal.register_stream("c1", &cm_spec()).unwrap();
-        drop(journal);
         let first = write_all(
             &path,
             vec![
@@ -1103,12 +1108,8 @@ mod tests {
     #[test]
     fn a_stream_trains_its_dictionary_and_every_body_comes_back_exact() {
         use crate::journal::bodies::TRAIN_SAMPLES;
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, stream) = configmap_stream();
         let path = dir.path().join("journal.db");
-        let journal = Journal::open_or_create(&path).unwrap();
-        journal.register_cluster("c1", "https://x", None).unwrap();
-        let stream = journal.register_stream("c1", &cm_spec()).unwrap();
-        drop(journal);
         let n = TRAIN_SAMPLES + 100;
         let mut ops: Vec<Op> = (0..n)
             .map(|i| {
@@ -1169,12 +1170,8 @@ mod tests {
     fn older_versions_are_packed_and_every_version_comes_back_exact() {
         use crate::journal::bodies::{HOT_VERSIONS, IN_PLACE_DELTAS, PACK_VERSIONS};
         use crate::journal::versions::Decoder;
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, stream) = configmap_stream();
         let path = dir.path().join("journal.db");
-        let journal = Journal::open_or_create(&path).unwrap();
-        journal.register_cluster("c1", "https://x", None).unwrap();
-        let stream = journal.register_stream("c1", &cm_spec()).unwrap();
-        drop(journal);
         let n = 1 + IN_PLACE_DELTAS + 2 * PACK_VERSIONS + HOT_VERSIONS + 2;
         let ops = (0..n)
             .map(|i| event(stream, i as i64, "a", &format!("{}", 100 + i)))

@@ -329,22 +329,7 @@ fn history_written_with_and_without_packs_answers_the_same() {
         vec!["coverage", "-o", "json"],
     ];
     for case in cases {
-        let mut args = case.clone();
-        if case[0] != "export" {
-            args.extend(scope);
-        }
-        let (a, b) = (plain.run(&args), packed.run(&args));
-        assert!(
-            matches!(a.code, Some(0) | Some(3)),
-            "{args:?}: {}",
-            a.stderr
-        );
-        assert!(
-            a.stdout.len() > 100,
-            "{args:?} answers something: {}",
-            a.stdout
-        );
-        assert_same(&args, &a, &b);
+        assert_same(&plain, &packed, case, &scope);
     }
     // Pruning drops packed and unpacked history alike; what is left still
     // answers the same, and the packed journal keeps no pack none of its
@@ -386,22 +371,28 @@ fn history_written_with_and_without_packs_answers_the_same() {
         vec!["get", "deployment/svc-2", "--at", &mid, "-o", "json"],
         vec!["export"],
     ] {
-        let mut args = case.clone();
-        if case[0] != "export" {
-            args.extend(scope);
-        }
-        let (a, b) = (plain.run(&args), packed.run(&args));
-        assert!(
-            matches!(a.code, Some(0) | Some(3)),
-            "{args:?}: {}",
-            a.stderr
-        );
-        assert_same(&args, &a, &b);
+        assert_same(&plain, &packed, case, &scope);
     }
 }
 
-/// Two answers are the same, byte for byte; the first differing line is shown.
-fn assert_same(args: &[&str], a: &crate::common::Output, b: &crate::common::Output) {
+/// `case` (with `scope`, but for `export`) answers something, and the same byte
+/// for byte from both journals; the first differing line is shown.
+fn assert_same(plain: &Sandbox, packed: &Sandbox, case: Vec<&str>, scope: &[&str]) {
+    let mut args = case.clone();
+    if case[0] != "export" {
+        args.extend(scope);
+    }
+    let (a, b) = (plain.run(&args), packed.run(&args));
+    assert!(
+        matches!(a.code, Some(0) | Some(3)),
+        "{args:?}: {}",
+        a.stderr
+    );
+    assert!(
+        a.stdout.len() > 100,
+        "{args:?} answers something: {}",
+        a.stdout
+    );
     assert_eq!((a.code, &a.stderr), (b.code, &b.stderr), "{args:?}");
     if let Some((n, (x, y))) = a
         .stdout
