@@ -50,20 +50,20 @@ pub const HOT_VERSIONS: usize = 2;
 /// waiting delta costs a `blobs` row more.
 pub const IN_PLACE_DELTAS: usize = 4;
 
-/// Which of an object's unpacked deltas go into a pack now, given their sizes
-/// (oldest first): the oldest, up to [`PACK_VERSIONS`] and [`PACK_MAX_BYTES`],
-/// once [`HOT_VERSIONS`] would still stay unpacked after them; none when fewer
-/// than two would go.
-pub fn to_pack(raw_lens: &[usize]) -> usize {
-    if raw_lens.len() < HOT_VERSIONS + PACK_VERSIONS {
+/// How many of an object's unpacked deltas go into a pack now, given (body row,
+/// bytes of JSON), oldest first: the oldest, up to [`PACK_VERSIONS`] and
+/// [`PACK_MAX_BYTES`], once [`HOT_VERSIONS`] would still stay unpacked after them;
+/// none when fewer than two would go.
+pub fn to_pack(unpacked: &[(i64, usize)]) -> usize {
+    if unpacked.len() < HOT_VERSIONS + PACK_VERSIONS {
         return 0;
     }
     let mut bytes = 0;
-    let n = raw_lens
+    let n = unpacked
         .iter()
         .take(PACK_VERSIONS)
-        .take_while(|len| {
-            bytes += **len;
+        .take_while(|(_, len)| {
+            bytes += *len;
             bytes <= PACK_MAX_BYTES
         })
         .count();
@@ -222,16 +222,16 @@ impl BodyStore {
     ) -> Result<Stored, JournalError> {
         self.load(tx, object)?;
         let digest = hash(raw);
-        let state = self.objects.get(&object).cloned();
+        // Taken out and put back: no copy of the state per event.
+        let state = self.objects.remove(&object);
         let previous = state.as_ref().map(|s| s.body);
         if let Some(s) = state {
             // A new resourceVersion always means new bytes, so only a relist
             // compares.
             if s.resource_version == resource_version && s.hash == digest {
-                return Ok(Stored {
-                    body: s.body,
-                    previous,
-                });
+                let body = s.body;
+                self.objects.insert(object, s);
+                return Ok(Stored { body, previous });
             }
             let base = self.keyframe_raw(tx, &s.keyframe)?;
             let delta = self
@@ -250,8 +250,7 @@ impl BodyStore {
                 if packable {
                     unpacked.push((id, raw.len()));
                 }
-                let lens: Vec<usize> = unpacked.iter().map(|(_, len)| *len).collect();
-                let n = if self.pack { to_pack(&lens) } else { 0 };
+                let n = if self.pack { to_pack(&unpacked) } else { 0 };
                 if n > 0 {
                     let ids: Vec<i64> = unpacked.drain(..n).map(|(id, _)| id).collect();
                     self.pack(tx, &s.keyframe, &ids)?;
@@ -564,11 +563,12 @@ mod tests {
     #[test]
     fn the_oldest_versions_are_packed_once_enough_are_unpacked() {
         let enough = HOT_VERSIONS + PACK_VERSIONS;
-        assert_eq!(to_pack(&vec![3000; enough - 1]), 0);
-        assert_eq!(to_pack(&vec![3000; enough]), PACK_VERSIONS);
+        let waiting = |n: usize, len: usize| vec![(7, len); n];
+        assert_eq!(to_pack(&waiting(enough - 1, 3000)), 0);
+        assert_eq!(to_pack(&waiting(enough, 3000)), PACK_VERSIONS);
         // Large objects: fewer at a time, and never one alone.
-        assert_eq!(to_pack(&vec![PACK_MAX_BYTES / 4; enough]), 4);
-        assert_eq!(to_pack(&vec![PACK_MAX_BYTES; enough]), 0);
+        assert_eq!(to_pack(&waiting(enough, PACK_MAX_BYTES / 4)), 4);
+        assert_eq!(to_pack(&waiting(enough, PACK_MAX_BYTES)), 0);
     }
 
     #[test]
