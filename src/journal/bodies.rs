@@ -77,10 +77,18 @@ pub fn to_pack(unpacked: &[(i64, usize)]) -> usize {
 /// not numbers) must be looked up: a redelivery after a reconnect, or a cluster
 /// restored from a backup.
 pub fn is_surely_new(last_rv: &str, rv: &str) -> bool {
-    match (last_rv.parse::<u64>(), rv.parse::<u64>()) {
-        (Ok(last), Ok(new)) => new > last,
+    match (revision(last_rv), revision(rv)) {
+        (Some(last), Some(new)) => new > last,
         _ => false,
     }
+}
+
+/// A resourceVersion as an etcd revision: plain decimal digits, no sign and no
+/// leading zero, so that two different strings are never the same number.
+fn revision(rv: &str) -> Option<u64> {
+    let canonical =
+        rv.bytes().all(|b| b.is_ascii_digit()) && !(rv.len() > 1 && rv.starts_with('0'));
+    canonical.then(|| rv.parse().ok()).flatten()
 }
 
 /// Whether a delta is worth keeping rather than a new keyframe: reading it costs a
@@ -325,8 +333,14 @@ impl BodyStore {
             .and_then(|mut s| s.execute(params![keyframe.id, raw.len() as i64, frame]))
             .map_err(|e| self.sqlite(e))?;
         let pack = tx.last_insert_rowid();
+        // A journal of more than 16M packs keeps its later versions unpacked
+        // (offsets always fit: a pack holds at most PACK_MAX_BYTES).
+        if super::schema::pack_ref(pack, 0).is_none() {
+            tx.execute("DELETE FROM packs WHERE id = ?1", params![pack])
+                .map_err(|e| self.sqlite(e))?;
+            return Ok(());
+        }
         for (id, offset) in ids.iter().zip(offsets) {
-            // A journal of more than 16M packs keeps its later versions unpacked.
             let Some(at) = super::schema::pack_ref(pack, offset) else {
                 continue;
             };
@@ -431,12 +445,39 @@ impl BodyStore {
     /// The exact bytes of a stored body, read from the journal (the live feed's
     /// "before", a few a second).
     pub fn read(&mut self, tx: &Transaction<'_>, id: i64) -> Result<Vec<u8>, JournalError> {
+        let (delta, keyframe) = self.fetch(tx, id)?;
+        self.decode(tx, delta.as_ref(), &keyframe)
+    }
+
+    /// Body `id`'s row when it is a delta, and its keyframe (the row itself for
+    /// a keyframe).
+    fn fetch(
+        &self,
+        tx: &Transaction<'_>,
+        id: i64,
+    ) -> Result<(Option<BodyRow>, Keyframe), JournalError> {
         let row = body_row(tx, id).map_err(|e| self.sqlite(e))?;
-        let Some(base) = row.base else {
-            return Ok(self.keyframe_raw(tx, &keyframe_of(row, id))?.to_vec());
+        match row.base {
+            None => Ok((None, keyframe_of(row, id))),
+            Some(base) => {
+                let k = body_row(tx, base).map_err(|e| self.sqlite(e))?;
+                Ok((Some(row), keyframe_of(k, base)))
+            }
+        }
+    }
+
+    /// The bytes of a fetched body: the keyframe's, or the delta's (in place, in
+    /// `blobs` or in a pack) against it.
+    fn decode(
+        &mut self,
+        tx: &Transaction<'_>,
+        delta: Option<&BodyRow>,
+        keyframe: &Keyframe,
+    ) -> Result<Vec<u8>, JournalError> {
+        let base_raw = self.keyframe_raw(tx, keyframe)?;
+        let Some(row) = delta else {
+            return Ok(base_raw.to_vec());
         };
-        let k = body_row(tx, base).map_err(|e| self.sqlite(e))?;
-        let base_raw = self.keyframe_raw(tx, &keyframe_of(k, base))?;
         let Some((pack, offset)) = row.pack else {
             return self
                 .codec
@@ -449,7 +490,7 @@ impl BodyStore {
             .map_err(|e| self.sqlite(e))?;
         let all = self
             .codec
-            .decode(&data, raw_len as usize, Some(&base_raw))
+            .decode(&data, raw_len.max(0) as usize, Some(&base_raw))
             .map_err(|e| self.codec_err(e))?;
         super::codec::slice_of_pack(&all, offset, row.raw_len)
             .map(<[u8]>::to_vec)
@@ -475,12 +516,9 @@ impl BodyStore {
         let Some((body, rv)) = last else {
             return Ok(());
         };
-        let row = body_row(tx, body).map_err(|e| self.sqlite(e))?;
-        let keyframe = match row.base {
-            None => keyframe_of(row, body),
-            Some(base) => keyframe_of(body_row(tx, base).map_err(|e| self.sqlite(e))?, base),
-        };
-        let raw = self.read(tx, body)?;
+        // Each row read once: the last body, and its keyframe if it is a delta.
+        let (delta, keyframe) = self.fetch(tx, body)?;
+        let raw = self.decode(tx, delta.as_ref(), &keyframe)?;
         self.objects.insert(
             object,
             ObjState {
@@ -550,6 +588,9 @@ mod tests {
         assert!(!is_surely_new("11", "10"), "older: looked up");
         assert!(!is_surely_new("", "10"), "nothing known: looked up");
         assert!(!is_surely_new("a1", "a2"), "opaque versions: looked up");
+        assert!(!is_surely_new("10", "+11"), "not plain digits: looked up");
+        assert!(!is_surely_new("10", "011"), "a leading zero: looked up");
+        assert!(!is_surely_new("", ""));
     }
 
     #[test]

@@ -244,25 +244,12 @@ fn history_ops(
 fn build(path: &Path, pack: bool, listed: usize, versions: usize) {
     use krply::journal::Journal;
     use krply::journal::writer::{Op, Writer, WriterOptions};
-    use krply::model::{ResourceType, StreamSpec};
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let journal = Journal::open_or_create(path).unwrap();
     journal
         .register_cluster(BUILT_CLUSTER, "https://127.0.0.1:6443", None)
         .unwrap();
-    let spec = StreamSpec {
-        resource: ResourceType {
-            group: "apps".into(),
-            version: "v1".into(),
-            resource: "deployments".into(),
-            kind: "Deployment".into(),
-            singular: "deployment".into(),
-            short_names: vec!["deploy".into()],
-            namespaced: true,
-        },
-        namespace: Some("shop".into()),
-        selector: None,
-    };
+    let spec = crate::common::deployment_stream("shop");
     let stream = journal.register_stream(BUILT_CLUSTER, &spec).unwrap();
     let options = WriterOptions {
         pack,

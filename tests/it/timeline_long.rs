@@ -7,7 +7,7 @@ use assert_cmd::Command;
 use krply::journal::Journal;
 use krply::journal::records::CheckpointReason;
 use krply::journal::writer::{Op, Writer};
-use krply::model::{ObjectMeta, ResourceType, StreamSpec, WatchType};
+use krply::model::{ObjectMeta, WatchType};
 use krply::time::Millis;
 use serde_json::{Value, json};
 
@@ -45,19 +45,7 @@ fn every_version_is_compared_with_the_one_before_it() {
     journal
         .register_cluster(CLUSTER, "https://long.example:6443", Some("long"))
         .unwrap();
-    let spec = StreamSpec {
-        resource: ResourceType {
-            group: "apps".into(),
-            version: "v1".into(),
-            resource: "deployments".into(),
-            kind: "Deployment".into(),
-            singular: "deployment".into(),
-            short_names: vec!["deploy".into()],
-            namespaced: true,
-        },
-        namespace: Some(NS.into()),
-        selector: None,
-    };
+    let spec = crate::common::deployment_stream(NS);
     let stream = journal.register_stream(CLUSTER, &spec).unwrap();
     let writer = Writer::start(journal).unwrap();
     let tx = writer.sender();

@@ -486,3 +486,21 @@ pub fn run_bounded(mut cmd: Command, what: &str) -> Output {
         stderr: err.join().unwrap_or_default(),
     }
 }
+
+/// The stream of a namespace's Deployments, as discovery describes them: for
+/// tests that write a journal through the library.
+pub fn deployment_stream(namespace: &str) -> krply::model::StreamSpec {
+    krply::model::StreamSpec {
+        resource: krply::model::ResourceType {
+            group: "apps".into(),
+            version: "v1".into(),
+            resource: "deployments".into(),
+            kind: "Deployment".into(),
+            singular: "deployment".into(),
+            short_names: vec!["deploy".into()],
+            namespaced: true,
+        },
+        namespace: Some(namespace.into()),
+        selector: None,
+    }
+}
