@@ -18,6 +18,7 @@ pub mod schema;
 pub mod snapshots;
 pub mod versions;
 pub mod writer;
+pub mod zones;
 
 use crate::model::{ResourceType, StreamSpec};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};

@@ -124,6 +124,8 @@ impl Journal {
                 [],
             )
             .map_err(err)? as u64;
+        // The records left, and the new baselines below them, in zones afresh.
+        super::zones::rebuild(&tx).map_err(err)?;
         report.objects_deleted = tx
             .execute(
                 "DELETE FROM objects WHERE id NOT IN

@@ -11,7 +11,7 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i64 = 0x6b72_706c;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Record kinds stored in `records.kind`.
 ///
@@ -170,7 +170,31 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (2, MIGRATE_V2_TO_V3),
     (3, MIGRATE_V3_TO_V4),
     (4, MIGRATE_V4_TO_V5),
+    (5, MIGRATE_V5_TO_V6),
 ];
+
+/// Version 6: zones instead of a time index.
+///
+/// - `records_window` (about 21 bytes a record) goes. Window queries find their
+///   records through `zones` ([`super::zones`]): a row per stretch of up to 4,096
+///   object records, consecutive in `seq`, with their earliest and latest
+///   observation times. The writer keeps them in the same transaction as the
+///   records; the migration builds them from the records there are.
+///
+/// A version 5 binary would write records without zones: hence the new version.
+const MIGRATE_V5_TO_V6: &str = r#"
+DROP INDEX IF EXISTS records_window;
+CREATE TABLE zones (
+    first_seq INTEGER PRIMARY KEY,
+    last_seq  INTEGER NOT NULL,
+    records   INTEGER NOT NULL,
+    min_at    INTEGER NOT NULL,
+    max_at    INTEGER NOT NULL
+);
+INSERT INTO zones(first_seq, last_seq, records, min_at, max_at)
+    SELECT min(seq), max(seq), count(*), min(observed_at), max(observed_at)
+    FROM records WHERE object_id IS NOT NULL GROUP BY seq >> 12;
+"#;
 
 /// Version 5: packs. An object's older versions are compressed together, several
 /// to a zstd frame (`packs.data`, with their keyframe as dictionary).

@@ -216,8 +216,12 @@ impl Journal {
         let mut stmt = self
             .conn()
             .prepare_cached(
-                "SELECT stream_id, object_id FROM records
-                 WHERE observed_at > ?1 AND observed_at <= ?2 AND object_id IS NOT NULL",
+                // The zones whose times meet the window, then their records
+                // (docs/journal.md, "Zones").
+                "SELECT r.stream_id, r.object_id FROM zones z JOIN records r
+                    ON r.seq BETWEEN z.first_seq AND z.last_seq
+                 WHERE z.max_at > ?1 AND z.min_at <= ?2
+                   AND r.observed_at > ?1 AND r.observed_at <= ?2 AND r.object_id IS NOT NULL",
             )
             .map_err(|e| self.err(e))?;
         let mut out = HashSet::new();

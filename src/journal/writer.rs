@@ -12,6 +12,7 @@
 use super::bodies::{BodyStore, is_surely_new};
 use super::records::{BaselineInfo, CheckpointInfo, CheckpointReason, CoverageInfo, GapInfo};
 use super::schema::kind;
+use super::zones::{self, Zone};
 use super::{Journal, JournalError, StreamId};
 use crate::model::{ObjectMeta, WatchType};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
@@ -368,6 +369,7 @@ impl WriterState {
         self.next_seq = next_seq(&tx).map_err(err)?.max(self.next_seq);
         let mut pending = Pending::default();
         let mut changes = Vec::new();
+        let mut zone = Zone::default();
         for op in batch.drain(..) {
             if let Op::Flush(ack) = op {
                 acks.push(ack);
@@ -385,6 +387,7 @@ impl WriterState {
                     pending: &mut pending,
                     feed: self.feed.as_mut(),
                     changes: &mut changes,
+                    zone: &mut zone,
                 },
             )?;
         }
@@ -406,6 +409,7 @@ impl WriterState {
             .map_err(err)?;
             s.dirty = false;
         }
+        zones::record(&tx, zone).map_err(err)?;
         tx.commit().map_err(err)?;
         // The transaction is durable: publish what it made durable.
         {
@@ -449,6 +453,8 @@ struct Ctx<'a> {
     feed: Option<&'a mut FeedState>,
     /// Sampled changes of this transaction, sent once it commits.
     changes: &'a mut Vec<Change>,
+    /// Where this transaction's object records are (docs/journal.md, "Zones").
+    zone: &'a mut Zone,
 }
 
 /// Writes one operation into the open transaction. Long on purpose: one short arm per
@@ -610,6 +616,7 @@ fn apply_event(
         });
     }
     let seq = take_seq(cx.next_seq);
+    cx.zone.add(seq, at);
     tx.prepare_cached(
         "INSERT INTO records(seq, stream_id, kind, observed_at, watch_type, object_id,
                              body_id, resource_version)
@@ -686,6 +693,7 @@ fn apply_baseline_item(
         .store(tx, stream, object, &meta.resource_version, &body)?
         .body;
     let seq = take_seq(cx.next_seq);
+    cx.zone.add(seq, at);
     let s = cx
         .streams
         .get_mut(&stream)
@@ -817,6 +825,7 @@ mod tests {
     use super::*;
     use crate::journal::read::StreamState;
     use crate::model::{ResourceType, StreamSpec};
+    use std::collections::HashSet;
 
     fn cm_spec() -> StreamSpec {
         StreamSpec {
@@ -1164,6 +1173,82 @@ mod tests {
             checked += 1;
         }
         assert_eq!(checked, n + 4);
+    }
+
+    #[test]
+    fn zones_cover_every_object_record_and_answer_windows_as_a_scan_does() {
+        use crate::journal::zones::ZONE_RECORDS;
+        let (dir, stream) = configmap_stream();
+        let path = dir.path().join("journal.db");
+        // Small transactions and large ones (several zones), in three runs.
+        let n = ZONE_RECORDS as usize + 600;
+        for run in 0..3_usize {
+            let journal = Journal::open_or_create(&path).unwrap();
+            let options = WriterOptions {
+                commit_window: if run == 1 {
+                    std::time::Duration::ZERO
+                } else {
+                    COMMIT_WINDOW
+                },
+                ..WriterOptions::default()
+            };
+            let writer = Writer::start_with(journal, options).unwrap();
+            let tx = writer.sender();
+            for i in 0..n {
+                // Times wander back and forth a little, as clocks do.
+                let at = (run * n + i) as i64 * 10 - (i % 3) as i64 * 25;
+                let name = format!("cm-{}", i % 700);
+                tx.blocking_send(event(stream, at, &name, &(run * n + i + 10).to_string()))
+                    .unwrap();
+                if i % 997 == 0 {
+                    let (ack, done) = std::sync::mpsc::sync_channel(1);
+                    tx.blocking_send(Op::Flush(ack)).unwrap();
+                    done.recv().unwrap();
+                }
+            }
+            drop(tx);
+            writer.finish().unwrap();
+        }
+        let reader = Journal::open(&path).unwrap();
+        let conn = reader.conn();
+        let uncovered: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM records r WHERE r.object_id IS NOT NULL AND NOT EXISTS
+                    (SELECT 1 FROM zones z WHERE r.seq BETWEEN z.first_seq AND z.last_seq
+                        AND r.observed_at BETWEEN z.min_at AND z.max_at)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(uncovered, 0);
+        let (zones, biggest): (i64, i64) = conn
+            .query_row("SELECT count(*), max(records) FROM zones", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert!(zones >= 3 && biggest <= ZONE_RECORDS, "{zones} zones");
+        let ids = HashSet::from([stream]);
+        let total = (3 * n) as i64 * 10;
+        for (after, until) in [
+            (0, total),
+            (995, 1_005),
+            (4_000, 60_000),
+            (-50, 3),
+            (total, total + 99),
+        ] {
+            let scanned: HashSet<i64> = conn
+                .prepare(
+                    "SELECT object_id FROM records WHERE object_id IS NOT NULL
+                        AND observed_at > ?1 AND observed_at <= ?2",
+                )
+                .unwrap()
+                .query_map(params![after, until], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            let found = reader.touched_objects(&ids, after, until).unwrap();
+            assert_eq!(found, scanned, "window ({after}, {until}]");
+        }
     }
 
     #[test]

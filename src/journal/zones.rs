@@ -1,0 +1,227 @@
+//! Zones: which stretch of `records` holds which observation times.
+//!
+//! A window query (`diff`, `log --since`) asks which objects have a record
+//! observed in `(since, until]`. An index on `observed_at` answers that for
+//! about 21 bytes per record. Records are appended in `seq` order as they are
+//! observed, so a coarse map does it for almost nothing: a row of `zones`
+//! covers up to [`ZONE_RECORDS`] object records, consecutive in `seq`, with
+//! the earliest and latest time among them. A query reads the rows of the
+//! zones whose times meet the window, and checks each record's own time.
+//!
+//! A zone only has to contain its records: zones may overlap, and a zone may
+//! name `seq`s that are gone (pruned). See docs/journal.md, "Zones".
+
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+
+/// The most object records in one zone: a window query reads at most this many
+/// records outside the window at each of its ends.
+pub const ZONE_RECORDS: i64 = 1 << ZONE_BITS;
+/// A rebuilt zone holds the records whose `seq`s agree above these low bits.
+const ZONE_BITS: u32 = 12;
+
+/// The object records one transaction wrote: their `seq` range, count and
+/// observation times.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Zone {
+    pub first_seq: i64,
+    pub last_seq: i64,
+    pub records: i64,
+    pub min_at: i64,
+    pub max_at: i64,
+}
+
+impl Zone {
+    /// Counts one more object record.
+    pub fn add(&mut self, seq: i64, at: i64) {
+        if self.records == 0 {
+            *self = Zone {
+                first_seq: seq,
+                last_seq: seq,
+                records: 1,
+                min_at: at,
+                max_at: at,
+            };
+            return;
+        }
+        self.first_seq = self.first_seq.min(seq);
+        self.last_seq = self.last_seq.max(seq);
+        self.records += 1;
+        self.min_at = self.min_at.min(at);
+        self.max_at = self.max_at.max(at);
+    }
+
+    /// This zone grown by `other`: one zone covering both.
+    fn merged(self, other: Zone) -> Zone {
+        Zone {
+            first_seq: self.first_seq.min(other.first_seq),
+            last_seq: self.last_seq.max(other.last_seq),
+            records: self.records + other.records,
+            min_at: self.min_at.min(other.min_at),
+            max_at: self.max_at.max(other.max_at),
+        }
+    }
+}
+
+/// What to do with the object records of a transaction, given the journal's
+/// last zone: grow it while it stays small and the new records follow it;
+/// otherwise start a new zone.
+pub fn place(last: Option<Zone>, written: Zone) -> Placement {
+    match last {
+        Some(last)
+            if last.records + written.records <= ZONE_RECORDS
+                && written.first_seq > last.last_seq =>
+        {
+            Placement::Grow(last.merged(written))
+        }
+        _ => Placement::New(written),
+    }
+}
+
+/// See [`place`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Replace the last zone (same `first_seq`) with this one.
+    Grow(Zone),
+    New(Zone),
+}
+
+/// Records the zone of the object records written in this transaction.
+pub fn record(tx: &Transaction<'_>, written: Zone) -> rusqlite::Result<()> {
+    if written.records == 0 {
+        return Ok(());
+    }
+    let last = tx
+        .prepare_cached(
+            "SELECT first_seq, last_seq, records, min_at, max_at FROM zones
+             ORDER BY first_seq DESC LIMIT 1",
+        )?
+        .query_row([], |r| {
+            Ok(Zone {
+                first_seq: r.get(0)?,
+                last_seq: r.get(1)?,
+                records: r.get(2)?,
+                min_at: r.get(3)?,
+                max_at: r.get(4)?,
+            })
+        })
+        .optional()?;
+    let (Placement::Grow(z) | Placement::New(z)) = place(last, written);
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO zones(first_seq, last_seq, records, min_at, max_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![
+        z.first_seq,
+        z.last_seq,
+        z.records,
+        z.min_at,
+        z.max_at
+    ])?;
+    Ok(())
+}
+
+/// Rebuilds every zone from the object records there are (after a prune), in
+/// the caller's transaction: one per stretch of [`ZONE_RECORDS`] `seq`s.
+pub fn rebuild(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(&format!(
+        "DELETE FROM zones;
+         INSERT INTO zones(first_seq, last_seq, records, min_at, max_at)
+             SELECT min(seq), max(seq), count(*), min(observed_at), max(observed_at)
+             FROM records WHERE object_id IS NOT NULL GROUP BY seq >> {ZONE_BITS};"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zone(first: i64, last: i64, records: i64, min_at: i64, max_at: i64) -> Zone {
+        Zone {
+            first_seq: first,
+            last_seq: last,
+            records,
+            min_at,
+            max_at,
+        }
+    }
+
+    #[test]
+    fn a_zone_covers_every_record_added() {
+        let mut z = Zone::default();
+        z.add(10, 500);
+        z.add(12, 400);
+        z.add(11, 900);
+        assert_eq!(z, zone(10, 12, 3, 400, 900));
+    }
+
+    #[test]
+    fn the_last_zone_grows_until_it_is_full() {
+        let last = zone(1, 100, 100, 0, 50);
+        assert_eq!(
+            place(Some(last), zone(101, 110, 10, 40, 60)),
+            Placement::Grow(zone(1, 110, 110, 0, 60))
+        );
+        let full = zone(1, 4096, ZONE_RECORDS, 0, 50);
+        assert_eq!(
+            place(Some(full), zone(4097, 4097, 1, 60, 60)),
+            Placement::New(zone(4097, 4097, 1, 60, 60))
+        );
+        assert_eq!(
+            place(None, zone(5, 6, 2, 1, 2)),
+            Placement::New(zone(5, 6, 2, 1, 2))
+        );
+    }
+
+    #[test]
+    fn records_written_before_the_last_zone_start_their_own() {
+        // Another writer's seqs, or a prune's baselines below every record.
+        let last = zone(100, 200, 50, 0, 50);
+        assert_eq!(
+            place(Some(last), zone(-5, -1, 5, 10, 10)),
+            Placement::New(zone(-5, -1, 5, 10, 10))
+        );
+    }
+
+    #[test]
+    fn zones_rebuilt_from_records_cover_them() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::journal::schema::initialise(&mut conn, "test", 1).unwrap();
+        // Records alone: their streams and objects do not matter here.
+        conn.pragma_update(None, "foreign_keys", false).unwrap();
+        let tx = conn.transaction().unwrap();
+        for seq in 1..=5000_i64 {
+            tx.execute(
+                "INSERT INTO records(seq, stream_id, kind, observed_at, object_id)
+                 VALUES (?1, 1, 1, ?2, ?3)",
+                params![seq, 10_000 - seq, (seq % 7 != 0).then_some(1)],
+            )
+            .unwrap();
+        }
+        rebuild(&tx).unwrap();
+        let zones: Vec<Zone> = tx
+            .prepare("SELECT first_seq, last_seq, records, min_at, max_at FROM zones")
+            .unwrap()
+            .query_map([], |r| {
+                Ok(zone(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(zones.len(), 2);
+        let objects: Vec<i64> = (1..=5000).filter(|s| s % 7 != 0).collect();
+        assert_eq!(
+            zones.iter().map(|z| z.records).sum::<i64>(),
+            objects.len() as i64
+        );
+        for seq in objects {
+            let at = 10_000 - seq;
+            assert!(
+                zones
+                    .iter()
+                    .any(|z| (z.first_seq..=z.last_seq).contains(&seq)
+                        && (z.min_at..=z.max_at).contains(&at)),
+                "record {seq} is in no zone"
+            );
+        }
+    }
+}
