@@ -281,10 +281,15 @@ fn body_kinds(store: &Path) -> Vec<(String, i64, f64)> {
             .unwrap();
     let mut stmt = conn
         .prepare(
-            "SELECT CASE WHEN base_id IS NOT NULL THEN 'deltas'
-                         WHEN dict_id IS NOT NULL THEN 'keyframes, dictionary'
-                         ELSE 'keyframes, alone' END, count(*), avg(length(data))
-             FROM bodies GROUP BY 1 ORDER BY 1",
+            "SELECT CASE WHEN b.base_id IS NULL AND b.dict_id IS NOT NULL THEN 'keyframes, dictionary'
+                         WHEN b.base_id IS NULL THEN 'keyframes, alone'
+                         WHEN l.body_id IS NOT NULL THEN 'deltas waiting'
+                         WHEN b.pack_ref IS NOT NULL THEN 'deltas packed'
+                         ELSE 'deltas in place' END,
+                    count(*), avg(length(coalesce(l.data, b.data)))
+             FROM bodies b LEFT JOIN blobs l ON l.body_id = b.id GROUP BY 1
+             UNION ALL
+             SELECT 'packs', count(*), avg(length(data)) FROM packs",
         )
         .unwrap();
     stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))

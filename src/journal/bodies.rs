@@ -36,32 +36,38 @@ pub const TRAIN_BYTES: usize = 4 << 20;
 const KEYFRAME_CACHE_BYTES: usize = 4 << 20;
 
 /// Versions packed into one zstd frame: 16 versions of a 3.4 KB Deployment take
-/// about 15 bytes each (a delta alone about 70), and reading one of them means
+/// about 15 bytes each (a delta alone about 60), and reading one of them means
 /// decompressing about 55 KB. See docs/journal.md, "Packs".
 pub const PACK_VERSIONS: usize = 16;
+/// Versions in an object's first pack after its keyframe: most objects change a
+/// few times only, and four versions packed take about 30 bytes each, against
+/// 60 for a delta alone.
+pub const FIRST_PACK_VERSIONS: usize = 4;
 /// The most bytes of JSON in one pack: large objects are packed fewer at a time.
 pub const PACK_MAX_BYTES: usize = 4 << 20;
-/// The latest versions of an object that stay unpacked: the live feed reads the
-/// previous one.
-pub const HOT_VERSIONS: usize = 2;
-
-/// Deltas an object keeps in place after each keyframe before later ones wait in
-/// `blobs` to be packed: most objects change a few times, too few to pack, and a
-/// waiting delta costs a `blobs` row more.
-pub const IN_PLACE_DELTAS: usize = 4;
+/// The latest versions of an object that stay unpacked: the one the next event
+/// most likely redelivers or the live feed compares with.
+pub const HOT_VERSIONS: usize = 1;
 
 /// How many of an object's unpacked deltas go into a pack now, given (body row,
-/// bytes of JSON), oldest first: the oldest, up to [`PACK_VERSIONS`] and
-/// [`PACK_MAX_BYTES`], once [`HOT_VERSIONS`] would still stay unpacked after them;
-/// none when fewer than two would go.
-pub fn to_pack(unpacked: &[(i64, usize)]) -> usize {
-    if unpacked.len() < HOT_VERSIONS + PACK_VERSIONS {
+/// bytes of JSON), oldest first, and how many of its keyframe's deltas this run
+/// packed already: the oldest [`FIRST_PACK_VERSIONS`] for its first pack, then
+/// [`PACK_VERSIONS`] at a time (fewer when they pass [`PACK_MAX_BYTES`]), once
+/// [`HOT_VERSIONS`] would still stay unpacked after them; none when fewer than
+/// two would go.
+pub fn to_pack(unpacked: &[(i64, usize)], packed: usize) -> usize {
+    let size = if packed == 0 {
+        FIRST_PACK_VERSIONS
+    } else {
+        PACK_VERSIONS
+    };
+    if unpacked.len() < HOT_VERSIONS + size {
         return 0;
     }
     let mut bytes = 0;
     let n = unpacked
         .iter()
-        .take(PACK_VERSIONS)
+        .take(size)
         .take_while(|(_, len)| {
             bytes += *len;
             bytes <= PACK_MAX_BYTES
@@ -247,18 +253,22 @@ impl BodyStore {
                 .delta(raw, &base)
                 .map_err(|e| self.codec_err(e))?;
             if keep_delta(delta.len(), s.keyframe.data.len()) {
-                let packable = self.pack && s.deltas >= IN_PLACE_DELTAS;
-                let id = if packable {
+                let id = if self.pack {
                     insert_unpacked(tx, s.keyframe.id, raw.len(), &delta)
                 } else {
                     insert_body(tx, Some(s.keyframe.id), None, raw.len(), &delta)
                 }
                 .map_err(|e| self.sqlite(e))?;
                 let mut unpacked = s.unpacked;
-                if packable {
+                let packed = s.deltas - unpacked.len();
+                if self.pack {
                     unpacked.push((id, raw.len()));
                 }
-                let n = if self.pack { to_pack(&unpacked) } else { 0 };
+                let n = if self.pack {
+                    to_pack(&unpacked, packed)
+                } else {
+                    0
+                };
                 if n > 0 {
                     let ids: Vec<i64> = unpacked.drain(..n).map(|(id, _)| id).collect();
                     self.pack(tx, &s.keyframe, &ids)?;
@@ -603,13 +613,18 @@ mod tests {
 
     #[test]
     fn the_oldest_versions_are_packed_once_enough_are_unpacked() {
-        let enough = HOT_VERSIONS + PACK_VERSIONS;
         let waiting = |n: usize, len: usize| vec![(7, len); n];
-        assert_eq!(to_pack(&waiting(enough - 1, 3000)), 0);
-        assert_eq!(to_pack(&waiting(enough, 3000)), PACK_VERSIONS);
+        // The first pack of a keyframe's deltas is small, later ones large.
+        let first = HOT_VERSIONS + FIRST_PACK_VERSIONS;
+        assert_eq!(to_pack(&waiting(first - 1, 3000), 0), 0);
+        assert_eq!(to_pack(&waiting(first, 3000), 0), FIRST_PACK_VERSIONS);
+        let enough = HOT_VERSIONS + PACK_VERSIONS;
+        assert_eq!(to_pack(&waiting(first, 3000), 4), 0);
+        assert_eq!(to_pack(&waiting(enough - 1, 3000), 4), 0);
+        assert_eq!(to_pack(&waiting(enough, 3000), 4), PACK_VERSIONS);
         // Large objects: fewer at a time, and never one alone.
-        assert_eq!(to_pack(&waiting(enough, PACK_MAX_BYTES / 4)), 4);
-        assert_eq!(to_pack(&waiting(enough, PACK_MAX_BYTES)), 0);
+        assert_eq!(to_pack(&waiting(enough, PACK_MAX_BYTES / 4), 4), 4);
+        assert_eq!(to_pack(&waiting(enough, PACK_MAX_BYTES), 4), 0);
     }
 
     #[test]

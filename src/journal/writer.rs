@@ -1253,11 +1253,11 @@ mod tests {
 
     #[test]
     fn older_versions_are_packed_and_every_version_comes_back_exact() {
-        use crate::journal::bodies::{HOT_VERSIONS, IN_PLACE_DELTAS, PACK_VERSIONS};
+        use crate::journal::bodies::{FIRST_PACK_VERSIONS, HOT_VERSIONS, PACK_VERSIONS};
         use crate::journal::versions::Decoder;
         let (dir, stream) = configmap_stream();
         let path = dir.path().join("journal.db");
-        let n = 1 + IN_PLACE_DELTAS + 2 * PACK_VERSIONS + HOT_VERSIONS + 2;
+        let n = 1 + FIRST_PACK_VERSIONS + 2 * PACK_VERSIONS + HOT_VERSIONS + 2;
         let ops = (0..n)
             .map(|i| event(stream, i as i64, "a", &format!("{}", 100 + i)))
             .collect();
@@ -1275,18 +1275,15 @@ mod tests {
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .unwrap();
-        assert_eq!(packs, 2);
-        assert_eq!(packed, 2 * PACK_VERSIONS as i64);
+        assert_eq!(packs, 3);
+        assert_eq!(packed, (FIRST_PACK_VERSIONS + 2 * PACK_VERSIONS) as i64);
         let waiting: i64 = reader
             .conn()
             .query_row("SELECT count(*) FROM blobs", [], |r| r.get(0))
             .unwrap();
-        // The first version is the keyframe, the next deltas stay in place, the
-        // others wait in `blobs` until packed.
-        assert_eq!(
-            waiting,
-            (n - 1 - IN_PLACE_DELTAS - 2 * PACK_VERSIONS) as i64
-        );
+        // The first version is the keyframe; the deltas after it wait in
+        // `blobs` until packed, and the latest ones are still waiting.
+        assert_eq!(waiting, (HOT_VERSIONS + 2) as i64);
         let mut decoder = Decoder::default();
         let records: Vec<_> = reader
             .all_records()

@@ -272,9 +272,9 @@ fn build(path: &Path, pack: bool, listed: usize, versions: usize) {
 
 #[test]
 fn history_written_with_and_without_packs_answers_the_same() {
-    use krply::journal::bodies::{HOT_VERSIONS, IN_PLACE_DELTAS, PACK_VERSIONS, TRAIN_SAMPLES};
+    use krply::journal::bodies::{FIRST_PACK_VERSIONS, HOT_VERSIONS, PACK_VERSIONS, TRAIN_SAMPLES};
     let listed = TRAIN_SAMPLES + 40;
-    let versions = IN_PLACE_DELTAS + 3 * PACK_VERSIONS + HOT_VERSIONS;
+    let versions = FIRST_PACK_VERSIONS + 3 * PACK_VERSIONS + HOT_VERSIONS;
     let (plain, packed) = (Sandbox::new(), Sandbox::new());
     build(&plain.store, false, listed, versions);
     build(&packed.store, true, listed, versions);
