@@ -144,6 +144,9 @@ pub struct History<'j> {
     /// The reader's clock.
     pub now: i64,
     bodies: std::cell::RefCell<BodyReader>,
+    /// Where object records stop being early enough for a time (the zones, read
+    /// in the same snapshot as the streams).
+    bounds: crate::journal::zones::SeqBounds,
 }
 
 impl Drop for History<'_> {
@@ -181,6 +184,7 @@ impl<'j> History<'j> {
             streams,
             now,
             bodies: std::cell::RefCell::new(BodyReader::new()),
+            bounds: journal.seq_bounds()?,
         })
     }
 

@@ -37,7 +37,9 @@ impl History<'_> {
         let Some(baseline) = stream.baseline_at(at) else {
             return Ok(ObjectState::Unknown);
         };
-        let version = self.journal.object_version_at(object, at, &stream.lists)?;
+        let version =
+            self.journal
+                .object_version_at(object, at, self.bounds.at(at), &stream.lists)?;
         Ok(match version {
             None => ObjectState::Absent,
             // Seen before the latest list and not in it: gone by then.

@@ -183,19 +183,24 @@ impl Journal {
         &self,
         object: i64,
         at: i64,
+        seq_bound: i64,
         lists: &HashSet<i64>,
     ) -> Result<Option<VersionRow>, JournalError> {
+        // `seq_bound` ([`super::zones::SeqBounds`]) skips the object's records
+        // observed after `at` without reading them.
         let mut stmt = self
             .conn()
             .prepare_cached(&format!(
                 "SELECT {VERSION_COLUMNS} FROM records
-                 WHERE object_id = ?1 AND kind IN ({}, {}) AND observed_at <= ?2
+                 WHERE object_id = ?1 AND seq <= ?3 AND kind IN ({}, {}) AND observed_at <= ?2
                  ORDER BY seq DESC",
                 kind::EVENT,
                 kind::BASELINE_ITEM
             ))
             .map_err(|e| self.err(e))?;
-        let mut rows = stmt.query(params![object, at]).map_err(|e| self.err(e))?;
+        let mut rows = stmt
+            .query(params![object, at, seq_bound])
+            .map_err(|e| self.err(e))?;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             let v = version(row).map_err(|e| self.err(e))?;
             match v.list_token {
@@ -204,6 +209,12 @@ impl Journal {
             }
         }
         Ok(None)
+    }
+
+    /// What [`Journal::object_version_at`] needs to skip later records: see
+    /// docs/journal.md, "Zones".
+    pub fn seq_bounds(&self) -> Result<super::zones::SeqBounds, JournalError> {
+        super::zones::bounds(self.conn()).map_err(|e| self.err(e))
     }
 
     /// Objects of `streams` with a version observed in `(after, until]`.

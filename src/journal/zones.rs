@@ -131,6 +131,45 @@ pub fn rebuild(conn: &Connection) -> rusqlite::Result<()> {
     ))
 }
 
+/// For a reader: past which `seq` no object record was observed at or before a
+/// time. A query for an object's version at `at` need not look at the records
+/// after [`SeqBounds::at`]: in a window, the versions inside it.
+#[derive(Debug, Clone, Default)]
+pub struct SeqBounds {
+    /// `(min_at, the largest last_seq of the zones with min_at up to this one)`,
+    /// by `min_at`.
+    by_time: Vec<(i64, i64)>,
+}
+
+impl SeqBounds {
+    /// From every zone's `(min_at, last_seq)`.
+    pub fn new(mut zones: Vec<(i64, i64)>) -> SeqBounds {
+        zones.sort_unstable();
+        let mut highest = i64::MIN;
+        for z in &mut zones {
+            highest = highest.max(z.1);
+            z.1 = highest;
+        }
+        SeqBounds { by_time: zones }
+    }
+
+    /// Every object record observed at or before `at` has a `seq` at most this;
+    /// `i64::MIN` when there is none.
+    pub fn at(&self, at: i64) -> i64 {
+        let n = self.by_time.partition_point(|(min_at, _)| *min_at <= at);
+        n.checked_sub(1).map_or(i64::MIN, |i| self.by_time[i].1)
+    }
+}
+
+/// Every zone's `(min_at, last_seq)`, for [`SeqBounds::new`].
+pub fn bounds(conn: &Connection) -> rusqlite::Result<SeqBounds> {
+    let zones = conn
+        .prepare_cached("SELECT min_at, last_seq FROM zones")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    Ok(SeqBounds::new(zones))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +219,18 @@ mod tests {
             place(Some(last), zone(-5, -1, 5, 10, 10)),
             Placement::New(zone(-5, -1, 5, 10, 10))
         );
+    }
+
+    #[test]
+    fn the_bound_at_a_time_is_the_last_seq_of_every_zone_begun_by_then() {
+        // Zones (min_at, last_seq): the third overlaps the first two in time.
+        let b = SeqBounds::new(vec![(100, 50), (200, 90), (150, 120), (400, 130)]);
+        assert_eq!(b.at(99), i64::MIN);
+        assert_eq!(b.at(100), 50);
+        assert_eq!(b.at(160), 120);
+        assert_eq!(b.at(399), 120);
+        assert_eq!(b.at(i64::MAX), 130);
+        assert_eq!(SeqBounds::new(Vec::new()).at(0), i64::MIN);
     }
 
     #[test]
