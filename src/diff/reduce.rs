@@ -97,18 +97,24 @@ pub fn reduce_pair(
     reduce_documents(before, after, opts, defaults, false).map(|r| (r.before, r.after))
 }
 
-/// Two versions reduced to what differs, with each side's
-/// `metadata.managedFields` left raw (parse them with [`parse_managed_for`] only
-/// when a changed field needs its owner).
+/// Two versions reduced to what differs, with each side's `metadata` left raw:
+/// find its managedFields with [`managed_fields`] and parse them with
+/// [`parse_managed_for`] only when a changed field needs its owner (most
+/// changes of a window are status only, which a default diff leaves out).
 pub struct ReducedPair<'a> {
     pub before: Value,
     pub after: Value,
-    pub managed_before: Option<&'a RawValue>,
-    pub managed_after: Option<&'a RawValue>,
+    pub metadata_before: Option<&'a RawValue>,
+    pub metadata_after: Option<&'a RawValue>,
 }
 
-/// [`reduce_pair`], also finding both sides' managedFields on the way (no
-/// second pass over either document).
+/// The raw `managedFields` of a raw `metadata`, if it has them.
+pub fn managed_fields(metadata: &RawValue) -> Option<&RawValue> {
+    members(metadata).and_then(|m| m.get("managedFields"))
+}
+
+/// [`reduce_pair`], also keeping both sides' raw `metadata` (found on the way:
+/// no second pass over either document).
 pub fn reduce_pair_managed<'a>(
     before: &'a str,
     after: &'a str,
@@ -130,17 +136,12 @@ fn reduce_documents<'a>(
         return Ok(ReducedPair {
             before: serde_json::from_str(before)?,
             after: serde_json::from_str(after)?,
-            managed_before: None,
-            managed_after: None,
+            metadata_before: None,
+            metadata_after: None,
         });
     };
-    let managed = |m: &Members<'a>| {
-        m.get("metadata")
-            .and_then(members)
-            .and_then(|md| md.get("managedFields"))
-    };
-    let (managed_before, managed_after) = if find_managed {
-        (managed(&bm), managed(&am))
+    let (metadata_before, metadata_after) = if find_managed {
+        (bm.get("metadata"), am.get("metadata"))
     } else {
         (None, None)
     };
@@ -166,8 +167,8 @@ fn reduce_documents<'a>(
     Ok(ReducedPair {
         before: Value::Object(rb),
         after: Value::Object(ra),
-        managed_before,
-        managed_after,
+        metadata_before,
+        metadata_after,
     })
 }
 
@@ -410,7 +411,9 @@ mod tests {
         // Found on the way through both documents, left raw.
         let managed = |doc: &str| {
             let r = reduce_pair_managed(doc, doc, &DiffOptions::default(), &[]).unwrap();
-            r.managed_after.map(|raw| parse(raw).unwrap())
+            r.metadata_after
+                .and_then(managed_fields)
+                .map(|raw| parse(raw).unwrap())
         };
         let doc = r#"{"metadata":{"name":"a","managedFields":[{"manager":"kubectl"}]}}"#;
         assert_eq!(managed(doc), Some(json!([{"manager": "kubectl"}])));
