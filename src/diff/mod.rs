@@ -58,9 +58,7 @@ pub use noise::{
 };
 pub use owner::{FieldOwner, field_manager, field_owner};
 pub use path::{FieldPath, PathError, PathSegment, parse_path};
-pub use reduce::{
-    ReducedPair, managed_fields, parse_managed_for, reduce_pair, reduce_pair_managed,
-};
+pub use reduce::{ReducedPair, parse_managed_for, reduce_pair, reduce_pair_managed};
 pub use render::{render_pair, render_value};
 
 use path::SegRef;

@@ -77,8 +77,14 @@ impl<'a> Members<'a> {
         serde::Deserialize::deserialize(de)
     }
 
+    /// The member named `key`; of several, the last (as a parser keeps it).
     fn get(&self, key: &str) -> Option<&'a RawValue> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
+    /// Whether member `i` is hidden by a later one of the same name.
+    fn shadowed(&self, i: usize) -> bool {
+        self.0[i + 1..].iter().any(|(k, _)| *k == self.0[i].0)
     }
 }
 
@@ -97,24 +103,19 @@ pub fn reduce_pair(
     reduce_documents(before, after, opts, defaults, false).map(|r| (r.before, r.after))
 }
 
-/// Two versions reduced to what differs, with each side's `metadata` left raw:
-/// find its managedFields with [`managed_fields`] and parse them with
-/// [`parse_managed_for`] only when a changed field needs its owner (most
-/// changes of a window are status only, which a default diff leaves out).
+/// Two versions reduced to what differs, with each side's
+/// `metadata.managedFields` left raw (parse them with [`parse_managed_for`] only
+/// when a changed field needs its owner: most changes of a window are status
+/// only, which a default diff leaves out).
 pub struct ReducedPair<'a> {
     pub before: Value,
     pub after: Value,
-    pub metadata_before: Option<&'a RawValue>,
-    pub metadata_after: Option<&'a RawValue>,
+    pub managed_before: Option<&'a RawValue>,
+    pub managed_after: Option<&'a RawValue>,
 }
 
-/// The raw `managedFields` of a raw `metadata`, if it has them.
-pub fn managed_fields(metadata: &RawValue) -> Option<&RawValue> {
-    members(metadata).and_then(|m| m.get("managedFields"))
-}
-
-/// [`reduce_pair`], also keeping both sides' raw `metadata` (found on the way:
-/// no second pass over either document).
+/// [`reduce_pair`], also finding both sides' managedFields on the way (no
+/// second pass over either document).
 pub fn reduce_pair_managed<'a>(
     before: &'a str,
     after: &'a str,
@@ -131,59 +132,250 @@ fn reduce_documents<'a>(
     defaults: &[(&str, &str)],
     find_managed: bool,
 ) -> serde_json::Result<ReducedPair<'a>> {
-    let (Some(bm), Some(am)) = (document_members(before)?, document_members(after)?) else {
+    let (Some(mut bm), Some(mut am)) = (document(before)?, document(after)?) else {
         // Not objects: nothing to reduce, and no metadata.
         return Ok(ReducedPair {
             before: serde_json::from_str(before)?,
             after: serde_json::from_str(after)?,
-            metadata_before: None,
-            metadata_after: None,
+            managed_before: None,
+            managed_after: None,
         });
     };
-    let (metadata_before, metadata_after) = if find_managed {
-        (bm.get("metadata"), am.get("metadata"))
+    let managed = |d: &Document<'a>| match d.get("metadata") {
+        Some(Top::Object(m)) => m.get("managedFields"),
+        _ => None,
+    };
+    let (managed_before, managed_after) = if find_managed {
+        (managed(&bm), managed(&am))
     } else {
         (None, None)
     };
-    // From here on the members may also borrow the defaults below.
-    let (mut bm, mut am): (Members<'_>, Members<'_>) = (bm, am);
-    let owned: Vec<(String, Box<RawValue>)> = defaults
-        .iter()
-        .filter_map(|(k, v)| {
-            let value = serde_json::to_string(v).ok()?;
-            Some(((*k).to_string(), RawValue::from_string(value).ok()?))
-        })
-        .collect();
-    for (k, v) in &owned {
-        if bm.get(k).is_none() {
-            bm.0.push((Cow::Borrowed(k.as_str()), v.as_ref()));
-        }
-        if am.get(k).is_none() {
-            am.0.push((Cow::Borrowed(k.as_str()), v.as_ref()));
+    for (k, v) in defaults {
+        for d in [&mut bm, &mut am] {
+            if d.get(k).is_none() {
+                d.0.push((Cow::Owned((*k).to_string()), Top::Scalar(Value::from(*v))));
+            }
         }
     }
     let mut path = Vec::new();
-    let (rb, ra) = reduce_members(&bm, &am, &mut path, opts)?;
+    let (rb, ra) = reduce_top(&bm, &am, &mut path, opts)?;
     Ok(ReducedPair {
         before: Value::Object(rb),
         after: Value::Object(ra),
-        metadata_before,
-        metadata_after,
+        managed_before,
+        managed_after,
     })
 }
 
-/// The members of a whole document in one pass, checking that nothing follows
-/// it; `None` when the document is valid JSON but not an object.
-fn document_members(text: &str) -> serde_json::Result<Option<Members<'_>>> {
+/// A whole document's members, read in one pass: a member that is an object
+/// comes with its own members (values left raw), one that is a list with its
+/// items left raw, and any other with its value. So the parts of a Kubernetes
+/// object (`metadata`, `spec`, `status`) that differ are not read twice.
+struct Document<'a>(Vec<(Cow<'a, str>, Top<'a>)>);
+
+/// A member of a [`Document`].
+enum Top<'a> {
+    Object(Members<'a>),
+    Array(Vec<&'a RawValue>),
+    Scalar(Value),
+}
+
+impl<'a> Document<'a> {
+    /// The member named `key`; of several, the last (as a parser keeps it).
+    fn get(&self, key: &str) -> Option<&Top<'a>> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// Whether member `i` is hidden by a later one of the same name.
+    fn shadowed(&self, i: usize) -> bool {
+        self.0[i + 1..].iter().any(|(k, _)| *k == self.0[i].0)
+    }
+}
+
+impl Top<'_> {
+    /// Whether both are surely equal without reading further: raw text or
+    /// values that are the same. `false` says nothing (compare the values).
+    fn surely_equal(&self, other: &Top<'_>) -> bool {
+        match (self, other) {
+            (Top::Scalar(a), Top::Scalar(b)) => a == b,
+            (Top::Array(a), Top::Array(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.get() == y.get())
+            }
+            _ => false,
+        }
+    }
+
+    fn to_value(&self) -> serde_json::Result<Value> {
+        Ok(match self {
+            Top::Scalar(v) => v.clone(),
+            Top::Array(items) => {
+                Value::Array(items.iter().map(|i| parse(i)).collect::<Result<_, _>>()?)
+            }
+            Top::Object(m) => Value::Object(members_value(m)?),
+        })
+    }
+}
+
+/// An object's members parsed, in document order.
+fn members_value(m: &Members<'_>) -> serde_json::Result<Map<String, Value>> {
+    let mut out = Map::new();
+    for (k, v) in &m.0 {
+        out.insert(k.to_string(), parse(v)?);
+    }
+    Ok(out)
+}
+
+impl<'de> serde::Deserialize<'de> for Document<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Document<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Document<'de>, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = map.next_entry::<Key<'de>, Top<'de>>()? {
+                    out.push((k.0, v));
+                }
+                Ok(Document(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Top<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Top<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top<'de>, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = map.next_entry::<Key<'de>, &'de RawValue>()? {
+                    out.push((k.0, v));
+                }
+                Ok(Top::Object(Members(out)))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Top<'de>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(item) = seq.next_element::<&'de RawValue>()? {
+                    out.push(item);
+                }
+                Ok(Top::Array(out))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Top<'de>, E> {
+                Ok(Top::Scalar(Value::Bool(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Top<'de>, E> {
+                Ok(Top::Scalar(Value::from(v)))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Top<'de>, E> {
+                Ok(Top::Scalar(Value::from(v)))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Top<'de>, E> {
+                Ok(Top::Scalar(Value::from(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Top<'de>, E> {
+                Ok(Top::Scalar(Value::from(v)))
+            }
+            fn visit_unit<E>(self) -> Result<Top<'de>, E> {
+                Ok(Top::Scalar(Value::Null))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A whole document read as a [`Document`], checking that nothing follows it;
+/// `None` when the document is valid JSON but not an object.
+fn document(text: &str) -> serde_json::Result<Option<Document<'_>>> {
     if !text.trim_start().starts_with('{') {
         // Validate it all the same: the caller parses it whole.
         serde_json::from_str::<&RawValue>(text)?;
         return Ok(None);
     }
     let mut de = serde_json::Deserializer::from_str(text);
-    let m = Members::deserialize_from(&mut de)?;
+    let d = serde::Deserialize::deserialize(&mut de)?;
     de.end()?;
-    Ok(Some(m))
+    Ok(Some(d))
+}
+
+/// [`reduce_members`] for the members of whole documents.
+fn reduce_top<'a>(
+    b: &Document<'a>,
+    a: &Document<'a>,
+    path: &mut Vec<SegRef<'a>>,
+    opts: &DiffOptions,
+) -> serde_json::Result<(Map<String, Value>, Map<String, Value>)> {
+    let mut out_b = Map::new();
+    let mut out_a = Map::new();
+    for (i, (k, va)) in a.0.iter().enumerate() {
+        if a.shadowed(i) {
+            continue;
+        }
+        let noise = match k {
+            Cow::Borrowed(key) => {
+                path.push(SegRef::Key(key));
+                let noise = is_noise_path(path, opts);
+                path.pop();
+                noise
+            }
+            // An escaped key (or a default): never a noise path.
+            Cow::Owned(_) => false,
+        };
+        if noise {
+            continue;
+        }
+        match (b.get(k), va) {
+            (Some(Top::Object(mb)), Top::Object(ma)) => {
+                let Cow::Borrowed(key) = k else {
+                    let (vb, va) = (members_value(mb)?, members_value(ma)?);
+                    if vb != va {
+                        out_b.insert(k.to_string(), Value::Object(vb));
+                        out_a.insert(k.to_string(), Value::Object(va));
+                    }
+                    continue;
+                };
+                path.push(SegRef::Key(key));
+                let (rb, ra) = reduce_members(mb, ma, path, opts)?;
+                path.pop();
+                if !(rb.is_empty() && ra.is_empty()) {
+                    out_b.insert(k.to_string(), Value::Object(rb));
+                    out_a.insert(k.to_string(), Value::Object(ra));
+                }
+            }
+            (Some(vb), va) if vb.surely_equal(va) => {}
+            (Some(vb), va) => {
+                out_b.insert(k.to_string(), vb.to_value()?);
+                out_a.insert(k.to_string(), va.to_value()?);
+            }
+            (None, va) => {
+                out_a.insert(k.to_string(), va.to_value()?);
+            }
+        }
+    }
+    for (k, vb) in &b.0 {
+        if a.get(k).is_some() {
+            continue;
+        }
+        if let Cow::Borrowed(key) = k {
+            path.push(SegRef::Key(key));
+            let noise = is_noise_path(path, opts);
+            path.pop();
+            if noise {
+                continue;
+            }
+        }
+        out_b.insert(k.to_string(), vb.to_value()?);
+    }
+    Ok((out_b, out_a))
 }
 
 /// Parses raw managedFields for finding the owners of `paths` only: each
@@ -254,12 +446,15 @@ fn reduce_members<'a>(
 ) -> serde_json::Result<(Map<String, Value>, Map<String, Value>)> {
     let mut out_b = Map::new();
     let mut out_a = Map::new();
-    for (k, va) in &a.0 {
+    for (i, (k, va)) in a.0.iter().enumerate() {
+        if a.shadowed(i) {
+            continue;
+        }
         let key: &'a str = match k {
             Cow::Borrowed(s) => s,
             // An escaped key: compare and keep it whole, it is rare.
             Cow::Owned(_) => {
-                match b.0.iter().find(|(kb, _)| kb == k) {
+                match b.0.iter().rev().find(|(kb, _)| kb == k) {
                     Some((_, vb)) if vb.get() == va.get() => {}
                     Some((_, vb)) => {
                         out_b.insert(k.to_string(), parse(vb)?);
@@ -407,13 +602,41 @@ mod tests {
     }
 
     #[test]
+    fn texts_that_differ_only_in_spelling_are_no_change() {
+        // Numbers, escapes, spacing and member order as another writer may
+        // spell them; and one side whose object member is a list on the other.
+        let cases = [
+            (
+                r#"{"a": 1.0, "b": [1, {"x": "\u0041"}], "c": {"d": 1, "e": [ ]}, "f": "x"}"#,
+                r#"{"c":{"e":[],"d":1e0},"b":[1,{"x":"A"}],"f":"x","a":1}"#,
+            ),
+            (r#"{"a": {"b": 1}, "z": 1}"#, r#"{"a": [{"b": 1}], "z": 1}"#),
+            (r#"{"a": "x", "a": "y"}"#, r#"{"a": "y"}"#),
+        ];
+        for (b, a) in cases {
+            for opts in [
+                DiffOptions::default(),
+                DiffOptions {
+                    include_status: true,
+                },
+            ] {
+                let (rb, ra) = reduce_pair(b, a, &opts, &[]).unwrap();
+                let full = |t: &str| serde_json::from_str::<Value>(t).unwrap();
+                assert_eq!(
+                    diff_objects(&rb, &ra, &opts),
+                    diff_objects(&full(b), &full(a), &opts),
+                    "{b} -> {a}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn managed_fields_are_found() {
         // Found on the way through both documents, left raw.
         let managed = |doc: &str| {
             let r = reduce_pair_managed(doc, doc, &DiffOptions::default(), &[]).unwrap();
-            r.metadata_after
-                .and_then(managed_fields)
-                .map(|raw| parse(raw).unwrap())
+            r.managed_after.map(|raw| parse(raw).unwrap())
         };
         let doc = r#"{"metadata":{"name":"a","managedFields":[{"manager":"kubectl"}]}}"#;
         assert_eq!(managed(doc), Some(json!([{"manager": "kubectl"}])));

@@ -8,8 +8,8 @@ use super::pipeline::pipeline;
 use super::state::ObjectState;
 use super::{Between, History, HistoryError, Scope, StreamHistory};
 use crate::diff::{
-    DiffOptions, FieldChange, FieldPath, diff_objects, field_manager, managed_fields,
-    parse_managed_for, reduce_pair_managed, render_pair,
+    DiffOptions, FieldChange, FieldPath, diff_objects, field_manager, parse_managed_for,
+    reduce_pair_managed, render_pair,
 };
 use crate::journal::versions::{Decoder, ObjectRow, StoredBody};
 use crate::time::TimeWindow;
@@ -365,8 +365,8 @@ pub fn fields_between(
             .map(|c| &c.path)
             .collect()
     };
-    with_managed_fields(&mut ra, r.metadata_after, &paths(true));
-    with_managed_fields(&mut rb, r.metadata_before, &paths(false));
+    with_managed_fields(&mut ra, r.managed_after, &paths(true));
+    with_managed_fields(&mut rb, r.managed_before, &paths(false));
     Ok(changes
         .into_iter()
         .map(|change| {
@@ -454,20 +454,17 @@ pub fn managers(fields: &[Field]) -> Option<String> {
     (!seen.is_empty()).then(|| seen.join(", "))
 }
 
-/// Puts the managedFields of a raw `metadata` into a reduced value's metadata,
-/// parsed for the owners of `paths` only.
+/// Puts raw managedFields into a reduced value's metadata, parsed for the
+/// owners of `paths` only.
 fn with_managed_fields(
     reduced: &mut Value,
-    metadata: Option<&serde_json::value::RawValue>,
+    raw: Option<&serde_json::value::RawValue>,
     paths: &[&FieldPath],
 ) {
     if paths.is_empty() {
         return;
     }
-    let Some(fields) = metadata
-        .and_then(managed_fields)
-        .and_then(|raw| parse_managed_for(raw, paths))
-    else {
+    let Some(fields) = raw.and_then(|raw| parse_managed_for(raw, paths)) else {
         return;
     };
     if let Some(obj) = reduced.as_object_mut() {

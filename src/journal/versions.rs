@@ -401,6 +401,8 @@ pub struct StoredPack {
 pub struct Decoder {
     codec: Codec,
     last: Option<PreparedKeyframe>,
+    /// The last keyframe decoded: a diff reads a keyframe, then a delta on it.
+    last_keyframe: Option<(i64, Vec<u8>)>,
     /// The last pack decoded: a timeline reads its versions one after another.
     last_pack: Option<(i64, Vec<u8>)>,
 }
@@ -409,10 +411,10 @@ impl Decoder {
     /// The exact recorded bytes of `body`.
     pub fn decode(&mut self, body: &StoredBody) -> Result<Vec<u8>, super::codec::CodecError> {
         let Some(base) = &body.base else {
-            return decode_keyframe(&mut self.codec, body);
+            return self.keyframe(body);
         };
         if self.last.as_ref().is_none_or(|p| p.id != base.id) {
-            let base_raw = decode_keyframe(&mut self.codec, base)?;
+            let base_raw = self.keyframe(base)?;
             self.last = Some(PreparedKeyframe::new(base.id, &base_raw)?);
         }
         let prepared = self.last.as_ref().expect("prepared above");
@@ -429,6 +431,20 @@ impl Decoder {
         }
         let (_, all) = self.last_pack.as_ref().expect("decoded above");
         super::codec::slice_of_pack(all, *offset, body.raw_len).map(<[u8]>::to_vec)
+    }
+}
+
+impl Decoder {
+    /// A keyframe's bytes, decoded once while it is the last one read.
+    fn keyframe(&mut self, body: &StoredBody) -> Result<Vec<u8>, super::codec::CodecError> {
+        if let Some((id, raw)) = &self.last_keyframe
+            && *id == body.id
+        {
+            return Ok(raw.clone());
+        }
+        let raw = decode_keyframe(&mut self.codec, body)?;
+        self.last_keyframe = Some((body.id, raw.clone()));
+        Ok(raw)
     }
 }
 
