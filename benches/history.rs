@@ -301,19 +301,23 @@ fn window_rows(store: &Path) -> i64 {
     let conn = rusqlite::Connection::open(store).unwrap();
     let since = Millis::now().as_ms() - 30 * 60 * 1000;
     conn.query_row(
-        "SELECT count(*) FROM records WHERE observed_at > ?1",
+        "SELECT count(*) FROM zones z JOIN records r ON r.seq BETWEEN z.first_seq AND z.last_seq
+         WHERE z.max_at > ?1 AND r.observed_at > ?1 AND r.object_id IS NOT NULL",
         [since],
         |r| r.get(0),
     )
     .unwrap()
 }
 
-/// The same window's rows, bodies included, through the sqlite3 shell (or
-/// rusqlite when the shell is not installed).
+/// The same window's object records, bodies included, through the sqlite3 shell
+/// (or rusqlite when the shell is not installed), found the way krply finds
+/// them: through the zones (docs/journal.md, "Zones").
 fn sqlite3_select(store: &Path) -> f64 {
     let since = Millis::now().as_ms() - 30 * 60 * 1000;
     let sql = format!(
-        "SELECT r.*, b.data FROM records r LEFT JOIN bodies b ON b.id = r.body_id WHERE r.observed_at > {since};"
+        "SELECT r.*, b.data FROM zones z JOIN records r ON r.seq BETWEEN z.first_seq AND z.last_seq
+         LEFT JOIN bodies b ON b.id = r.body_id
+         WHERE z.max_at > {since} AND r.observed_at > {since} AND r.object_id IS NOT NULL;"
     );
     let shell = Command::new("sqlite3").arg("-version").output().is_ok();
     let mut times: Vec<f64> = (0..7)
