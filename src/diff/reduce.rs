@@ -384,58 +384,133 @@ fn reduce_top<'a>(
 /// [`field_manager`](super::field_manager) answers for these paths is
 /// unchanged; the large parts of the field sets are skipped, not parsed.
 pub fn parse_managed_for(raw: &RawValue, paths: &[&FieldPath]) -> Option<Value> {
-    let entries: Vec<&RawValue> = serde_json::from_str(raw.get()).ok()?;
     let paths: Vec<&[PathSegment]> = paths.iter().map(|p| p.segments()).collect();
-    let mut out = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let Some(m) = members(entry) else {
-            out.push(parse(entry).ok()?);
-            continue;
-        };
-        let mut e = Map::new();
-        for (k, v) in &m.0 {
-            let value = if k == "fieldsV1" {
-                prune_fields(v, &paths)?
-            } else {
-                parse(v).ok()?
-            };
-            e.insert(k.to_string(), value);
-        }
-        out.push(Value::Object(e));
-    }
-    Some(Value::Array(out))
+    let mut de = serde_json::Deserializer::from_str(raw.get());
+    let entries = serde::de::DeserializeSeed::deserialize(Entries(&paths), &mut de).ok()?;
+    de.end().ok()?;
+    Some(entries)
 }
 
-/// A FieldsV1 node with only the children on `paths` (their remaining
-/// segments) parsed.
-fn prune_fields(raw: &RawValue, paths: &[&[PathSegment]]) -> Option<Value> {
-    let Some(m) = members(raw) else {
-        return parse(raw).ok();
-    };
-    let mut out = Map::new();
-    for (k, v) in &m.0 {
-        let rest: Vec<&[PathSegment]> = paths
-            .iter()
-            .filter_map(|p| {
-                let (first, rest) = p.split_first()?;
-                let on_path = match first {
-                    PathSegment::Key(key) => k.strip_prefix("f:") == Some(key.as_str()),
-                    // Which item is at an index depends on the object: keep them all.
-                    PathSegment::Index(_) => {
-                        k.starts_with("k:") || k.starts_with("v:") || k.starts_with("i:")
-                    }
-                };
-                on_path.then_some(rest)
-            })
-            .collect();
-        let value = if rest.is_empty() {
-            Value::Object(Map::new())
-        } else {
-            prune_fields(v, &rest)?
-        };
-        out.insert(k.to_string(), value);
+/// The managedFields list, read in one pass: each entry parsed, but its
+/// `fieldsV1` through [`Pruned`].
+struct Entries<'p>(&'p [&'p [PathSegment]]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Entries<'_> {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_seq(self)
     }
-    Some(Value::Object(out))
+}
+
+impl<'de> Visitor<'de> for Entries<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a managedFields list")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(entry) = seq.next_element_seed(Pruned {
+            entry: true,
+            paths: self.0,
+        })? {
+            out.push(entry);
+        }
+        Ok(Value::Array(out))
+    }
+}
+
+/// A managedFields entry (`entry`), or a FieldsV1 node with only the children
+/// on `paths` (their remaining segments) read; every other child is skipped and
+/// stands as `{}`. Values that are not objects are parsed whole.
+#[derive(Clone, Copy)]
+struct Pruned<'p> {
+    entry: bool,
+    paths: &'p [&'p [PathSegment]],
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Pruned<'_> {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Pruned<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(Key(k)) = map.next_key::<Key<'de>>()? {
+            let value = if self.entry {
+                if k == "fieldsV1" {
+                    map.next_value_seed(Pruned {
+                        entry: false,
+                        paths: self.paths,
+                    })?
+                } else {
+                    map.next_value::<Value>()?
+                }
+            } else {
+                let rest = rest_of_paths(&k, self.paths);
+                if rest.is_empty() {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    Value::Object(Map::new())
+                } else {
+                    map.next_value_seed(Pruned {
+                        entry: false,
+                        paths: &rest,
+                    })?
+                }
+            };
+            out.insert(k.into_owned(), value);
+        }
+        Ok(Value::Object(out))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(item) = seq.next_element::<Value>()? {
+            out.push(item);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+}
+
+/// The rest of each path whose next segment is the FieldsV1 key `k`.
+fn rest_of_paths<'p>(k: &str, paths: &[&'p [PathSegment]]) -> Vec<&'p [PathSegment]> {
+    paths
+        .iter()
+        .filter_map(|p| {
+            let (first, rest) = p.split_first()?;
+            let on_path = match first {
+                PathSegment::Key(key) => k.strip_prefix("f:") == Some(key.as_str()),
+                // Which item is at an index depends on the object: keep them all.
+                PathSegment::Index(_) => {
+                    k.starts_with("k:") || k.starts_with("v:") || k.starts_with("i:")
+                }
+            };
+            on_path.then_some(rest)
+        })
+        .collect()
 }
 
 fn reduce_members<'a>(
