@@ -27,16 +27,25 @@ impl<'de> serde::Deserialize<'de> for Members<'de> {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a JSON object")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
-                let mut out = Vec::new();
-                while let Some((k, v)) = map.next_entry::<Key<'de>, &'de RawValue>()? {
-                    out.push((k.0, v));
-                }
-                Ok(Members(out))
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Members<'de>, A::Error> {
+                read_members(map).map(Members)
             }
         }
         d.deserialize_map(V)
     }
+}
+
+/// An object's members in document order, each value read as `V`.
+fn read_members<'de, A, V>(mut map: A) -> Result<Vec<(Cow<'de, str>, V)>, A::Error>
+where
+    A: MapAccess<'de>,
+    V: serde::Deserialize<'de>,
+{
+    let mut out = Vec::new();
+    while let Some((k, v)) = map.next_entry::<Key<'de>, V>()? {
+        out.push((k.0, v));
+    }
+    Ok(out)
 }
 
 /// A member name, borrowed from the document unless it had escapes.
@@ -233,12 +242,8 @@ impl<'de> serde::Deserialize<'de> for Document<'de> {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a JSON object")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Document<'de>, A::Error> {
-                let mut out = Vec::new();
-                while let Some((k, v)) = map.next_entry::<Key<'de>, Top<'de>>()? {
-                    out.push((k.0, v));
-                }
-                Ok(Document(out))
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Document<'de>, A::Error> {
+                read_members(map).map(Document)
             }
         }
         d.deserialize_map(V)
@@ -253,12 +258,8 @@ impl<'de> serde::Deserialize<'de> for Top<'de> {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a JSON value")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top<'de>, A::Error> {
-                let mut out = Vec::new();
-                while let Some((k, v)) = map.next_entry::<Key<'de>, &'de RawValue>()? {
-                    out.push((k.0, v));
-                }
-                Ok(Top::Object(Members(out)))
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Top<'de>, A::Error> {
+                read_members(map).map(|m| Top::Object(Members(m)))
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
                 self,
