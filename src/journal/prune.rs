@@ -3,7 +3,7 @@
 
 use super::schema::kind;
 use super::{Journal, JournalError, StreamId};
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 
 /// What to write for one stream: its state at `cut`, as a baseline.
 #[derive(Debug, Clone)]
@@ -35,6 +35,33 @@ impl Journal {
     ) -> Result<PruneReport, JournalError> {
         let err = |e| self.err(e);
         self.end_read();
+        // Enforcing foreign keys row by row would check each deleted body
+        // against `records`, which has no index on `body_id`: a scan of the
+        // records per body (minutes on a million records). The transaction
+        // deletes only what nothing references and checks every key once
+        // before it commits; enforcement comes back on whatever happens.
+        self.conn()
+            .pragma_update(None, "foreign_keys", false)
+            .map_err(err)?;
+        let report = self.apply_cuts(cuts, snapshots_before);
+        let restored = self.conn().pragma_update(None, "foreign_keys", true);
+        let report = report?;
+        restored.map_err(err)?;
+        // VACUUM rewrites the file through the WAL; the checkpoint moves it back
+        // and truncates the WAL, so the space is really returned.
+        self.conn()
+            .execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")
+            .map_err(err)?;
+        Ok(report)
+    }
+
+    /// The cuts in one transaction, committed only if every foreign key holds.
+    fn apply_cuts(
+        &self,
+        cuts: &[StreamCut],
+        snapshots_before: i64,
+    ) -> Result<PruneReport, JournalError> {
+        let err = |e| self.err(e);
         let tx = self.conn().unchecked_transaction().map_err(err)?;
         let mut report = PruneReport::default();
         // The new baselines precede every record left, in seq order: they go
@@ -46,11 +73,25 @@ impl Journal {
             .map_err(err)?;
         let needed: i64 = cuts.iter().map(|c| c.items.len() as i64 + 1).sum();
         let mut seq = min_seq - needed - 1;
+        // There is no index on time (docs/journal.md, "Zones"): a stream's
+        // other records come through `records_stream_meta`, its events from
+        // the stretch of `seq`s the zones say can be old enough.
+        let bounds = super::zones::bounds(&tx).map_err(err)?;
         for c in cuts {
             report.records_deleted += tx
                 .execute(
-                    "DELETE FROM records WHERE stream_id = ?1 AND observed_at <= ?2",
+                    "DELETE FROM records WHERE stream_id = ?1 AND kind <> 1 AND observed_at <= ?2",
                     params![c.stream, c.cut],
+                )
+                .map_err(err)? as u64;
+            report.records_deleted += tx
+                .execute(
+                    &format!(
+                        "DELETE FROM records
+                         WHERE seq <= ?3 AND stream_id = ?1 AND kind = {} AND observed_at <= ?2",
+                        kind::EVENT
+                    ),
+                    params![c.stream, c.cut, bounds.at(c.cut)],
                 )
                 .map_err(err)? as u64;
             let token = seq;
@@ -133,12 +174,58 @@ impl Journal {
                 [],
             )
             .map_err(err)? as u64;
-        tx.commit().map_err(err)?;
-        // VACUUM rewrites the file through the WAL; the checkpoint moves it back
-        // and truncates the WAL, so the space is really returned.
-        self.conn()
-            .execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")
+        let broken: Option<(String, Option<i64>, String)> = tx
+            .query_row("PRAGMA foreign_key_check", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .optional()
             .map_err(err)?;
+        if let Some((table, row, parent)) = broken {
+            // Dropping `tx` rolls everything back.
+            let row = row.map_or("a row".to_string(), |r| format!("row {r}"));
+            return Err(JournalError::Corrupt {
+                path: self.path().to_path_buf(),
+                detail: format!(
+                    "prune would leave {row} of {table} pointing at a missing {parent} row; nothing was changed"
+                ),
+            });
+        }
+        tx.commit().map_err(err)?;
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prune_that_would_break_a_reference_changes_nothing_and_enforcement_comes_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open_or_create(&dir.path().join("journal.db")).unwrap();
+        journal.register_cluster("c1", "https://x", None).unwrap();
+        // A record pointing at a body that is not there (a damaged journal).
+        let conn = journal.conn();
+        conn.pragma_update(None, "foreign_keys", false).unwrap();
+        conn.execute(
+            "INSERT INTO records(seq, stream_id, kind, observed_at, body_id) VALUES (1, 77, 1, 5, 999)",
+            [],
+        )
+        .unwrap();
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        let record_count = |j: &Journal| -> i64 {
+            j.conn()
+                .query_row("SELECT count(*) FROM records", [], |r| r.get(0))
+                .unwrap()
+        };
+        let e = journal.prune(&[], 0).unwrap_err();
+        assert!(matches!(e, JournalError::Corrupt { .. }), "{e}");
+        assert!(e.to_string().contains("nothing was changed"), "{e}");
+        assert_eq!(record_count(&journal), 1);
+        let enforced: i64 = journal
+            .conn()
+            .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(enforced, 1);
     }
 }
