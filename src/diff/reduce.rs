@@ -16,22 +16,25 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
-/// The members of a JSON object in document order, values left raw.
-struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+/// The members of a JSON object in document order, each value read as `V`.
+struct Object<'a, V>(Vec<(Cow<'a, str>, V)>);
 
-impl<'de> serde::Deserialize<'de> for Members<'de> {
+/// An object's members with their values left raw.
+type Members<'a> = Object<'a, &'a RawValue>;
+
+impl<'de, V: serde::Deserialize<'de>> serde::Deserialize<'de> for Object<'de, V> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Members<'de>;
+        struct Visit<V>(std::marker::PhantomData<V>);
+        impl<'de, V: serde::Deserialize<'de>> Visitor<'de> for Visit<V> {
+            type Value = Object<'de, V>;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a JSON object")
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Members<'de>, A::Error> {
-                read_members(map).map(Members)
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Object<'de, V>, A::Error> {
+                read_members(map).map(Object)
             }
         }
-        d.deserialize_map(V)
+        d.deserialize_map(Visit(std::marker::PhantomData))
     }
 }
 
@@ -75,20 +78,13 @@ fn members(raw: &RawValue) -> Option<Members<'_>> {
     if !text.starts_with('{') {
         return None;
     }
-    let mut de = serde_json::Deserializer::from_str(text);
-    Members::deserialize_from(&mut de).ok()
+    serde_json::from_str(text).ok()
 }
 
-impl<'a> Members<'a> {
-    fn deserialize_from(
-        de: &mut serde_json::Deserializer<serde_json::de::StrRead<'a>>,
-    ) -> serde_json::Result<Members<'a>> {
-        serde::Deserialize::deserialize(de)
-    }
-
+impl<V> Object<'_, V> {
     /// The member named `key`; of several, the last (as a parser keeps it).
-    fn get(&self, key: &str) -> Option<&'a RawValue> {
-        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
+    fn get(&self, key: &str) -> Option<&V> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
     /// Whether member `i` is hidden by a later one of the same name.
@@ -151,7 +147,7 @@ fn reduce_documents<'a>(
         });
     };
     let managed = |d: &Document<'a>| match d.get("metadata") {
-        Some(Top::Object(m)) => m.get("managedFields"),
+        Some(Top::Object(m)) => m.get("managedFields").copied(),
         _ => None,
     };
     let (managed_before, managed_after) = if find_managed {
@@ -180,25 +176,13 @@ fn reduce_documents<'a>(
 /// comes with its own members (values left raw), one that is a list with its
 /// items left raw, and any other with its value. So the parts of a Kubernetes
 /// object (`metadata`, `spec`, `status`) that differ are not read twice.
-struct Document<'a>(Vec<(Cow<'a, str>, Top<'a>)>);
+type Document<'a> = Object<'a, Top<'a>>;
 
 /// A member of a [`Document`].
 enum Top<'a> {
     Object(Members<'a>),
     Array(Vec<&'a RawValue>),
     Scalar(Value),
-}
-
-impl<'a> Document<'a> {
-    /// The member named `key`; of several, the last (as a parser keeps it).
-    fn get(&self, key: &str) -> Option<&Top<'a>> {
-        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
-    }
-
-    /// Whether member `i` is hidden by a later one of the same name.
-    fn shadowed(&self, i: usize) -> bool {
-        self.0[i + 1..].iter().any(|(k, _)| *k == self.0[i].0)
-    }
 }
 
 impl Top<'_> {
@@ -234,22 +218,6 @@ fn members_value(m: &Members<'_>) -> serde_json::Result<Map<String, Value>> {
     Ok(out)
 }
 
-impl<'de> serde::Deserialize<'de> for Document<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Document<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Document<'de>, A::Error> {
-                read_members(map).map(Document)
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
-
 impl<'de> serde::Deserialize<'de> for Top<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
@@ -259,7 +227,7 @@ impl<'de> serde::Deserialize<'de> for Top<'de> {
                 f.write_str("a JSON value")
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Top<'de>, A::Error> {
-                read_members(map).map(|m| Top::Object(Members(m)))
+                read_members(map).map(|m| Top::Object(Object(m)))
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
                 self,
