@@ -289,17 +289,7 @@ fn reduce_top<'a>(
         if a.shadowed(i) {
             continue;
         }
-        let noise = match k {
-            Cow::Borrowed(key) => {
-                path.push(SegRef::Key(key));
-                let noise = is_noise_path(path, opts);
-                path.pop();
-                noise
-            }
-            // An escaped key (or a default): never a noise path.
-            Cow::Owned(_) => false,
-        };
-        if noise {
+        if is_noise_member(path, k, opts) {
             continue;
         }
         match (b.get(k), va) {
@@ -330,21 +320,42 @@ fn reduce_top<'a>(
             }
         }
     }
-    for (k, vb) in &b.0 {
-        if a.get(k).is_some() {
-            continue;
-        }
-        if let Cow::Borrowed(key) = k {
-            path.push(SegRef::Key(key));
-            let noise = is_noise_path(path, opts);
-            path.pop();
-            if noise {
-                continue;
-            }
-        }
-        out_b.insert(k.to_string(), vb.to_value()?);
-    }
+    insert_removed(b, a, path, opts, &mut out_b, Top::to_value)?;
     Ok((out_b, out_a))
+}
+
+/// Whether member `k` is at a noise path (`path` leads to its object); a key
+/// with escapes (or a default) never is.
+#[expect(
+    clippy::ptr_arg,
+    reason = "whether the key is borrowed says whether it had escapes"
+)]
+fn is_noise_member<'a>(path: &mut Vec<SegRef<'a>>, k: &Cow<'a, str>, opts: &DiffOptions) -> bool {
+    let Cow::Borrowed(key) = k else {
+        return false;
+    };
+    path.push(SegRef::Key(key));
+    let noise = is_noise_path(path, opts);
+    path.pop();
+    noise
+}
+
+/// Puts into `out_b` the members of `b` that `a` lacks, each as `value` makes
+/// it, noise left out.
+fn insert_removed<'a, V, W>(
+    b: &Object<'a, V>,
+    a: &Object<'a, W>,
+    path: &mut Vec<SegRef<'a>>,
+    opts: &DiffOptions,
+    out_b: &mut Map<String, Value>,
+    value: impl Fn(&V) -> serde_json::Result<Value>,
+) -> serde_json::Result<()> {
+    for (k, vb) in &b.0 {
+        if a.get(k).is_none() && !is_noise_member(path, k, opts) {
+            out_b.insert(k.to_string(), value(vb)?);
+        }
+    }
+    Ok(())
 }
 
 /// Parses raw managedFields for finding the owners of `paths` only: each
@@ -531,20 +542,7 @@ fn reduce_members<'a>(
         }
         path.pop();
     }
-    for (k, vb) in &b.0 {
-        if a.0.iter().any(|(ka, _)| ka == k) {
-            continue;
-        }
-        if let Cow::Borrowed(key) = k {
-            path.push(SegRef::Key(key));
-            let noise = is_noise_path(path, opts);
-            path.pop();
-            if noise {
-                continue;
-            }
-        }
-        out_b.insert(k.to_string(), parse(vb)?);
-    }
+    insert_removed(b, a, path, opts, &mut out_b, |v| parse(v))?;
     Ok((out_b, out_a))
 }
 
