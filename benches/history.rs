@@ -12,7 +12,7 @@
 use krply::journal::Journal;
 use krply::journal::records::CheckpointReason;
 use krply::journal::writer::{Op, Writer};
-use krply::model::{ObjectMeta, ResourceType, StreamSpec, WatchType};
+use krply::model::{ObjectMeta, StreamSpec, WatchType};
 use krply::sim::{Seed, SimConfig, Simulator};
 use krply::time::Millis;
 use serde_json::{Value, json};
@@ -181,15 +181,7 @@ fn build(store: &Path, objects: usize, events: usize) -> u64 {
         .register_cluster(CLUSTER, "https://bench.example:6443", Some("bench"))
         .unwrap();
     let spec = StreamSpec {
-        resource: ResourceType {
-            group: "apps".into(),
-            version: "v1".into(),
-            resource: "deployments".into(),
-            kind: "Deployment".into(),
-            singular: "deployment".into(),
-            short_names: vec!["deploy".into()],
-            namespaced: true,
-        },
+        resource: krply::sim::builtin_type("apps", "deployments").unwrap(),
         namespace: Some(NS.into()),
         selector: None,
     };

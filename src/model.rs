@@ -218,15 +218,7 @@ mod tests {
     use super::*;
 
     fn deploy() -> ResourceType {
-        ResourceType {
-            group: "apps".into(),
-            version: "v1".into(),
-            resource: "deployments".into(),
-            kind: "Deployment".into(),
-            singular: "deployment".into(),
-            short_names: vec!["deploy".into()],
-            namespaced: true,
-        }
+        crate::sim::builtin_type("apps", "deployments").unwrap()
     }
 
     #[test]

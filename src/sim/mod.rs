@@ -138,6 +138,23 @@ pub struct RequestRecord {
     pub status: u16,
 }
 
+/// A built-in resource type as the simulator's discovery describes it (its
+/// preferred version), for code that writes journals without asking a server:
+/// `builtin_type("apps", "deployments")`.
+pub fn builtin_type(group: &str, resource: &str) -> Option<crate::model::ResourceType> {
+    let catalog = catalog::Catalog::builtin();
+    let def = catalog.by_resource(group, resource)?;
+    Some(crate::model::ResourceType {
+        group: def.group.clone(),
+        version: def.preferred_version().to_string(),
+        resource: def.plural.clone(),
+        kind: def.kind.clone(),
+        singular: def.singular.clone(),
+        short_names: def.short_names.clone(),
+        namespaced: def.namespaced,
+    })
+}
+
 /// A running simulator. Clones are cheap handles to the same server; it stops
 /// when the last handle is dropped or on [`Simulator::shutdown`].
 #[derive(Clone)]

@@ -491,15 +491,7 @@ pub fn run_bounded(mut cmd: Command, what: &str) -> Output {
 /// tests that write a journal through the library.
 pub fn deployment_stream(namespace: &str) -> krply::model::StreamSpec {
     krply::model::StreamSpec {
-        resource: krply::model::ResourceType {
-            group: "apps".into(),
-            version: "v1".into(),
-            resource: "deployments".into(),
-            kind: "Deployment".into(),
-            singular: "deployment".into(),
-            short_names: vec!["deploy".into()],
-            namespaced: true,
-        },
+        resource: krply::sim::builtin_type("apps", "deployments").expect("a built-in type"),
         namespace: Some(namespace.into()),
         selector: None,
     }
