@@ -3,6 +3,7 @@
 //! The binary (`src/main.rs`) is a thin shell over this library so that
 //! integration tests and benchmarks can reach the same code paths.
 
+pub mod audit;
 pub mod cli;
 pub mod cluster;
 pub mod demo;

@@ -36,6 +36,21 @@ pub struct WindowArgs {
     /// Also show changes of the status
     #[arg(long)]
     pub include_status: bool,
+    /// Only changes made by this user (with `kubectl --as`, the impersonated
+    /// user), as imported audit logs tell (`kubectl krply audit import`)
+    #[arg(long, value_name = "USER")]
+    pub by: Option<String>,
+}
+
+/// `--by USER` needs audit logs: without them no change has a known actor.
+pub fn check_by(by: &Option<String>, history: &History<'_>) -> CliResult {
+    if by.is_some() && !history.has_audit() {
+        return Err(crate::error::CliError::runtime(
+            "--by needs audit logs: no audit log of this cluster was imported, so no change has a known actor",
+        )
+        .hint("import the API server's audit log with `kubectl krply audit import FILE` (docs/audit.md)"));
+    }
+    Ok(())
 }
 
 /// `--since`/`--until` as a checked window at `now`.

@@ -56,6 +56,52 @@ struct StreamOut {
 #[derive(Serialize)]
 struct CoverageOut {
     streams: Vec<StreamOut>,
+    /// The time imported audit logs cover (docs/audit.md): who made a change
+    /// outside it is unknown for that reason. Left out when none was imported.
+    #[serde(skip_serializing_if = "AuditOut::is_empty")]
+    audit: AuditOut,
+}
+
+#[derive(Serialize)]
+pub(super) struct AuditOut {
+    pub covered: Vec<SpanOut>,
+}
+
+#[derive(Serialize)]
+pub(super) struct SpanOut {
+    pub from: String,
+    pub to: String,
+}
+
+impl AuditOut {
+    pub fn is_empty(&self) -> bool {
+        self.covered.is_empty()
+    }
+
+    pub fn of(journal: &Journal, cluster: &str) -> CliResult<AuditOut> {
+        Ok(AuditOut {
+            covered: crate::audit::join::merge(&journal.audit_coverage(cluster)?)
+                .into_iter()
+                .map(|(f, t)| SpanOut {
+                    from: time(f),
+                    to: time(t),
+                })
+                .collect(),
+        })
+    }
+
+    /// `Audit logs cover: T1 to T2, ...`, or nothing when none was imported.
+    pub fn line(&self) -> String {
+        if self.covered.is_empty() {
+            return String::new();
+        }
+        let spans: Vec<String> = self
+            .covered
+            .iter()
+            .map(|s| format!("{} to {}", s.from, s.to))
+            .collect();
+        format!("Audit logs cover: {}\n", spans.join(", "))
+    }
 }
 
 fn time(t: i64) -> String {
@@ -75,7 +121,8 @@ pub fn run(global: &GlobalArgs, args: CoverageArgs) -> CliResult {
         .as_deref()
         .filter(|_| !global.all_namespaces);
     let rows = rows(&journal, &cluster.id, namespace)?;
-    super::out(&render_rows(&rows, format, global.paint()))?;
+    let audit = AuditOut::of(&journal, &cluster.id)?;
+    super::out(&render_rows(&rows, audit, format, global.paint()))?;
     strict(&rows, args.strict.strict)
 }
 
@@ -117,16 +164,18 @@ fn rows(journal: &Journal, cluster: &str, namespace: Option<&str>) -> CliResult<
     Ok(rows)
 }
 
-fn render_rows(rows: &[Coverage], format: Format, paint: render::Paint) -> String {
+fn render_rows(rows: &[Coverage], audit: AuditOut, format: Format, paint: render::Paint) -> String {
+    let audit_line = audit.line();
     let out = CoverageOut {
         streams: rows.iter().map(stream_out).collect(),
+        audit,
     };
     match format {
         Format::Json => render::json(&out),
         Format::Yaml => render::yaml(&out),
         _ if rows.is_empty() => "No streams recorded.\n".to_string(),
-        Format::Wide => table(rows, paint),
-        _ => narrow_table(rows, paint),
+        Format::Wide => table(rows, paint) + &audit_line,
+        _ => narrow_table(rows, paint) + &audit_line,
     }
 }
 
@@ -141,6 +190,7 @@ pub fn report(
 ) -> CliResult<String> {
     Ok(render_rows(
         &rows(journal, cluster, namespace)?,
+        AuditOut::of(journal, cluster)?,
         format,
         paint,
     ))

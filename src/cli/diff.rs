@@ -8,6 +8,7 @@ use crate::diff::{DiffOptions, render_pair, strip_noise};
 /// Text answers fit this many columns (docs/output.md: 120).
 pub(super) const TEXT_WIDTH: usize = 120;
 use crate::error::CliResult;
+use crate::history::actors::By;
 use crate::history::diff::{Change, DiffAnswer, Field, ObjectDiff};
 use crate::render::{self, Format, Paint};
 use crate::time::Millis;
@@ -51,6 +52,9 @@ struct ObjectOut<'a> {
     /// it: it happened at an unknown time `between`).
     observed: &'static str,
     between: Option<BetweenOut>,
+    /// Who created or deleted it (audit logs).
+    #[serde(flatten)]
+    by: &'a By,
     fields: &'a [Field],
 }
 
@@ -90,7 +94,11 @@ pub fn run(global: &GlobalArgs, args: DiffArgs) -> CliResult {
     let opts = DiffOptions {
         include_status: args.window.include_status,
     };
-    let result = history.diff(&scope, &names, &window, &opts, format == Format::Unified)?;
+    answer::check_by(&args.window.by, &history)?;
+    let mut result = history.diff(&scope, &names, &window, &opts, format == Format::Unified)?;
+    if let Some(user) = &args.window.by {
+        only_by(&mut result, user);
+    }
     let paint = global.paint();
     let text = match format {
         Format::Json | Format::Yaml => {
@@ -127,8 +135,21 @@ fn object_out(o: &ObjectDiff) -> ObjectOut<'_> {
             "watch"
         },
         between: o.found_by_relist.map(BetweenOut::from),
+        by: &o.by,
         fields: &o.fields,
     }
+}
+
+/// Keeps only what `user` did (`--by`): their field changes, and the objects
+/// they created or deleted.
+fn only_by(result: &mut DiffAnswer, user: &str) {
+    result.objects.retain_mut(|o| match o.change {
+        Change::Added | Change::Deleted => o.by.is(user),
+        Change::Modified => {
+            o.fields.retain(|f| f.by.is(user));
+            !o.fields.is_empty()
+        }
+    });
 }
 
 fn who(o: &ObjectDiff, all_namespaces: bool) -> String {
@@ -172,7 +193,11 @@ pub(super) fn text(
             Change::Deleted => paint.red("deleted"),
             Change::Modified => paint.yellow("modified"),
         };
-        out.push_str(&format!("\n{}  {label}\n", paint.bold(&who(o, all))));
+        let by =
+            o.by.text(None)
+                .map(|t| format!("  {}", paint.dim(&t)))
+                .unwrap_or_default();
+        out.push_str(&format!("\n{}  {label}{by}\n", paint.bold(&who(o, all))));
         if let Some(b) = o.found_by_relist {
             out.push_str(&format!(
                 "  {}\n",
@@ -192,11 +217,14 @@ pub(super) fn text(
         for f in &o.fields {
             let path = f.change.path.to_string();
             let pad = width - path.chars().count();
-            let manager = f
-                .manager
-                .as_deref()
-                .map(|m| format!("  (manager: {m})"))
-                .unwrap_or_default();
+            let manager = match f.by.text(f.manager.as_deref()) {
+                Some(by) => format!("  {by}"),
+                None => f
+                    .manager
+                    .as_deref()
+                    .map(|m| format!("  (manager: {m})"))
+                    .unwrap_or_default(),
+            };
             let (before, after) = (f.change.before.as_ref(), f.change.after.as_ref());
             let (b, a) = render_pair(before, after, 60);
             let line = format!("  {path}{}  {b} -> {a}", " ".repeat(pad));

@@ -57,11 +57,68 @@ pub fn run(global: &GlobalArgs, args: GetArgs) -> CliResult {
     };
     let completeness = history.completeness(&scope, &[stream], None, at.as_ms());
     answer::warn(&completeness, global.paint());
+    if history.has_audit() && !global.quiet {
+        // Beside the object, not in it: the object stays exactly as recorded.
+        eprintln!("{}", made_by(&history, stream, object.id, &version)?);
+    }
     super::out(&match format {
         Format::Json => render::json(&value),
         _ => render::yaml(&value),
     })?;
     answer::strict(&completeness, args.strict.strict)
+}
+
+/// `note: resourceVersion 280 (observed T) was made by alice (kubectl-set)`,
+/// or why the audit logs cannot say.
+fn made_by(
+    history: &crate::history::History<'_>,
+    stream: &crate::history::StreamHistory,
+    object: i64,
+    version: &crate::journal::versions::VersionRow,
+) -> CliResult<String> {
+    let versions: Vec<_> = history
+        .journal
+        .object_versions(object)?
+        .into_iter()
+        .filter(|v| v.list_token.is_none_or(|t| stream.lists.contains(&t)))
+        .collect();
+    let found = history.attribute(stream, &versions)?;
+    let by = versions
+        .iter()
+        .position(|v| v.seq == version.seq)
+        .and_then(|i| found[i].as_ref());
+    let what = format!(
+        "resourceVersion {} (observed {})",
+        version.resource_version,
+        Millis::from_ms(version.observed_at)
+    );
+    let agent = |a: &crate::audit::Actor| {
+        let mut parts = Vec::new();
+        if let Some(i) = &a.impersonated_by {
+            parts.push(format!("impersonated by {i}"));
+        }
+        if let Some(ua) = &a.user_agent {
+            parts.push(format!("with {ua}"));
+        }
+        parts.push(format!("audit ID {}", a.audit_id));
+        parts.join(", ")
+    };
+    Ok(match by {
+        None => format!("note: {what} was seen by a list; no write is known to have made it"),
+        Some(crate::audit::Attribution::Known(a)) => format!(
+            "note: {what} was made {}by {} ({})",
+            if a.matched == crate::audit::Match::Likely {
+                "likely "
+            } else {
+                ""
+            },
+            a.user,
+            agent(a)
+        ),
+        Some(crate::audit::Attribution::Unknown(why)) => {
+            format!("note: who made {what} is unknown: {}", why.as_str())
+        }
+    })
 }
 
 /// Not present at T: say when it existed, if ever.

@@ -60,6 +60,9 @@ struct EntryOut<'a> {
     name: Option<&'a str>,
     resource_version: Option<&'a str>,
     between: Option<BetweenOut>,
+    /// Who made this change (audit logs).
+    #[serde(flatten)]
+    by: &'a crate::history::actors::By,
     fields: &'a [Field],
     #[serde(skip_serializing_if = "Option::is_none")]
     gap: Option<GapOut>,
@@ -81,7 +84,13 @@ pub fn run(global: &GlobalArgs, args: LogArgs) -> CliResult {
     let opts = DiffOptions {
         include_status: args.window.include_status,
     };
-    let result = history.log(&scope, &names, &window, &opts)?;
+    answer::check_by(&args.window.by, &history)?;
+    let mut result = history.log(&scope, &names, &window, &opts)?;
+    if let Some(user) = &args.window.by {
+        result
+            .entries
+            .retain(|e| e.kind == LogType::Gap || e.by.is(user));
+    }
     let text = match format {
         Format::Json | Format::Yaml => {
             let out = LogOut {
@@ -120,6 +129,7 @@ fn entry_out(e: &LogEntry) -> EntryOut<'_> {
         name: (!gap).then_some(e.name.as_str()),
         resource_version: e.resource_version.as_deref(),
         between: e.between.map(Into::into),
+        by: &e.by,
         fields: &e.fields,
         gap: e.gap.as_ref().map(|(g, streams)| GapOut {
             from: time(g.from),
@@ -207,8 +217,17 @@ fn line(e: &LogEntry, clock: &str, all_namespaces: bool, paint: Paint) -> String
         _ if !e.fields.is_empty() => {
             fields_after(&e.fields, room, clock.chars().count() + 2, TEXT_WIDTH)
         }
-        Some("added") => "created".into(),
-        Some("deleted") => "deleted".into(),
+        Some(what @ ("added" | "deleted")) => {
+            let did = if what == "added" {
+                "created"
+            } else {
+                "deleted"
+            };
+            match e.by.text(None) {
+                Some(by) => format!("{did} {}", paint.dim(&by)),
+                None => did.into(),
+            }
+        }
         _ => String::new(),
     };
     match what.as_str() {

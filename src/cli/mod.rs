@@ -3,6 +3,7 @@
 
 pub mod answer;
 pub mod args;
+pub mod audit;
 pub mod completion;
 pub mod coverage;
 pub mod demo;
@@ -82,6 +83,7 @@ pub enum Command {
     Snapshot(snapshot::SnapshotArgs),
     Export(export::ExportArgs),
     Prune(prune::PruneArgs),
+    Audit(audit::AuditArgs),
     Replay(replay::ReplayArgs),
     Demo(demo::DemoArgs),
     Version(version::VersionArgs),
@@ -202,6 +204,7 @@ fn run(cli: Cli) -> CliResult {
             Command::Snapshot(a) => snapshot::run(&global, a),
             Command::Export(a) => export::run(&global, a),
             Command::Prune(a) => prune::run(&global, a),
+            Command::Audit(a) => audit::run(&global, a),
             Command::Replay(a) => replay::run(&global, a).await,
             Command::Demo(a) => demo::run(&global, a).await,
             Command::Version(a) => version::run(&global, a),

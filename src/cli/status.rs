@@ -41,6 +41,24 @@ struct StatusOut {
     first_observed: Option<String>,
     last_observed: Option<String>,
     recorder: RecorderOut,
+    /// Audit events kept (docs/audit.md), over every cluster, and the time
+    /// the selected cluster's imported audit logs cover (left out when none
+    /// was imported).
+    #[serde(skip_serializing_if = "StatusAuditOut::is_empty")]
+    audit: StatusAuditOut,
+}
+
+impl StatusAuditOut {
+    fn is_empty(&self) -> bool {
+        self.events == 0 && self.coverage.is_empty()
+    }
+}
+
+#[derive(Serialize)]
+struct StatusAuditOut {
+    events: u64,
+    #[serde(flatten)]
+    coverage: super::coverage::AuditOut,
 }
 
 pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
@@ -65,6 +83,10 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
         first_observed: None,
         last_observed: None,
         recorder: RecorderOut { running, holder },
+        audit: StatusAuditOut {
+            events: 0,
+            coverage: super::coverage::AuditOut { covered: vec![] },
+        },
     };
     match Journal::open(&path) {
         Ok(journal) => {
@@ -85,6 +107,11 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
             out.gaps = s.gaps;
             out.first_observed = s.first_observed.map(|t| Millis::from_ms(t).to_string());
             out.last_observed = s.last_observed.map(|t| Millis::from_ms(t).to_string());
+            out.audit.events = journal.audit_event_count()?;
+            // The cluster answers are about, when one is selected.
+            if let Ok(cluster) = super::reader::select_cluster(&journal, global) {
+                out.audit.coverage = super::coverage::AuditOut::of(&journal, &cluster.id)?;
+            }
         }
         Err(JournalError::Missing(_)) => {}
         Err(e) => return Err(e.into()),
@@ -147,5 +174,9 @@ fn text(s: &StatusOut, paint: render::Paint) -> String {
         "Last observed:   {}\n",
         s.last_observed.as_deref().unwrap_or("-")
     ));
+    if s.audit.events > 0 || !s.audit.coverage.covered.is_empty() {
+        t.push_str(&format!("Audit events:    {}\n", s.audit.events));
+        t.push_str(&s.audit.coverage.line());
+    }
     t
 }

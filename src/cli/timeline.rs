@@ -5,6 +5,7 @@ use super::args::GlobalArgs;
 use super::reader::Reader;
 use crate::diff::{DiffOptions, render_pair};
 use crate::error::CliResult;
+use crate::history::actors::By;
 use crate::history::diff::{Field, managers};
 use crate::history::timeline::{Entry, EntryType};
 use crate::render::{self, Format, Paint};
@@ -29,6 +30,10 @@ pub struct TimelineArgs {
     /// Also show changes of the status
     #[arg(long)]
     pub include_status: bool,
+    /// Only changes made by this user (with `kubectl --as`, the impersonated
+    /// user), as imported audit logs tell; gaps stay
+    #[arg(long, value_name = "USER")]
+    pub by: Option<String>,
     #[command(flatten)]
     pub strict: StrictArg,
 }
@@ -53,6 +58,9 @@ struct EntryOut<'a> {
     observed: Option<&'static str>,
     /// For `relist`: the stretch the change happened in.
     between: Option<super::diff::BetweenOut>,
+    /// Who made this change (audit logs).
+    #[serde(flatten)]
+    by: &'a By,
     fields: &'a [Field],
     #[serde(skip_serializing_if = "Option::is_none")]
     gap: Option<GapOut>,
@@ -77,7 +85,12 @@ pub fn run(global: &GlobalArgs, args: TimelineArgs) -> CliResult {
     let opts = DiffOptions {
         include_status: args.include_status,
     };
-    let t = history.timeline(stream, &object, &opts)?;
+    answer::check_by(&args.by, &history)?;
+    let mut t = history.timeline(stream, &object, &opts)?;
+    if let Some(user) = &args.by {
+        t.entries
+            .retain(|e| e.kind == EntryType::Gap || e.by.is(user));
+    }
     let text = match format {
         Format::Json | Format::Yaml => {
             let out = TimelineOut {
@@ -117,12 +130,21 @@ fn entry_out(e: &Entry) -> EntryOut<'_> {
             (_, None, false) => Some("watch"),
         },
         between: e.found_by_relist.map(Into::into),
+        by: &e.by,
         fields: &e.fields,
         gap: e.gap.as_ref().map(|g| GapOut {
             from: time(g.from),
             to: g.to.map(time),
             reason: g.reason.clone(),
         }),
+    }
+}
+
+/// `created`, or `created by alice` when the audit logs tell.
+fn with_by(what: &str, by: &By, paint: Paint) -> String {
+    match by.text(None) {
+        Some(t) => format!("{what}\n{}", paint.dim(&t)),
+        None => what.to_string(),
     }
 }
 
@@ -153,9 +175,9 @@ pub(super) fn table(entries: &[Entry], paint: Paint) -> String {
                     g.reason
                 ),
                 (None, EntryType::Baseline) if e.fields.is_empty() => "listed".into(),
-                (None, EntryType::Added) if e.fields.is_empty() => "created".into(),
+                (None, EntryType::Added) if e.fields.is_empty() => with_by("created", &e.by, paint),
                 (None, EntryType::Deleted) if e.synthetic => "absent from the relist".into(),
-                (None, EntryType::Deleted) => "deleted".into(),
+                (None, EntryType::Deleted) => with_by("deleted", &e.by, paint),
                 (None, _) if e.fields.is_empty() => "no change outside status".into(),
                 (None, _) => e
                     .fields
@@ -171,7 +193,11 @@ pub(super) fn table(entries: &[Entry], paint: Paint) -> String {
                             format!("{}:\n  {b} -> {a}", f.path)
                         }
                     })
-                    .chain(managers(&e.fields).map(|m| paint.dim(&format!("by {m}"))))
+                    .chain(
+                        e.by.text(managers(&e.fields).as_deref())
+                            .or_else(|| managers(&e.fields).map(|m| format!("by {m}")))
+                            .map(|t| paint.dim(&t)),
+                    )
                     .collect::<Vec<_>>()
                     .join("\n"),
             };

@@ -3,6 +3,7 @@
 //! objects that relist no longer saw); each is compared field by field between
 //! its state at both ends. A relist that saw an unchanged object is no change.
 
+use super::actors::By;
 use super::complete::Completeness;
 use super::pipeline::pipeline;
 use super::state::ObjectState;
@@ -40,6 +41,9 @@ pub struct Field {
     #[serde(flatten)]
     pub change: FieldChange,
     pub manager: Option<String>,
+    /// Who made it, when audit logs were imported (`actor`, `actor_unknown`).
+    #[serde(flatten)]
+    pub by: By,
 }
 
 /// One object that differs between the two times.
@@ -59,6 +63,11 @@ pub struct ObjectDiff {
     /// Set when only a relist revealed the change (it happened while nobody
     /// watched): when it happened is not known, only this stretch.
     pub found_by_relist: Option<Between>,
+    /// The object's row in the journal.
+    pub object_id: i64,
+    /// For an added or deleted object: who created or deleted it (when audit
+    /// logs were imported).
+    pub by: By,
 }
 
 /// Narrows a diff to some objects by name (`TYPE/NAME` arguments).
@@ -121,8 +130,14 @@ impl History<'_> {
         objects.sort_by(|(ia, a), (ib, b)| {
             (&a.namespace, &a.kind, &a.name, ia).cmp(&(&b.namespace, &b.kind, &b.name, ib))
         });
+        let mut objects: Vec<ObjectDiff> = objects.into_iter().map(|(_, d)| d).collect();
+        if self.has_audit() {
+            for d in &mut objects {
+                self.attribute_diff(d, since, until, opts)?;
+            }
+        }
         Ok(DiffAnswer {
-            objects: objects.into_iter().map(|(_, d)| d).collect(),
+            objects,
             completeness,
         })
     }
@@ -310,6 +325,7 @@ fn compare(
                         Field {
                             manager: field_manager(owner, &change.path),
                             change,
+                            by: By::default(),
                         }
                     })
                     .collect()
@@ -339,6 +355,8 @@ fn compare(
         after: keep(&after)?,
         fields,
         found_by_relist: p.found_by_relist,
+        object_id: p.object.id,
+        by: By::default(),
     }))
 }
 
@@ -374,6 +392,7 @@ pub fn fields_between(
             Field {
                 manager: field_manager(owner, &change.path),
                 change,
+                by: By::default(),
             }
         })
         .collect())
@@ -382,9 +401,7 @@ pub fn fields_between(
 /// The changed fields with their old and new values, shortened around what
 /// differs, then the managers, within `room` characters.
 pub fn fields_line(fields: &[Field], room: usize) -> String {
-    let owners = managers(fields)
-        .map(|m| format!("  ({m})"))
-        .unwrap_or_default();
+    let owners = owners(fields).map(|o| format!("  {o}")).unwrap_or_default();
     let room = room.saturating_sub(owners.chars().count()).max(24);
     let mut parts: Vec<String> = Vec::new();
     let mut left = room;
@@ -417,7 +434,7 @@ pub fn fields_line(fields: &[Field], room: usize) -> String {
 /// that line when the first field can show its values there, else (starting
 /// with a newline) on a line of its own, indented by `indent`, within `width`.
 pub fn fields_after(fields: &[Field], room: usize, indent: usize, width: usize) -> String {
-    let owners = managers(fields).map_or(0, |m| m.chars().count() + 4);
+    let owners = owners(fields).map_or(0, |o| o.chars().count() + 2);
     let more = if fields.len() > 1 { 12 } else { 0 };
     let first = fields
         .first()
@@ -441,6 +458,17 @@ pub fn shorten(text: &str, max: usize) -> String {
     let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
     out.push('…');
     out
+}
+
+/// Who made a change's fields: `by alice (kubectl-edit)` when the audit logs
+/// tell (the fields of one version share their actor), else the managers,
+/// `(kubectl-edit)`.
+fn owners(fields: &[Field]) -> Option<String> {
+    let managers = managers(fields);
+    fields
+        .first()
+        .and_then(|f| f.by.text(managers.as_deref()))
+        .or_else(|| managers.map(|m| format!("({m})")))
 }
 
 /// The field managers of a change, each once, in field order (`None`: none known).
@@ -491,6 +519,7 @@ mod line_tests {
                 after: Some(after),
             },
             manager: Some("kubectl-edit".into()),
+            by: By::default(),
         }
     }
 

@@ -77,6 +77,8 @@ pub struct LogEntry {
     pub fields: Vec<Field>,
     /// For a gap: the stretch, and the streams it is missing from.
     pub gap: Option<(GapWindow, Vec<String>)>,
+    /// Who made the change, when audit logs were imported.
+    pub by: super::actors::By,
 }
 
 pub struct LogAnswer {
@@ -233,6 +235,7 @@ impl History<'_> {
                         between: e.found_by_relist,
                         fields: e.fields,
                         gap: None,
+                        by: e.by,
                     });
                 }
             }
@@ -317,6 +320,7 @@ fn gaps(completeness: &Completeness, since: i64, until: i64) -> Vec<LogEntry> {
                         },
                         vec![m.stream.clone()],
                     )),
+                    by: Default::default(),
                 },
             )),
         }

@@ -6,6 +6,7 @@
 //! cluster (coverage and completed lists); the answers then touch only the
 //! records of the objects and the window they are about.
 
+pub mod actors;
 pub mod complete;
 pub mod diff;
 pub mod log;
@@ -147,6 +148,9 @@ pub struct History<'j> {
     /// Where object records stop being early enough for a time (the zones, read
     /// in the same snapshot as the streams).
     bounds: crate::journal::zones::SeqBounds,
+    /// The time ranges imported audit logs cover, merged (empty: none).
+    audit_covered: Vec<(i64, i64)>,
+    who_cache: actors::WhoCache,
 }
 
 impl Drop for History<'_> {
@@ -185,6 +189,8 @@ impl<'j> History<'j> {
             now,
             bodies: std::cell::RefCell::new(BodyReader::new()),
             bounds: journal.seq_bounds()?,
+            audit_covered: crate::audit::join::merge(&journal.audit_coverage(cluster)?),
+            who_cache: Default::default(),
         })
     }
 

@@ -3,6 +3,7 @@
 //! deleted objects; an object that a relist no longer saw is shown as deleted
 //! there (synthetic), since its DELETED event fell into a gap.
 
+use super::actors::By;
 use super::complete::Completeness;
 use super::diff::{Field, fields_between};
 use super::pipeline::pipeline;
@@ -59,6 +60,8 @@ pub struct Entry {
     /// version before it (nobody watched in between): when that happened is
     /// known only to be in this stretch.
     pub found_by_relist: Option<Between>,
+    /// Who made this change, when audit logs were imported.
+    pub by: By,
 }
 
 pub struct TimelineAnswer {
@@ -155,6 +158,32 @@ impl History<'_> {
         for (entry, fields) in compared {
             entries[entry].fields = fields;
         }
+        if self.has_audit() {
+            let found = self.attribute(stream, &versions)?;
+            let by: std::collections::HashMap<(&str, i64), By> = versions
+                .iter()
+                .zip(&found)
+                .filter(|(v, _)| v.watch_type.is_some())
+                .map(|(v, f)| {
+                    (
+                        (v.resource_version.as_str(), v.observed_at),
+                        By::of(f.as_ref()),
+                    )
+                })
+                .collect();
+            for e in entries.iter_mut().filter(|e| !e.synthetic) {
+                if let Some(b) = e
+                    .resource_version
+                    .as_deref()
+                    .and_then(|rv| by.get(&(rv, e.observed_at)))
+                {
+                    e.by = b.clone();
+                    for f in &mut e.fields {
+                        f.by = b.clone();
+                    }
+                }
+            }
+        }
         // Listed last, then missing from a later relist.
         if previous.is_some()
             && let Some(b) = stream.baselines.iter().find(|b| b.token > last_seq)
@@ -213,6 +242,7 @@ fn gaps_within(stream: &StreamHistory, first: i64, end: i64) -> Vec<Entry> {
             fields: Vec::new(),
             gap: Some(w.clone()),
             found_by_relist: None,
+            by: By::default(),
         })
         .collect()
 }
@@ -276,6 +306,7 @@ fn entry(v: &VersionRow, kind: EntryType) -> Entry {
         fields: Vec::new(),
         gap: None,
         found_by_relist: None,
+        by: By::default(),
     }
 }
 
@@ -321,5 +352,6 @@ fn vanished(at: i64, list_rv: &str) -> Entry {
         fields: Vec::new(),
         gap: None,
         found_by_relist: None,
+        by: By::default(),
     }
 }

@@ -6,6 +6,7 @@
 //! - [`read`] answers status and coverage questions without scanning history.
 //! - [`codec`] stores bodies compactly and returns their exact bytes.
 
+pub mod audit;
 pub mod bodies;
 pub mod codec;
 pub mod export;

@@ -167,6 +167,14 @@ impl Journal {
             .map_err(err)? as u64;
         // The records left, and the new baselines below them, in zones afresh.
         super::zones::rebuild(&tx).map_err(err)?;
+        // Audit events go with the objects they explain; those of objects
+        // whose history is kept stay (a few bytes each).
+        tx.execute(
+            "DELETE FROM audit_events WHERE object_id NOT IN
+                (SELECT object_id FROM records WHERE object_id IS NOT NULL)",
+            [],
+        )
+        .map_err(err)?;
         report.objects_deleted = tx
             .execute(
                 "DELETE FROM objects WHERE id NOT IN

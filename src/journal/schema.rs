@@ -11,7 +11,7 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i64 = 0x6b72_706c;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Record kinds stored in `records.kind`.
 ///
@@ -171,7 +171,56 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (3, MIGRATE_V3_TO_V4),
     (4, MIGRATE_V4_TO_V5),
     (5, MIGRATE_V5_TO_V6),
+    (6, MIGRATE_V6_TO_V7),
 ];
+
+/// Version 7: audit events (docs/audit.md, "What is kept").
+///
+/// - `audit_events` keeps one row per successful write an imported or followed
+///   audit log saw on a recorded object: when it completed, its auditID (16
+///   bytes when a UUID, else text), verb, who (`audit_actors`, each distinct
+///   user, groups, impersonator, user agent and source IPs once), the object's
+///   uid (`audit_uids`, each once) and the response's resourceVersion (an
+///   integer when it is plain decimal). Its key, `(object_id, at, audit_id)`,
+///   makes importing a line twice store nothing new, and is the order the join
+///   reads it in. Never a request or response body.
+/// - `audit_coverage` holds the time each imported log covers, per cluster.
+/// - `audit_follow` is where `record --audit-log` stopped in a file.
+const MIGRATE_V6_TO_V7: &str = r#"
+CREATE TABLE audit_actors (
+    id  INTEGER PRIMARY KEY,
+    who TEXT NOT NULL UNIQUE
+);
+CREATE TABLE audit_uids (
+    id  INTEGER PRIMARY KEY,
+    uid TEXT NOT NULL UNIQUE
+);
+CREATE TABLE audit_events (
+    object_id        INTEGER NOT NULL REFERENCES objects(id),
+    at               INTEGER NOT NULL,
+    audit_id         BLOB NOT NULL,
+    verb             INTEGER NOT NULL,
+    actor_id         INTEGER NOT NULL REFERENCES audit_actors(id),
+    uid_id           INTEGER REFERENCES audit_uids(id),
+    resource_version ANY,
+    PRIMARY KEY (object_id, at, audit_id)
+) WITHOUT ROWID;
+CREATE TABLE audit_coverage (
+    cluster_id TEXT NOT NULL REFERENCES clusters(id),
+    from_at    INTEGER NOT NULL,
+    to_at      INTEGER NOT NULL,
+    source     TEXT NOT NULL,
+    PRIMARY KEY (cluster_id, from_at, to_at, source)
+) WITHOUT ROWID;
+CREATE TABLE audit_follow (
+    path       TEXT PRIMARY KEY,
+    cluster_id TEXT NOT NULL REFERENCES clusters(id),
+    device     INTEGER NOT NULL,
+    inode      INTEGER NOT NULL,
+    offset     INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+) WITHOUT ROWID;
+"#;
 
 /// Version 6: zones instead of a time index.
 ///

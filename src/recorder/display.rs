@@ -402,6 +402,7 @@ mod tests {
                     )),
                 },
                 manager: Some("helm".into()),
+                by: Default::default(),
             }],
         };
         // Too long for the rest of the line: the field goes below it.

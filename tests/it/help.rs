@@ -17,6 +17,9 @@ const COMMANDS: &[&[&str]] = &[
     &["snapshot"],
     &["export"],
     &["prune"],
+    &["log"],
+    &["audit"],
+    &["audit", "import"],
     &["replay"],
     &["replay", "plan"],
     &["replay", "show"],
@@ -67,7 +70,7 @@ fn every_command_has_help_with_a_purpose_and_examples() {
             if let Some(rest) = line.strip_prefix("kubectl krply ") {
                 let words: Vec<&str> = rest.split_whitespace().collect();
                 let mut cmd = vec![words[0]];
-                if words[0] == "replay" {
+                if words[0] == "replay" || words[0] == "audit" {
                     cmd.push(words[1]);
                 }
                 assert!(

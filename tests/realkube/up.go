@@ -40,7 +40,9 @@ const (
 
 // auditPolicy logs every write with its request and response, except that
 // Secrets and service-account tokens are kept at Metadata level (their bodies
-// must never reach a log), and leaves out reads, Events and leases.
+// must never reach a log), and so are ConfigMaps (as many clusters log them,
+// which gives the tests real Metadata-level events), and leaves out reads,
+// Events and leases.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
@@ -56,7 +58,7 @@ rules:
   - level: Metadata
     resources:
       - group: ""
-        resources: ["secrets", "serviceaccounts/token"]
+        resources: ["secrets", "serviceaccounts/token", "configmaps"]
       - group: "authentication.k8s.io"
       - group: "authorization.k8s.io"
   - level: RequestResponse

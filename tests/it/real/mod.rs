@@ -13,6 +13,7 @@
 //! docs/simulator.md).
 
 mod answers;
+mod audit;
 mod errors;
 mod gone;
 mod parity;
@@ -35,13 +36,15 @@ use std::time::{Duration, Instant};
 pub const REAL_DEADLINE: Duration = Duration::from_secs(90);
 
 /// What `realkube up` writes to `ready.json` (the parts the tests use; it
-/// also names the CA, the audit log, the users' tokens and the logs).
+/// also names the CA, the users' tokens and the logs).
 #[derive(Debug, Deserialize)]
 pub struct Ready {
     pub server: String,
     pub version: String,
     pub kubeconfig: PathBuf,
     pub etcd: String,
+    /// The kube-apiserver's audit log (JSON lines; docs/audit.md).
+    pub audit_log: PathBuf,
 }
 
 /// The running control plane, shared by every test of this process.

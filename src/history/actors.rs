@@ -1,0 +1,316 @@
+//! Who made each change (docs/audit.md): an object's recorded events joined to
+//! the audit events on it ([`crate::audit::join`]). Answers carry actors only
+//! when audit logs of the cluster were imported; otherwise nothing changes.
+
+use super::{History, HistoryError, StreamHistory};
+use crate::audit::join::{self, Change, Kind, Write};
+use crate::audit::{Actor, Attribution, Who};
+use crate::journal::versions::VersionRow;
+use crate::model::WatchType;
+use std::collections::HashMap;
+
+/// What the audit logs say about a change, ready for answers: the actor, or
+/// why it is not known (`None` when no audit log of the cluster was imported).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct By {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actor: Option<Actor>,
+    /// Why `actor` is missing although audit logs were imported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actor_unknown: Option<crate::audit::Unknown>,
+}
+
+impl By {
+    pub fn of(a: Option<&Attribution>) -> By {
+        match a {
+            Some(Attribution::Known(actor)) => By {
+                actor: Some(actor.clone()),
+                actor_unknown: None,
+            },
+            Some(Attribution::Unknown(why)) => By {
+                actor: None,
+                actor_unknown: Some(*why),
+            },
+            None => By::default(),
+        }
+    }
+
+    /// Whether `--by USER` keeps this change.
+    pub fn is(&self, user: &str) -> bool {
+        self.actor.as_ref().is_some_and(|a| a.is(user))
+    }
+
+    /// `by alice (kubectl-edit)`, `likely by alice (kubectl-edit)`, or the
+    /// manager alone (`(kubectl-edit)`) with why the actor is unknown.
+    pub fn text(&self, manager: Option<&str>) -> Option<String> {
+        let manager = manager.map(|m| format!(" ({m})")).unwrap_or_default();
+        match (&self.actor, self.actor_unknown) {
+            (Some(a), _) => Some(match a.matched {
+                crate::audit::Match::Exact => format!("by {}{manager}", a.user),
+                crate::audit::Match::Likely => format!("likely by {}{manager}", a.user),
+            }),
+            (None, Some(why)) => Some(format!("by ?{manager}: {}", why.as_str())),
+            (None, None) => None,
+        }
+    }
+}
+
+impl History<'_> {
+    /// Whether answers about this cluster carry actors: audit logs of it were
+    /// imported.
+    pub fn has_audit(&self) -> bool {
+        !self.audit_covered.is_empty()
+    }
+
+    /// Who made each of an object's `versions` (oldest first, as
+    /// [`crate::journal::Journal::object_versions`] gives them): `None` for
+    /// baseline items (a list saw them, nobody made them) and for every
+    /// version when no audit log was imported.
+    pub fn attribute(
+        &self,
+        stream: &StreamHistory,
+        versions: &[VersionRow],
+    ) -> Result<Vec<Option<Attribution>>, HistoryError> {
+        let mut out = vec![None; versions.len()];
+        let events: Vec<usize> = (0..versions.len())
+            .filter(|&i| versions[i].watch_type.is_some())
+            .collect();
+        if !self.has_audit() || events.is_empty() {
+            return Ok(out);
+        }
+        let uids = self.uids(stream, versions)?;
+        let changes: Vec<Change<'_>> = events
+            .iter()
+            .map(|&i| {
+                let v = &versions[i];
+                Change {
+                    at: v.observed_at,
+                    kind: match v.watch_type {
+                        Some(WatchType::Added) => Kind::Added,
+                        Some(WatchType::Deleted) => Kind::Deleted,
+                        _ => Kind::Modified,
+                    },
+                    resource_version: &v.resource_version,
+                    uid: uids[i].as_deref(),
+                }
+            })
+            .collect();
+        let from = changes.iter().map(|c| c.at).min().unwrap_or(0) - join::BEFORE_MS;
+        let to = changes.iter().map(|c| c.at).max().unwrap_or(0) + join::AFTER_MS;
+        let stored = self
+            .journal
+            .audit_writes(versions[events[0]].object, from, to)?;
+        let writes: Vec<Write<'_>> = stored
+            .iter()
+            .map(|w| Write {
+                at: w.at,
+                verb: w.verb,
+                resource_version: w.resource_version.as_deref(),
+                uid: w.uid.as_deref(),
+                actor: w.actor,
+            })
+            .collect();
+        for (slot, found) in join::join(&changes, &writes, &self.audit_covered)
+            .into_iter()
+            .enumerate()
+        {
+            out[events[slot]] = Some(match found {
+                Ok((w, matched)) => {
+                    let write = &stored[w];
+                    let who = self.who(write.actor)?;
+                    Attribution::Known(Actor {
+                        user: who.user,
+                        groups: who.groups,
+                        impersonated_by: who.impersonated_by,
+                        user_agent: who.user_agent,
+                        source_ips: who.source_ips,
+                        audit_id: write.audit_id.clone(),
+                        matched,
+                    })
+                }
+                Err(why) => Attribution::Unknown(why),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Each version's uid: read where an incarnation may begin (the first
+    /// version, an ADDED one, the one after a DELETED), kept for the rest.
+    fn uids(
+        &self,
+        stream: &StreamHistory,
+        versions: &[VersionRow],
+    ) -> Result<Vec<Option<String>>, HistoryError> {
+        let mut out: Vec<Option<String>> = Vec::with_capacity(versions.len());
+        for (i, v) in versions.iter().enumerate() {
+            let starts = i == 0
+                || v.watch_type == Some(WatchType::Added)
+                || versions[i - 1].watch_type == Some(WatchType::Deleted);
+            let uid = if starts {
+                self.object_json(stream, v)?
+                    .pointer("/metadata/uid")
+                    .and_then(|u| u.as_str())
+                    .map(str::to_string)
+            } else {
+                out[i - 1].clone()
+            };
+            out.push(uid);
+        }
+        Ok(out)
+    }
+
+    fn who(&self, actor: i64) -> Result<Who, HistoryError> {
+        if let Some(w) = self.who_cache.borrow().get(&actor) {
+            return Ok(w.clone());
+        }
+        let who = self.journal.audit_who(actor)?;
+        self.who_cache.borrow_mut().insert(actor, who.clone());
+        Ok(who)
+    }
+}
+
+/// The cache of actors read, kept by [`History`].
+pub(super) type WhoCache = std::cell::RefCell<HashMap<i64, Who>>;
+
+impl History<'_> {
+    /// Who made what `d` reports between `since` and `until`: for an added or
+    /// deleted object, who created or deleted it; for a modified one, each
+    /// field's actor is that of the last change in the window that touched it.
+    pub(super) fn attribute_diff(
+        &self,
+        d: &mut super::diff::ObjectDiff,
+        since: i64,
+        until: i64,
+        opts: &crate::diff::DiffOptions,
+    ) -> Result<(), HistoryError> {
+        let Some(stream) = self
+            .journal
+            .object(d.object_id)?
+            .and_then(|o| self.stream(o.stream))
+        else {
+            return Ok(());
+        };
+        let versions: Vec<VersionRow> = self
+            .journal
+            .object_versions(d.object_id)?
+            .into_iter()
+            .filter(|v| v.list_token.is_none_or(|t| stream.lists.contains(&t)))
+            .collect();
+        let found = self.attribute(stream, &versions)?;
+        // The events in the window, oldest first.
+        let steps: Vec<usize> = (0..versions.len())
+            .filter(|&i| {
+                let v = &versions[i];
+                v.watch_type.is_some() && v.observed_at > since && v.observed_at <= until
+            })
+            .collect();
+        let last_of = |t: WatchType| {
+            steps
+                .iter()
+                .rev()
+                .find(|&&i| versions[i].watch_type == Some(t))
+                .map(|&i| By::of(found[i].as_ref()))
+        };
+        match d.change {
+            super::diff::Change::Added => d.by = last_of(WatchType::Added).unwrap_or_default(),
+            super::diff::Change::Deleted => d.by = last_of(WatchType::Deleted).unwrap_or_default(),
+            super::diff::Change::Modified => {
+                let Some(&first) = steps.first() else {
+                    return Ok(());
+                };
+                if steps.iter().all(|&i| found[i] == found[first]) {
+                    for f in &mut d.fields {
+                        f.by = By::of(found[first].as_ref());
+                    }
+                    return Ok(());
+                }
+                // Several actors: which change touched each field last.
+                let mut touched: Vec<(usize, Vec<String>)> = Vec::new();
+                for &i in &steps {
+                    let (Some(prev), cur) = (i.checked_sub(1), &versions[i]) else {
+                        continue;
+                    };
+                    let before = self.object_json(stream, &versions[prev])?;
+                    let after = self.object_json(stream, cur)?;
+                    let paths = crate::diff::diff_objects(&before, &after, opts)
+                        .into_iter()
+                        .map(|c| c.path.to_string())
+                        .collect();
+                    touched.push((i, paths));
+                }
+                for f in &mut d.fields {
+                    let path = f.change.path.to_string();
+                    let last = touched
+                        .iter()
+                        .rev()
+                        .find(|(_, paths)| paths.iter().any(|p| related(p, &path)));
+                    f.by = last.map_or_else(By::default, |(i, _)| By::of(found[*i].as_ref()));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether one field path lies within the other (or is it).
+fn related(a: &str, b: &str) -> bool {
+    let within = |inner: &str, outer: &str| {
+        inner == outer
+            || inner
+                .strip_prefix(outer)
+                .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+    };
+    within(a, b) || within(b, a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_relate_when_one_holds_the_other() {
+        assert!(related("spec.replicas", "spec.replicas"));
+        assert!(related(
+            "spec.template",
+            "spec.template.spec.containers[0].image"
+        ));
+        assert!(related("data[\"a.b\"]", "data"));
+        assert!(!related("spec.replicasX", "spec.replicas"));
+        assert!(!related("metadata.labels", "metadata.annotations"));
+    }
+
+    #[test]
+    fn the_text_names_the_actor_or_why_not() {
+        let actor = Actor {
+            user: "alice@example.com".into(),
+            groups: vec![],
+            impersonated_by: Some("admin".into()),
+            user_agent: None,
+            source_ips: vec![],
+            audit_id: "x".into(),
+            matched: crate::audit::Match::Exact,
+        };
+        let by = By::of(Some(&Attribution::Known(actor.clone())));
+        assert_eq!(
+            by.text(Some("kubectl-edit")).as_deref(),
+            Some("by alice@example.com (kubectl-edit)")
+        );
+        assert!(by.is("alice@example.com") && !by.is("admin") && !by.is("bob"));
+        let likely = By::of(Some(&Attribution::Known(Actor {
+            matched: crate::audit::Match::Likely,
+            ..actor
+        })));
+        assert_eq!(
+            likely.text(None).as_deref(),
+            Some("likely by alice@example.com")
+        );
+        let unknown = By::of(Some(&Attribution::Unknown(
+            crate::audit::Unknown::NotCovered,
+        )));
+        assert_eq!(
+            unknown.text(Some("m")).as_deref(),
+            Some("by ? (m): the audit log does not cover this time")
+        );
+        assert_eq!(By::of(None).text(Some("m")), None);
+    }
+}

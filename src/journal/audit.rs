@@ -1,0 +1,431 @@
+//! Audit events in the journal (schema 7; docs/audit.md, "What is kept").
+//!
+//! [`AuditImport`] gathers the writes of one or more audit logs in memory,
+//! resolving each to the recorded objects it touched, then stores them in
+//! short transactions so that a recorder writing beside it never waits long.
+//! Readers get an object's writes with [`Journal::audit_writes`] and who made
+//! them with [`Journal::audit_who`].
+
+use super::{Journal, JournalError, StreamId};
+use crate::audit::{AuditEvent, Verb, Who};
+use rusqlite::types::{Value as SqlValue, ValueRef};
+use rusqlite::{OptionalExtension, params};
+use std::collections::HashMap;
+
+/// Rows stored per transaction.
+const CHUNK: usize = 20_000;
+
+/// One audit event on a recorded object, as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredWrite {
+    pub object_id: i64,
+    pub at: i64,
+    pub audit_id: String,
+    pub verb: Verb,
+    /// `audit_actors.id`: equal ids are the same actor.
+    pub actor: i64,
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+/// What an import stored.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Stored {
+    /// Rows new to the journal.
+    pub new: u64,
+    /// Rows it held already (the same line imported before).
+    pub known: u64,
+}
+
+struct Row {
+    object_id: i64,
+    at: i64,
+    audit_id: SqlValue,
+    verb: Verb,
+    actor: usize,
+    uid: Option<usize>,
+    resource_version: Option<SqlValue>,
+}
+
+/// Audit events of one cluster on their way into the journal.
+pub struct AuditImport<'j> {
+    journal: &'j Journal,
+    cluster: String,
+    /// The cluster's streams by (group, resource): (id, namespace or "" for all).
+    streams: HashMap<(String, String), Vec<(StreamId, String)>>,
+    /// Objects looked up so far, by (group, resource, namespace, name).
+    objects: HashMap<(String, String, String, String), Vec<i64>>,
+    actors: HashMap<Who, usize>,
+    uids: HashMap<String, usize>,
+    rows: Vec<Row>,
+    coverage: Vec<(i64, i64, String)>,
+    /// Writes on objects this journal never recorded.
+    pub unrecorded: u64,
+}
+
+impl<'j> AuditImport<'j> {
+    pub fn new(journal: &'j Journal, cluster: &str) -> Result<AuditImport<'j>, JournalError> {
+        let mut streams: HashMap<(String, String), Vec<(StreamId, String)>> = HashMap::new();
+        let mut stmt = journal
+            .conn()
+            .prepare("SELECT id, grp, resource, namespace FROM streams WHERE cluster_id = ?1")
+            .map_err(|e| journal.err(e))?;
+        let rows = stmt
+            .query_map(params![cluster], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .map_err(|e| journal.err(e))?;
+        for row in rows {
+            let (id, grp, resource, namespace): (i64, String, String, String) =
+                row.map_err(|e| journal.err(e))?;
+            streams
+                .entry((grp, resource))
+                .or_default()
+                .push((id, namespace));
+        }
+        Ok(AuditImport {
+            journal,
+            cluster: cluster.to_string(),
+            streams,
+            objects: HashMap::new(),
+            actors: HashMap::new(),
+            uids: HashMap::new(),
+            rows: Vec::new(),
+            coverage: Vec::new(),
+            unrecorded: 0,
+        })
+    }
+
+    /// Keeps one write, if it touched a recorded object.
+    pub fn add(&mut self, e: AuditEvent) -> Result<(), JournalError> {
+        let ids = self.objects_of(&e)?;
+        if ids.is_empty() {
+            self.unrecorded += 1;
+            return Ok(());
+        }
+        let next = self.actors.len();
+        let actor = *self.actors.entry(e.who).or_insert(next);
+        let uid = e.uid.map(|u| {
+            let next = self.uids.len();
+            *self.uids.entry(u).or_insert(next)
+        });
+        let audit_id = audit_id_value(&e.audit_id);
+        let rv = e.resource_version.as_deref().map(rv_value);
+        for object_id in ids {
+            self.rows.push(Row {
+                object_id,
+                at: e.at,
+                audit_id: audit_id.clone(),
+                verb: e.verb,
+                actor,
+                uid,
+                resource_version: rv.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Notes that a log (`source`) covers `[from, to]`.
+    pub fn covers(&mut self, from: i64, to: i64, source: &str) {
+        self.coverage.push((from, to, source.to_string()));
+    }
+
+    /// Writes everything gathered: actors and uids first, then the rows a
+    /// chunk per transaction, and the coverage with the last chunk (so a
+    /// coverage row is never there without its events).
+    pub fn store(self) -> Result<Stored, JournalError> {
+        let j = self.journal;
+        let err = |e| j.err(e);
+        let conn = j.conn();
+        let mut actor_ids = vec![0i64; self.actors.len()];
+        let mut uid_ids = vec![0i64; self.uids.len()];
+        {
+            let tx = conn.unchecked_transaction().map_err(err)?;
+            for (who, local) in &self.actors {
+                let text = serde_json::to_string(who).expect("plain strings serialise");
+                actor_ids[*local] = intern(&tx, "audit_actors", "who", &text).map_err(err)?;
+            }
+            for (uid, local) in &self.uids {
+                uid_ids[*local] = intern(&tx, "audit_uids", "uid", uid).map_err(err)?;
+            }
+            tx.commit().map_err(err)?;
+        }
+        let mut stored = Stored::default();
+        let chunks: Vec<&[Row]> = if self.rows.is_empty() {
+            vec![&[]]
+        } else {
+            self.rows.chunks(CHUNK).collect()
+        };
+        let last = chunks.len() - 1;
+        for (i, chunk) in chunks.into_iter().enumerate() {
+            let tx = conn.unchecked_transaction().map_err(err)?;
+            {
+                let mut insert = tx
+                    .prepare_cached(
+                        "INSERT OR IGNORE INTO audit_events
+                         (object_id, at, audit_id, verb, actor_id, uid_id, resource_version)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    )
+                    .map_err(err)?;
+                for r in chunk {
+                    let n = insert
+                        .execute(params![
+                            r.object_id,
+                            r.at,
+                            r.audit_id,
+                            r.verb.code(),
+                            actor_ids[r.actor],
+                            r.uid.map(|u| uid_ids[u]),
+                            r.resource_version,
+                        ])
+                        .map_err(err)?;
+                    if n == 1 {
+                        stored.new += 1;
+                    } else {
+                        stored.known += 1;
+                    }
+                }
+                if i == last {
+                    let mut cover = tx
+                        .prepare_cached(
+                            "INSERT OR IGNORE INTO audit_coverage(cluster_id, from_at, to_at, source)
+                             VALUES (?1, ?2, ?3, ?4)",
+                        )
+                        .map_err(err)?;
+                    for (from, to, source) in &self.coverage {
+                        cover
+                            .execute(params![self.cluster, from, to, source])
+                            .map_err(err)?;
+                    }
+                }
+            }
+            tx.commit().map_err(err)?;
+        }
+        Ok(stored)
+    }
+
+    /// The recorded objects an audit event names: in every stream of the
+    /// cluster that watches its resource in its namespace.
+    fn objects_of(&mut self, e: &AuditEvent) -> Result<Vec<i64>, JournalError> {
+        let key = (
+            e.group.clone(),
+            e.resource.clone(),
+            e.namespace.clone(),
+            e.name.clone(),
+        );
+        if let Some(ids) = self.objects.get(&key) {
+            return Ok(ids.clone());
+        }
+        let mut ids = Vec::new();
+        if let Some(streams) = self.streams.get(&(e.group.clone(), e.resource.clone())) {
+            let mut find = self
+                .journal
+                .conn()
+                .prepare_cached(
+                    "SELECT id FROM objects WHERE stream_id = ?1 AND namespace = ?2 AND name = ?3",
+                )
+                .map_err(|err| self.journal.err(err))?;
+            for (stream, namespace) in streams {
+                if !namespace.is_empty() && *namespace != e.namespace {
+                    continue;
+                }
+                if let Some(id) = find
+                    .query_row(params![stream, e.namespace, e.name], |r| r.get(0))
+                    .optional()
+                    .map_err(|err| self.journal.err(err))?
+                {
+                    ids.push(id);
+                }
+            }
+        }
+        self.objects.insert(key, ids.clone());
+        Ok(ids)
+    }
+}
+
+fn intern(
+    tx: &rusqlite::Transaction<'_>,
+    table: &str,
+    column: &str,
+    value: &str,
+) -> rusqlite::Result<i64> {
+    tx.prepare_cached(&format!(
+        "INSERT OR IGNORE INTO {table}({column}) VALUES (?1)"
+    ))?
+    .execute(params![value])?;
+    tx.prepare_cached(&format!("SELECT id FROM {table} WHERE {column} = ?1"))?
+        .query_row(params![value], |r| r.get(0))
+}
+
+/// An auditID as stored: 16 bytes when it is a UUID, else its text.
+fn audit_id_value(id: &str) -> SqlValue {
+    let hex: String = id.chars().filter(|c| *c != '-').collect();
+    let uuid_shape = id.len() == 36
+        && id.char_indices().all(|(i, c)| {
+            if matches!(i, 8 | 13 | 18 | 23) {
+                c == '-'
+            } else {
+                c.is_ascii_hexdigit() && !c.is_ascii_uppercase()
+            }
+        });
+    if uuid_shape {
+        let bytes = (0..16)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex digits"))
+            .collect();
+        SqlValue::Blob(bytes)
+    } else {
+        SqlValue::Text(id.to_string())
+    }
+}
+
+fn audit_id_text(v: ValueRef<'_>) -> String {
+    match v {
+        ValueRef::Blob(b) if b.len() == 16 => {
+            let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+            format!(
+                "{}-{}-{}-{}-{}",
+                &hex[..8],
+                &hex[8..12],
+                &hex[12..16],
+                &hex[16..20],
+                &hex[20..]
+            )
+        }
+        ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into_owned(),
+        _ => String::new(),
+    }
+}
+
+/// A resourceVersion as stored: an integer when it is plain decimal (as etcd's
+/// are), else its text, so that it reads back as it was written.
+fn rv_value(rv: &str) -> SqlValue {
+    let plain = !rv.is_empty()
+        && rv.bytes().all(|b| b.is_ascii_digit())
+        && (rv == "0" || !rv.starts_with('0'));
+    match rv.parse::<i64>() {
+        Ok(n) if plain => SqlValue::Integer(n),
+        _ => SqlValue::Text(rv.to_string()),
+    }
+}
+
+fn rv_text(v: ValueRef<'_>) -> Option<String> {
+    match v {
+        ValueRef::Integer(n) => Some(n.to_string()),
+        ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+        _ => None,
+    }
+}
+
+impl Journal {
+    /// The audit events on `object` that completed in `[from, to]`, oldest first.
+    pub fn audit_writes(
+        &self,
+        object: i64,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<StoredWrite>, JournalError> {
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT e.at, e.audit_id, e.verb, e.actor_id, u.uid, e.resource_version
+                 FROM audit_events e LEFT JOIN audit_uids u ON u.id = e.uid_id
+                 WHERE e.object_id = ?1 AND e.at BETWEEN ?2 AND ?3
+                 ORDER BY e.at, e.audit_id",
+            )
+            .map_err(err)?;
+        let mut rows = stmt.query(params![object, from, to]).map_err(err)?;
+        let mut out = Vec::new();
+        // Bounded by the rows of one object's window.
+        while let Some(r) = rows.next().map_err(err)? {
+            let Some(verb) = Verb::from_code(r.get(2).map_err(err)?) else {
+                continue;
+            };
+            out.push(StoredWrite {
+                object_id: object,
+                at: r.get(0).map_err(err)?,
+                audit_id: audit_id_text(r.get_ref(1).map_err(err)?),
+                verb,
+                actor: r.get(3).map_err(err)?,
+                uid: r.get(4).map_err(err)?,
+                resource_version: rv_text(r.get_ref(5).map_err(err)?),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Who actor `id` of `audit_actors` is.
+    pub fn audit_who(&self, id: i64) -> Result<Who, JournalError> {
+        let text: String = self
+            .conn()
+            .prepare_cached("SELECT who FROM audit_actors WHERE id = ?1")
+            .and_then(|mut s| s.query_row(params![id], |r| r.get(0)))
+            .map_err(|e| self.err(e))?;
+        serde_json::from_str(&text).map_err(|e| JournalError::Corrupt {
+            path: self.path().to_path_buf(),
+            detail: format!("audit actor {id}: {e}"),
+        })
+    }
+
+    /// The time ranges the cluster's imported audit logs cover, each once.
+    pub fn audit_coverage(&self, cluster: &str) -> Result<Vec<(i64, i64)>, JournalError> {
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT DISTINCT from_at, to_at FROM audit_coverage WHERE cluster_id = ?1
+                 ORDER BY 1, 2",
+            )
+            .map_err(err)?;
+        let rows = stmt
+            .query_map(params![cluster], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    /// How many audit events the journal keeps, over every cluster.
+    pub fn audit_event_count(&self) -> Result<u64, JournalError> {
+        self.conn()
+            .query_row("SELECT count(*) FROM audit_events", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|n| n as u64)
+            .map_err(|e| self.err(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn audit_ids_and_resource_versions_read_back_as_written() {
+        for id in [
+            "7c1f3b0e-8a51-4c5e-9a3e-2f0d5b6a1c2d",
+            "7C1F3B0E-8A51-4C5E-9A3E-2F0D5B6A1C2D",
+            "not-a-uuid",
+            "0123456789abcdef",
+        ] {
+            let v = audit_id_value(id);
+            let back = match &v {
+                SqlValue::Blob(b) => audit_id_text(ValueRef::Blob(b)),
+                SqlValue::Text(t) => audit_id_text(ValueRef::Text(t.as_bytes())),
+                _ => unreachable!(),
+            };
+            assert_eq!(back, id);
+        }
+        assert!(matches!(
+            audit_id_value("7c1f3b0e-8a51-4c5e-9a3e-2f0d5b6a1c2d"),
+            SqlValue::Blob(_)
+        ));
+        for rv in ["280", "0", "007", "12a", "", "99999999999999999999"] {
+            let back = match rv_value(rv) {
+                SqlValue::Integer(n) => rv_text(ValueRef::Integer(n)),
+                SqlValue::Text(t) => rv_text(ValueRef::Text(t.as_bytes())),
+                _ => unreachable!(),
+            };
+            assert_eq!(back.as_deref(), Some(rv));
+        }
+        assert_eq!(rv_value("280"), SqlValue::Integer(280));
+    }
+}
