@@ -6,6 +6,7 @@
 mod common;
 
 mod access;
+mod audit;
 mod cli_errors;
 mod demo;
 mod help;
