@@ -218,8 +218,9 @@ struct RawMeta<'a> {
 
 /// Reads one line (without its newline).
 pub fn parse_line(line: &[u8]) -> Result<Line, LineError> {
-    let raw: Raw<'_> =
-        serde_json::from_slice(line).map_err(|e| LineError::NotJson(e.to_string()))?;
+    // Checked as UTF-8 once, in one pass, rather than string by string.
+    let line = std::str::from_utf8(line).map_err(|e| LineError::NotJson(e.to_string()))?;
+    let raw: Raw<'_> = serde_json::from_str(line).map_err(|e| LineError::NotJson(e.to_string()))?;
     let (kind, api_version) = (
         raw.kind.as_deref().unwrap_or(""),
         raw.api_version.as_deref().unwrap_or(""),

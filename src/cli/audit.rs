@@ -4,10 +4,10 @@
 use super::args::GlobalArgs;
 use super::reader::select_cluster;
 use crate::audit::parse::Skip;
-use crate::audit::read::{ReadError, Scan, read_file};
+use crate::audit::read::{ReadError, Scan};
 use crate::error::{CliError, CliResult};
 use crate::journal::Journal;
-use crate::journal::audit::{AuditImport, Stored};
+use crate::journal::audit::{AuditImport, ImportError, Stored};
 use crate::render::{self, Format};
 use crate::time::Millis;
 use clap::{Args, Subcommand};
@@ -97,20 +97,10 @@ fn import(global: &GlobalArgs, args: ImportArgs) -> CliResult {
     // Every file is read (and checked) before anything is stored: bad input
     // stores nothing.
     for path in &args.files {
-        let mut failed = None;
-        let scan = read_file(path, |event| {
-            if let Err(e) = importer.add(event) {
-                failed = Some(e);
-            }
-            Ok(())
-        })
-        .map_err(read_error)?;
-        if let Some(e) = failed {
-            return Err(e.into());
-        }
-        if let (Some(from), Some(to)) = (scan.first_at, scan.last_at) {
-            importer.covers(from, to, &path.display().to_string());
-        }
+        let scan = importer.read(path).map_err(|e| match e {
+            ImportError::Read(e) => read_error(e),
+            ImportError::Journal(e) => e.into(),
+        })?;
         scans.push((path.clone(), scan));
     }
     let unrecorded = importer.unrecorded;

@@ -7,6 +7,7 @@
 //! them with [`Journal::audit_who`].
 
 use super::{Journal, JournalError, StreamId};
+use crate::audit::read::{ReadError, Scan, read_file};
 use crate::audit::{AuditEvent, Verb, Who};
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{OptionalExtension, params};
@@ -47,14 +48,25 @@ struct Row {
     resource_version: Option<SqlValue>,
 }
 
+/// Why an audit log could not be imported.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
 /// Audit events of one cluster on their way into the journal.
 pub struct AuditImport<'j> {
     journal: &'j Journal,
     cluster: String,
     /// The cluster's streams by (group, resource): (id, namespace or "" for all).
     streams: HashMap<(String, String), Vec<(StreamId, String)>>,
-    /// Objects looked up so far, by (group, resource, namespace, name).
-    objects: HashMap<(String, String, String, String), Vec<i64>>,
+    /// Objects looked up so far, by `group/resource/namespace/name` (names
+    /// cannot hold a `/`), and the key's buffer, reused for every line.
+    objects: HashMap<String, Vec<i64>>,
+    key: String,
     actors: HashMap<Who, usize>,
     uids: HashMap<String, usize>,
     rows: Vec<Row>,
@@ -88,6 +100,7 @@ impl<'j> AuditImport<'j> {
             cluster: cluster.to_string(),
             streams,
             objects: HashMap::new(),
+            key: String::new(),
             actors: HashMap::new(),
             uids: HashMap::new(),
             rows: Vec::new(),
@@ -109,7 +122,7 @@ impl<'j> AuditImport<'j> {
             let next = self.uids.len();
             *self.uids.entry(u).or_insert(next)
         });
-        let audit_id = audit_id_value(&e.audit_id);
+        let audit_id = uuid_value(&e.audit_id);
         let rv = e.resource_version.as_deref().map(rv_value);
         for object_id in ids {
             self.rows.push(Row {
@@ -123,6 +136,27 @@ impl<'j> AuditImport<'j> {
             });
         }
         Ok(())
+    }
+
+    /// Reads one audit log file, keeping its writes on recorded objects and
+    /// the time it covers.
+    pub fn read(&mut self, path: &std::path::Path) -> Result<Scan, ImportError> {
+        let mut failed = None;
+        let scan = read_file(path, |event| {
+            if failed.is_none()
+                && let Err(e) = self.add(event)
+            {
+                failed = Some(e);
+            }
+            Ok(())
+        })?;
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+        if let (Some(from), Some(to)) = (scan.first_at, scan.last_at) {
+            self.covers(from, to, &path.display().to_string());
+        }
+        Ok(scan)
     }
 
     /// Notes that a log (`source`) covers `[from, to]`.
@@ -143,18 +177,23 @@ impl<'j> AuditImport<'j> {
             let tx = conn.unchecked_transaction().map_err(err)?;
             for (who, local) in &self.actors {
                 let text = serde_json::to_string(who).expect("plain strings serialise");
-                actor_ids[*local] = intern(&tx, "audit_actors", "who", &text).map_err(err)?;
+                actor_ids[*local] =
+                    intern(&tx, "audit_actors", "who", SqlValue::Text(text)).map_err(err)?;
             }
             for (uid, local) in &self.uids {
-                uid_ids[*local] = intern(&tx, "audit_uids", "uid", uid).map_err(err)?;
+                uid_ids[*local] = intern(&tx, "audit_uids", "uid", uuid_value(uid)).map_err(err)?;
             }
             tx.commit().map_err(err)?;
         }
         let mut stored = Stored::default();
-        let chunks: Vec<&[Row]> = if self.rows.is_empty() {
+        // In key order, new rows go at the ends of B-tree pages and fill them,
+        // instead of splitting pages half full.
+        let mut rows = self.rows;
+        rows.sort_by_key(|r| (r.object_id, r.at));
+        let chunks: Vec<&[Row]> = if rows.is_empty() {
             vec![&[]]
         } else {
-            self.rows.chunks(CHUNK).collect()
+            rows.chunks(CHUNK).collect()
         };
         let last = chunks.len() - 1;
         for (i, chunk) in chunks.into_iter().enumerate() {
@@ -207,13 +246,12 @@ impl<'j> AuditImport<'j> {
     /// The recorded objects an audit event names: in every stream of the
     /// cluster that watches its resource in its namespace.
     fn objects_of(&mut self, e: &AuditEvent) -> Result<Vec<i64>, JournalError> {
-        let key = (
-            e.group.clone(),
-            e.resource.clone(),
-            e.namespace.clone(),
-            e.name.clone(),
-        );
-        if let Some(ids) = self.objects.get(&key) {
+        self.key.clear();
+        for part in [&e.group, &e.resource, &e.namespace, &e.name] {
+            self.key.push_str(part);
+            self.key.push('/');
+        }
+        if let Some(ids) = self.objects.get(self.key.as_str()) {
             return Ok(ids.clone());
         }
         let mut ids = Vec::new();
@@ -238,7 +276,7 @@ impl<'j> AuditImport<'j> {
                 }
             }
         }
-        self.objects.insert(key, ids.clone());
+        self.objects.insert(self.key.clone(), ids.clone());
         Ok(ids)
     }
 }
@@ -247,7 +285,7 @@ fn intern(
     tx: &rusqlite::Transaction<'_>,
     table: &str,
     column: &str,
-    value: &str,
+    value: SqlValue,
 ) -> rusqlite::Result<i64> {
     tx.prepare_cached(&format!(
         "INSERT OR IGNORE INTO {table}({column}) VALUES (?1)"
@@ -257,8 +295,8 @@ fn intern(
         .query_row(params![value], |r| r.get(0))
 }
 
-/// An auditID as stored: 16 bytes when it is a UUID, else its text.
-fn audit_id_value(id: &str) -> SqlValue {
+/// An auditID or uid as stored: 16 bytes when it is a UUID, else its text.
+fn uuid_value(id: &str) -> SqlValue {
     let hex: String = id.chars().filter(|c| *c != '-').collect();
     let uuid_shape = id.len() == 36
         && id.char_indices().all(|(i, c)| {
@@ -278,7 +316,7 @@ fn audit_id_value(id: &str) -> SqlValue {
     }
 }
 
-fn audit_id_text(v: ValueRef<'_>) -> String {
+fn uuid_text(v: ValueRef<'_>) -> String {
     match v {
         ValueRef::Blob(b) if b.len() == 16 => {
             let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
@@ -344,10 +382,13 @@ impl Journal {
             out.push(StoredWrite {
                 object_id: object,
                 at: r.get(0).map_err(err)?,
-                audit_id: audit_id_text(r.get_ref(1).map_err(err)?),
+                audit_id: uuid_text(r.get_ref(1).map_err(err)?),
                 verb,
                 actor: r.get(3).map_err(err)?,
-                uid: r.get(4).map_err(err)?,
+                uid: match r.get_ref(4).map_err(err)? {
+                    ValueRef::Null => None,
+                    v => Some(uuid_text(v)),
+                },
                 resource_version: rv_text(r.get_ref(5).map_err(err)?),
             });
         }
@@ -406,16 +447,16 @@ mod tests {
             "not-a-uuid",
             "0123456789abcdef",
         ] {
-            let v = audit_id_value(id);
+            let v = uuid_value(id);
             let back = match &v {
-                SqlValue::Blob(b) => audit_id_text(ValueRef::Blob(b)),
-                SqlValue::Text(t) => audit_id_text(ValueRef::Text(t.as_bytes())),
+                SqlValue::Blob(b) => uuid_text(ValueRef::Blob(b)),
+                SqlValue::Text(t) => uuid_text(ValueRef::Text(t.as_bytes())),
                 _ => unreachable!(),
             };
             assert_eq!(back, id);
         }
         assert!(matches!(
-            audit_id_value("7c1f3b0e-8a51-4c5e-9a3e-2f0d5b6a1c2d"),
+            uuid_value("7c1f3b0e-8a51-4c5e-9a3e-2f0d5b6a1c2d"),
             SqlValue::Blob(_)
         ));
         for rv in ["280", "0", "007", "12a", "", "99999999999999999999"] {

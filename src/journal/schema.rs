@@ -180,7 +180,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
 ///   audit log saw on a recorded object: when it completed, its auditID (16
 ///   bytes when a UUID, else text), verb, who (`audit_actors`, each distinct
 ///   user, groups, impersonator, user agent and source IPs once), the object's
-///   uid (`audit_uids`, each once) and the response's resourceVersion (an
+///   uid (`audit_uids`, each once, 16 bytes when a UUID) and the response's resourceVersion (an
 ///   integer when it is plain decimal). Its key, `(object_id, at, audit_id)`,
 ///   makes importing a line twice store nothing new, and is the order the join
 ///   reads it in. Never a request or response body.
@@ -193,7 +193,7 @@ CREATE TABLE audit_actors (
 );
 CREATE TABLE audit_uids (
     id  INTEGER PRIMARY KEY,
-    uid TEXT NOT NULL UNIQUE
+    uid BLOB NOT NULL UNIQUE
 );
 CREATE TABLE audit_events (
     object_id        INTEGER NOT NULL REFERENCES objects(id),
