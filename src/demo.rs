@@ -3,11 +3,12 @@
 //! deletion, lost watch history), all in one process.
 
 use crate::cluster::{self, ConnectOptions, discovery::Catalog};
+use crate::journal::audit::AuditImport;
 use crate::journal::{Journal, JournalError};
 use crate::recorder::display::Mode;
 use crate::recorder::stream::StreamOptions;
 use crate::recorder::{self, PlanArgs, RecordOptions, RecordSummary};
-use crate::sim::{KubeconfigOptions, Seed, SimConfig, Simulator};
+use crate::sim::{KubeconfigOptions, Seed, SimConfig, SimUser, Simulator};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -25,6 +26,8 @@ pub enum DemoError {
     Journal(#[from] JournalError),
     #[error("{0}")]
     Plan(String),
+    #[error("the demo could not import its audit log: {0}")]
+    Audit(String),
     #[error("the demo timed out waiting for {0}")]
     Timeout(String),
     #[error("cannot write {path}: {source}")]
@@ -86,8 +89,14 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
         path: kubeconfig.clone(),
         source,
     })?;
+    // Like kube-apiserver with --audit-log-path: who made each write.
+    let audit_log = dir.join("audit.log");
+    sim.audit_to(&audit_log).map_err(|source| DemoError::Io {
+        path: audit_log.clone(),
+        source,
+    })?;
     say(&format!(
-        "started a simulated API server at {} running Online Boutique in namespace {NAMESPACE}",
+        "started a simulated API server at {} running Online Boutique in namespace {NAMESPACE}, writing an audit log",
         sim.url()
     ));
 
@@ -147,9 +156,10 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
     let pace = Duration::from_millis(400);
     tokio::time::sleep(pace).await;
 
-    step("kubectl scale deployment/frontend from 1 to 3 replicas".into());
+    step("alice: kubectl scale deployment/frontend from 1 to 3 replicas".into());
     edit(
         &sim,
+        &ALICE,
         "kubectl-scale",
         "apps/v1",
         "Deployment",
@@ -160,9 +170,10 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
     )?;
     tokio::time::sleep(pace).await;
 
-    step("helm upgrade rolls deployment/productcatalogservice to a new image".into());
+    step("CI: helm upgrade rolls deployment/productcatalogservice to a new image".into());
     edit(
         &sim,
+        &CI,
         "helm",
         "apps/v1",
         "Deployment",
@@ -183,9 +194,10 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
     )?;
     tokio::time::sleep(pace).await;
 
-    step("kubectl edit configmap/feature-flags: turn the new checkout on".into());
+    step("bob: kubectl edit configmap/feature-flags: turn the new checkout on".into());
     edit(
         &sim,
+        &BOB,
         "kubectl-edit",
         "v1",
         "ConfigMap",
@@ -196,9 +208,15 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
     )?;
     tokio::time::sleep(pace).await;
 
-    step("kubectl delete deployment/loadgenerator".into());
-    sim.delete("apps/v1", "Deployment", Some(NAMESPACE), "loadgenerator")
-        .map_err(|e| DemoError::Sim(e.to_string()))?;
+    step("alice: kubectl delete deployment/loadgenerator".into());
+    sim.delete_as(
+        "apps/v1",
+        "Deployment",
+        Some(NAMESPACE),
+        "loadgenerator",
+        &ALICE,
+    )
+    .map_err(|e| DemoError::Sim(e.to_string()))?;
     tokio::time::sleep(pace).await;
 
     step("the API server compacts its history: every watch gets 410 Gone".into());
@@ -214,9 +232,10 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
         })
     })
     .await?;
-    step("while nobody watches: kubectl patch configmap/frontend-config".into());
+    step("while nobody watches: bob: kubectl patch configmap/frontend-config".into());
     edit(
         &sim,
+        &BOB,
         "kubectl-patch",
         "v1",
         "ConfigMap",
@@ -229,9 +248,10 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
     wait_until(store, "the relists after the 410", |j| all_listed(j, 2)).await?;
     tokio::time::sleep(pace).await;
 
-    step("kubectl scale deployment/frontend back to 2 replicas".into());
+    step("alice: kubectl scale deployment/frontend back to 2 replicas".into());
     edit(
         &sim,
+        &ALICE,
         "kubectl-scale",
         "apps/v1",
         "Deployment",
@@ -257,6 +277,17 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
         .await
         .map_err(|e| DemoError::Sim(format!("the recorder task failed: {e}")))??;
     drop(lease);
+    // As `kubectl krply audit import` does: who made each change.
+    let journal = Journal::open(store)?;
+    let mut import = AuditImport::new(&journal, &target.cluster_id)?;
+    import
+        .read(&audit_log)
+        .map_err(|e| DemoError::Audit(e.to_string()))?;
+    let stored = import.store()?;
+    say(&format!(
+        "imported the API server's audit log (kubectl krply audit import): {} write(s) on recorded objects",
+        stored.new
+    ));
     Ok(DemoOutcome {
         store: store.to_path_buf(),
         kubeconfig,
@@ -268,10 +299,36 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
     })
 }
 
+/// The people and the CI job of the demo's story, as the audit log names them.
+const ALICE: SimUser<'static> = SimUser {
+    name: "alice@example.com",
+    groups: &["sre", "system:authenticated"],
+    impersonated_by: None,
+    user_agent: "kubectl/v1.37.2 (linux/amd64) kubernetes/$Format",
+};
+const BOB: SimUser<'static> = SimUser {
+    name: "bob@example.com",
+    groups: &["dev", "system:authenticated"],
+    impersonated_by: None,
+    user_agent: "kubectl/v1.37.2 (linux/amd64) kubernetes/$Format",
+};
+const CI: SimUser<'static> = SimUser {
+    name: "system:serviceaccount:ci:deployer",
+    groups: &[
+        "system:serviceaccounts",
+        "system:serviceaccounts:ci",
+        "system:authenticated",
+    ],
+    impersonated_by: None,
+    user_agent: "Helm/3.19.0",
+};
+
 /// Changes one object of the demo namespace through the simulator's API, as
-/// the field manager a person's tool would use (`kubectl-scale`, `helm`).
+/// `who` with the field manager a person's tool would use (`kubectl-scale`,
+/// `helm`); the simulator's audit log says who.
 fn edit(
     sim: &Simulator,
+    who: &SimUser<'_>,
     manager: &str,
     api_version: &str,
     kind: &str,
@@ -282,7 +339,7 @@ fn edit(
         .get(api_version, kind, Some(NAMESPACE), name)
         .ok_or_else(|| DemoError::Sim(format!("{kind} {name} not found")))?;
     change(&mut obj);
-    sim.update_by(obj, manager)
+    sim.update_as(obj, manager, who)
         .map_err(|e| DemoError::Sim(e.to_string()))?;
     Ok(())
 }

@@ -232,13 +232,23 @@ pub(super) fn text(
                 out.push_str(&format!("{line}{}\n", paint.dim(&manager)));
             } else {
                 // Too wide for one line: the path, then the values below it,
-                // each given half of what the line leaves.
-                let room = TEXT_WIDTH.saturating_sub(10 + manager.chars().count());
+                // each given half of what the line leaves; who made it after
+                // them, or on a line of its own when it would squeeze them.
+                let own_line = manager.chars().count() > 30;
+                let taken = if own_line { 0 } else { manager.chars().count() };
+                let room = TEXT_WIDTH.saturating_sub(10 + taken);
                 let (b, a) = render_pair(before, after, (room / 2).clamp(16, 60));
-                out.push_str(&format!(
-                    "  {path}\n      {b} -> {a}{}\n",
-                    paint.dim(&manager)
-                ));
+                if own_line {
+                    out.push_str(&format!(
+                        "  {path}\n      {b} -> {a}\n     {}\n",
+                        paint.dim(&manager)
+                    ));
+                } else {
+                    out.push_str(&format!(
+                        "  {path}\n      {b} -> {a}{}\n",
+                        paint.dim(&manager)
+                    ));
+                }
             }
         }
     }

@@ -15,6 +15,7 @@
 //! the history window and the event log share those bytes.
 
 mod apply;
+mod audit;
 mod body;
 mod catalog;
 mod defaults;
@@ -52,6 +53,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub use audit::SimUser;
 pub use error::{ApiStatus, SimError, StatusCause};
 pub use kubeconfig::KubeconfigOptions;
 
@@ -505,6 +507,68 @@ impl Simulator {
             .apply(&def, &version, &ns, &name, obj, &ctx, force)
             .map(|(w, _)| w.value)
             .map_err(api_err)
+    }
+
+    /// From now on, writes made with [`Simulator::update_as`] and
+    /// [`Simulator::delete_as`] are logged to `path` as kube-apiserver's audit
+    /// log would have them (appended; docs/audit.md).
+    pub fn audit_to(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        *lock(&self.shared().audit) = Some(file);
+        Ok(())
+    }
+
+    /// [`Simulator::update_by`], made as `who`: logged to the audit log.
+    pub fn update_as(
+        &self,
+        obj: Value,
+        field_manager: &str,
+        who: &SimUser<'_>,
+    ) -> Result<Value, SimError> {
+        let done = self.update_by(obj, field_manager)?;
+        self.audit("update", &done, who);
+        Ok(done)
+    }
+
+    /// [`Simulator::delete`], made as `who`: logged to the audit log.
+    pub fn delete_as(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+        who: &SimUser<'_>,
+    ) -> Result<Value, SimError> {
+        let done = self.delete(api_version, kind, namespace, name)?;
+        self.audit("delete", &done, who);
+        Ok(done)
+    }
+
+    /// Appends the audit line of a completed write, when a log is set.
+    fn audit(&self, verb: &str, object: &Value, who: &SimUser<'_>) {
+        let plural = {
+            let store = lock(&self.shared().store);
+            Self::resolve(&store, &text(object, "/apiVersion"), &text(object, "/kind"))
+                .map(|d| d.plural.clone())
+        };
+        let Ok(plural) = plural else { return };
+        let line = audit::line(
+            &audit::audit_id(),
+            verb,
+            &plural,
+            None,
+            object,
+            who,
+            crate::time::Millis::now().as_ms(),
+        );
+        if let Some(file) = lock(&self.shared().audit).as_mut() {
+            use std::io::Write;
+            // One write call per line, as the server's log backend does.
+            let _ = file.write_all(format!("{line}\n").as_bytes());
+        }
     }
 
     /// Deletes an object; returns its final state (with the RV of its DELETED

@@ -66,6 +66,8 @@ pub(crate) struct Shared {
     pub canned: Mutex<Option<CannedWatch>>,
     /// Flips to true when the simulator shuts down.
     pub shutdown: watch::Receiver<bool>,
+    /// The audit log writes made as a user go to ([`super::Simulator::audit_to`]).
+    pub audit: Mutex<Option<std::fs::File>>,
 }
 
 /// Pre-serialised watch lines for the next watch of one resource (plural name),
@@ -97,6 +99,7 @@ impl Shared {
             watches: Mutex::new((0, HashMap::new())),
             canned: Mutex::new(None),
             shutdown,
+            audit: Mutex::new(None),
         }
     }
 

@@ -49,6 +49,11 @@ fn the_demo_records_the_incident_and_explains_it() {
         "ConfigMap frontend-config  modified",
         "data.log_level",
         "Deployment loadgenerator  deleted",
+        // Who did it, from the simulator's audit log.
+        "spec.replicas  1 -> 2  by alice@example.com (kubectl-scale)",
+        "Deployment loadgenerator  deleted  by alice@example.com",
+        r#"data.new-checkout  <none> -> "true"  by bob@example.com (kubectl-edit)"#,
+        "by system:serviceaccount:ci:deployer (helm)",
         "5 object(s) changed.",
         "warning: this answer is incomplete",
         "410 Expired",
