@@ -1,6 +1,7 @@
 //! `record`: wires flags, cluster access, discovery, the journal and the recorder.
 
 use super::args::{GlobalArgs, PositiveDuration, SelectorArg};
+use crate::audit::follow::Follower;
 use crate::cluster::{self, discovery::Catalog};
 use crate::error::{CliError, CliResult};
 use crate::journal::Journal;
@@ -42,6 +43,11 @@ pub struct RecordArgs {
     /// Record Secrets too (values are stored only as SHA-256 digests)
     #[arg(long)]
     pub include_secrets: bool,
+    /// Follow this kube-apiserver audit log while recording (from where the
+    /// last recorder stopped reading it; rotation is followed), so answers
+    /// name who made each change (docs/audit.md)
+    #[arg(long, value_name = "PATH")]
+    pub audit_log: Option<std::path::PathBuf>,
     /// The readers' global --cluster-id and -o, shadowed here (hidden) so that
     /// `record --help` does not offer them; given, they are refused below.
     #[arg(long = "cluster-id", hide = true, value_name = "ID")]
@@ -120,6 +126,19 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
         .hint("name the resources to record, e.g. `kubectl krply record pods`"));
     }
 
+    // An audit log to follow that cannot be read stops us before anything starts.
+    let follower = args
+        .audit_log
+        .as_ref()
+        .map(|log| {
+            Follower::open(log, &path, &target.cluster_id).map_err(|e| {
+                CliError::runtime(e.to_string())
+                    .hint("--audit-log takes the file kube-apiserver writes with --audit-log-path (docs/audit.md)")
+                    .caused_by(e)
+            })
+        })
+        .transpose()?;
+
     // Other recorders may write this journal too, each its own streams; one
     // that already records one of these makes this one fail, naming it.
     let _lease = recorder::claim(
@@ -152,8 +171,29 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
         },
         mode,
     };
-    let summary = recorder::record(&access, journal, plan.streams, options, stop_rx).await?;
-    super::out(&summary_text(&summary, &path))
+    // The audit log on a thread of its own, with a journal connection of
+    // its own: it never holds up the watches.
+    let following = match follower {
+        Some(follower) => {
+            if mode != Mode::Quiet {
+                eprintln!("following audit log {}", follower.path().display());
+            }
+            let (stop, stopped) = std::sync::mpsc::channel::<()>();
+            let thread = std::thread::spawn(move || {
+                crate::audit::follow::run(follower, stopped, Duration::from_secs(1), |w| {
+                    eprintln!("warning: {w}")
+                })
+            });
+            Some((stop, thread))
+        }
+        None => None,
+    };
+    let summary = recorder::record(&access, journal, plan.streams, options, stop_rx).await;
+    if let Some((stop, thread)) = following {
+        let _ = stop.send(());
+        let _ = thread.join();
+    }
+    super::out(&summary_text(&summary?, &path))
 }
 
 /// The final summary: totals, the journal's path, and one line per stream.

@@ -109,12 +109,12 @@ impl<'j> AuditImport<'j> {
         })
     }
 
-    /// Keeps one write, if it touched a recorded object.
-    pub fn add(&mut self, e: AuditEvent) -> Result<(), JournalError> {
+    /// Keeps one write, if it touched a recorded object (then `true`).
+    pub fn add(&mut self, e: AuditEvent) -> Result<bool, JournalError> {
         let ids = self.objects_of(&e)?;
         if ids.is_empty() {
             self.unrecorded += 1;
-            return Ok(());
+            return Ok(false);
         }
         let next = self.actors.len();
         let actor = *self.actors.entry(e.who).or_insert(next);
@@ -135,7 +135,7 @@ impl<'j> AuditImport<'j> {
                 resource_version: rv.clone(),
             });
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Reads one audit log file, keeping its writes on recorded objects and
@@ -148,6 +148,7 @@ impl<'j> AuditImport<'j> {
             {
                 failed = Some(e);
             }
+            // (A write on an object never recorded is counted in `unrecorded`.)
             Ok(())
         })?;
         if let Some(e) = failed {
@@ -354,7 +355,67 @@ fn rv_text(v: ValueRef<'_>) -> Option<String> {
     }
 }
 
+/// Where `record --audit-log` stopped reading a file (`audit_follow`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowPosition {
+    pub device: u64,
+    pub inode: u64,
+    pub offset: u64,
+    /// The log was read without a break up to this time (ms).
+    pub covered_to: Option<i64>,
+}
+
 impl Journal {
+    /// Where reading `path` stopped last time, if it was ever followed.
+    pub fn follow_position(&self, path: &str) -> Result<Option<FollowPosition>, JournalError> {
+        self.conn()
+            .prepare_cached(
+                "SELECT device, inode, offset, covered_to FROM audit_follow WHERE path = ?1",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![path], |r| {
+                    Ok(FollowPosition {
+                        device: r.get::<_, i64>(0)? as u64,
+                        inode: r.get::<_, i64>(1)? as u64,
+                        offset: r.get::<_, i64>(2)? as u64,
+                        covered_to: r.get(3)?,
+                    })
+                })
+                .optional()
+            })
+            .map_err(|e| self.err(e))
+    }
+
+    /// Saves where reading `path` stopped.
+    pub fn save_follow_position(
+        &self,
+        path: &str,
+        cluster: &str,
+        at: &FollowPosition,
+        now: i64,
+    ) -> Result<(), JournalError> {
+        self.conn()
+            .prepare_cached(
+                "INSERT INTO audit_follow(path, cluster_id, device, inode, offset, covered_to, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT(path) DO UPDATE SET cluster_id = ?2, device = ?3, inode = ?4,
+                     offset = ?5, covered_to = ?6, updated_at = ?7",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    path,
+                    cluster,
+                    at.device as i64,
+                    at.inode as i64,
+                    at.offset as i64,
+                    at.covered_to,
+                    now
+                ])
+            })
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
     /// The audit events on `object` that completed in `[from, to]`, oldest first.
     pub fn audit_writes(
         &self,

@@ -185,7 +185,8 @@ const MIGRATIONS: &[(i64, &str)] = &[
 ///   makes importing a line twice store nothing new, and is the order the join
 ///   reads it in. Never a request or response body.
 /// - `audit_coverage` holds the time each imported log covers, per cluster.
-/// - `audit_follow` is where `record --audit-log` stopped in a file.
+/// - `audit_follow` is where `record --audit-log` stopped in a file, and up
+///   to when the log it read without a break covers.
 const MIGRATE_V6_TO_V7: &str = r#"
 CREATE TABLE audit_actors (
     id  INTEGER PRIMARY KEY,
@@ -218,6 +219,7 @@ CREATE TABLE audit_follow (
     device     INTEGER NOT NULL,
     inode      INTEGER NOT NULL,
     offset     INTEGER NOT NULL,
+    covered_to INTEGER,
     updated_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 "#;

@@ -422,6 +422,17 @@ fn bad_input_is_one_error_and_stores_nothing() {
     }
     let status = r.env.krply_json(&["status"], 0);
     assert!(status.get("audit").is_none(), "{status:#}");
+    // A log to follow that is not there stops the recorder before it starts.
+    let missing = dir.join("nope/audit.log");
+    let out = r
+        .env
+        .run(&["record", "deploy", "--audit-log", missing.to_str().unwrap()]);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with("error: cannot read audit log"),
+        "{}",
+        out.stderr
+    );
     // --by without audit logs says what is missing.
     let out = r.env.run(&["diff", "--since", "1h", "--by", "alice"]);
     assert_eq!(out.code, Some(1));
@@ -429,5 +440,102 @@ fn bad_input_is_one_error_and_stores_nothing() {
         out.stderr.contains("--by needs audit logs"),
         "{}",
         out.stderr
+    );
+}
+
+/// The people of the following test, as the simulator's audit log names them.
+fn user(name: &str) -> krply::sim::SimUser<'_> {
+    krply::sim::SimUser {
+        name,
+        groups: &["system:authenticated"],
+        impersonated_by: None,
+        user_agent: "kubectl/v1.37.2 (linux/amd64) kubernetes/$Format",
+    }
+}
+
+/// Scales frontend as `who`, through the simulator, which logs it.
+fn scale_as(env: &Env, replicas: i64, who: &str) {
+    let mut d = env
+        .sim
+        .get("apps/v1", "Deployment", Some("shop"), "frontend")
+        .unwrap();
+    d["spec"]["replicas"] = json!(replicas);
+    env.sim.update_as(d, "kubectl-scale", &user(who)).unwrap();
+}
+
+/// Who made each of frontend's recorded changes, as `timeline` says now.
+fn frontend_actors(env: &Env) -> Vec<String> {
+    let out = env.run(&["timeline", "deploy/frontend", "-o", "json"]);
+    let Ok(t) = serde_json::from_str::<Value>(&out.stdout) else {
+        return Vec::new();
+    };
+    t["entries"]
+        .as_array()
+        .map(|es| {
+            es.iter()
+                .filter(|e| e["type"] == "MODIFIED")
+                .map(|e| {
+                    e["actor"]["user"]
+                        .as_str()
+                        .or(e["actor_unknown"].as_str())
+                        .unwrap_or("-")
+                        .to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn record_follows_the_audit_log_through_a_rotation_and_a_restart() {
+    let env = Env::shop();
+    let log = env.dir.path().join("audit.log");
+    env.sim.audit_to(&log).unwrap();
+    let log_arg = log.to_str().unwrap().to_string();
+    let rec = env.start_recorder(&["deploy", "--audit-log", &log_arg]);
+    env.wait_baselines(1);
+    scale_as(&env, 3, "alice@example.com");
+    env.wait_for("alice named", || {
+        frontend_actors(&env) == ["alice@example.com"]
+    });
+    // Rotation as kube-apiserver does it: the file is renamed, a write still
+    // lands in it, then a new file takes the name.
+    std::fs::rename(
+        &log,
+        env.dir.path().join("audit-2026-12-01T10-00-00.000.log"),
+    )
+    .unwrap();
+    scale_as(&env, 4, "bob@example.com");
+    env.sim.audit_to(&log).unwrap();
+    scale_as(&env, 5, "carol@example.com");
+    env.wait_for("bob and carol named", || {
+        frontend_actors(&env) == ["alice@example.com", "bob@example.com", "carol@example.com"]
+    });
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+
+    // Started again, it goes on from where it stopped.
+    let rec = env.start_recorder(&["deploy", "--audit-log", &log_arg]);
+    env.wait_baselines(2);
+    scale_as(&env, 6, "dave@example.com");
+    env.wait_for("dave named", || {
+        frontend_actors(&env).last().map(String::as_str) == Some("dave@example.com")
+    });
+    rec.stop();
+    assert_eq!(
+        frontend_actors(&env),
+        [
+            "alice@example.com",
+            "bob@example.com",
+            "carol@example.com",
+            "dave@example.com"
+        ]
+    );
+    // Read without a break, across the rotation and the restart: one stretch.
+    let coverage = env.krply_json(&["coverage"], 0);
+    assert_eq!(
+        coverage["audit"]["covered"].as_array().map(Vec::len),
+        Some(1),
+        "{coverage:#}"
     );
 }
