@@ -232,6 +232,23 @@ fn a_rotated_gzip_log_and_the_live_one_each_name_their_change() {
         .filter_map(|e| e["actor"]["user"].as_str())
         .collect();
     assert_eq!(users, ["alice@example.com", "bob@example.com"], "{t:#}");
+    // timeline --by keeps that user's changes (and any gaps).
+    let alice = r.env.krply_json(
+        &["timeline", "deploy/frontend", "--by", "alice@example.com"],
+        0,
+    );
+    let kept: Vec<(&str, &str)> = alice["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap(),
+                e["actor"]["user"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect();
+    assert_eq!(kept, [("MODIFIED", "alice@example.com")], "{alice:#}");
     let until_first = r.env.krply_json(
         &[
             "diff",
