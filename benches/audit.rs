@@ -65,22 +65,25 @@ fn main() {
     }
     let source = n as f64 / t.elapsed().as_secs_f64();
 
-    let t = Instant::now();
-    let out = Command::new(BIN)
-        .args(["audit", "import", "-o", "json", "--store"])
-        .arg(&store)
-        .args(["--cluster-id", CLUSTER])
-        .arg(&log)
-        .env("KUBECONFIG", dir.join("none"))
-        .output()
-        .unwrap();
-    let took = t.elapsed().as_secs_f64();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let import = || {
+        let t = Instant::now();
+        let out = Command::new(BIN)
+            .args(["audit", "import", "-o", "json", "--store"])
+            .arg(&store)
+            .args(["--cluster-id", CLUSTER])
+            .arg(&log)
+            .env("KUBECONFIG", dir.join("none"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (t.elapsed().as_secs_f64(), report)
+    };
+    let (took, report) = import();
     let stored = report["stored"].as_u64().unwrap();
     checkpoint(&store);
     let growth = file_size(&store) - before;
@@ -105,19 +108,9 @@ fn main() {
             bytes as f64 / stored as f64
         );
     }
-    let t = Instant::now();
-    let again = Command::new(BIN)
-        .args(["audit", "import", "-o", "json", "--store"])
-        .arg(&store)
-        .args(["--cluster-id", CLUSTER])
-        .arg(&log)
-        .env("KUBECONFIG", dir.join("none"))
-        .output()
-        .unwrap();
-    let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    let (again_took, again) = import();
     println!(
-        "importing it again: {:.2} s, {} new",
-        t.elapsed().as_secs_f64(),
+        "importing it again: {again_took:.2} s, {} new",
         again["stored"]
     );
 }

@@ -76,12 +76,7 @@ fn made_by(
     object: i64,
     version: &crate::journal::versions::VersionRow,
 ) -> CliResult<String> {
-    let versions: Vec<_> = history
-        .journal
-        .object_versions(object)?
-        .into_iter()
-        .filter(|v| v.list_token.is_none_or(|t| stream.lists.contains(&t)))
-        .collect();
+    let versions = history.versions(stream, object)?;
     let found = history.attribute(stream, &versions)?;
     let by = versions
         .iter()

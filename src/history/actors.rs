@@ -190,12 +190,7 @@ impl History<'_> {
         else {
             return Ok(());
         };
-        let versions: Vec<VersionRow> = self
-            .journal
-            .object_versions(d.object_id)?
-            .into_iter()
-            .filter(|v| v.list_token.is_none_or(|t| stream.lists.contains(&t)))
-            .collect();
+        let versions = self.versions(stream, d.object_id)?;
         let found = self.attribute(stream, &versions)?;
         // The events in the window, oldest first.
         let steps: Vec<usize> = (0..versions.len())
@@ -226,17 +221,23 @@ impl History<'_> {
                 }
                 // Several actors: which change touched each field last.
                 let mut touched: Vec<(usize, Vec<String>)> = Vec::new();
+                // Each version is parsed once: one step's after is the next one's before.
+                let mut parsed: Option<(usize, serde_json::Value)> = None;
                 for &i in &steps {
-                    let (Some(prev), cur) = (i.checked_sub(1), &versions[i]) else {
+                    let Some(prev) = i.checked_sub(1) else {
                         continue;
                     };
-                    let before = self.object_json(stream, &versions[prev])?;
-                    let after = self.object_json(stream, cur)?;
+                    let before = match parsed.take() {
+                        Some((at, v)) if at == prev => v,
+                        _ => self.object_json(stream, &versions[prev])?,
+                    };
+                    let after = self.object_json(stream, &versions[i])?;
                     let paths = crate::diff::diff_objects(&before, &after, opts)
                         .into_iter()
                         .map(|c| c.path.to_string())
                         .collect();
                     touched.push((i, paths));
+                    parsed = Some((i, after));
                 }
                 for f in &mut d.fields {
                     let path = f.change.path.to_string();

@@ -280,6 +280,21 @@ impl<'j> History<'j> {
         Ok(stream.info.resource.fill_type_meta(value))
     }
 
+    /// Every version of `object` that `stream` stands by, oldest first: its
+    /// events, and the items of the lists that completed.
+    pub fn versions(
+        &self,
+        stream: &StreamHistory,
+        object: i64,
+    ) -> Result<Vec<VersionRow>, JournalError> {
+        Ok(self
+            .journal
+            .object_versions(object)?
+            .into_iter()
+            .filter(|v| v.list_token.is_none_or(|t| stream.lists.contains(&t)))
+            .collect())
+    }
+
     /// Objects by id with their streams.
     pub fn objects(&self, ids: &HashSet<i64>) -> Result<HashMap<i64, ObjectRow>, JournalError> {
         self.journal.objects(ids)

@@ -85,12 +85,7 @@ impl History<'_> {
         object: &ObjectRow,
         opts: &DiffOptions,
     ) -> Result<TimelineAnswer, HistoryError> {
-        let versions: Vec<_> = self
-            .journal
-            .object_versions(object.id)?
-            .into_iter()
-            .filter(|v| v.list_token.is_none_or(|t| stream.lists.contains(&t)))
-            .collect();
+        let versions = self.versions(stream, object.id)?;
         let mut entries = Vec::new();
         let mut last_seq = i64::MIN;
         let api_version = stream.info.resource.api_version();

@@ -319,18 +319,11 @@ fn uuid_value(id: &str) -> SqlValue {
 
 fn uuid_text(v: ValueRef<'_>) -> String {
     match v {
-        ValueRef::Blob(b) if b.len() == 16 => {
-            let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-            format!(
-                "{}-{}-{}-{}-{}",
-                &hex[..8],
-                &hex[8..12],
-                &hex[12..16],
-                &hex[16..20],
-                &hex[20..]
-            )
-        }
-        ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into_owned(),
+        ValueRef::Blob(b) => match <&[u8; 16]>::try_from(b) {
+            Ok(bytes) => crate::audit::uuid_text(bytes),
+            Err(_) => String::from_utf8_lossy(b).into_owned(),
+        },
+        ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
         _ => String::new(),
     }
 }

@@ -98,15 +98,7 @@ pub(crate) fn audit_id() -> String {
     let _ = ring::rand::SystemRandom::new().fill(&mut b);
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
+    crate::audit::uuid_text(&b)
 }
 
 #[cfg(test)]

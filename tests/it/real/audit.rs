@@ -4,7 +4,7 @@
 //! level: likely matches); `audit import`, then `diff`, `timeline`, `log`,
 //! `get` and `coverage` name the right user for each change.
 
-use super::{RealEnv, mark};
+use super::{RealEnv, diff_object as object, mark};
 use serde_json::Value;
 
 const NS: &str = "audit-who";
@@ -16,15 +16,6 @@ fn as_alice(env: &RealEnv, args: &[&str]) {
     let mut all = args.to_vec();
     all.extend(["--as", ALICE, "--as-group", "system:masters"]);
     env.kubectl_ok(&all);
-}
-
-fn object<'a>(diff: &'a Value, kind: &str, name: &str) -> &'a Value {
-    diff["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["kind"] == kind && o["name"] == name)
-        .unwrap_or_else(|| panic!("no {kind}/{name} in the diff:\n{diff:#}"))
 }
 
 fn field<'a>(obj: &'a Value, path: &str) -> &'a Value {
@@ -239,5 +230,36 @@ fn the_audit_log_names_who_made_each_change() {
             .is_some_and(|c| !c.is_empty()),
         "{coverage:#}"
     );
+    recorder.stop();
+}
+
+/// `record --audit-log` on the real server's live log: a ConfigMap created as
+/// alice is named hers (likely: ConfigMaps are logged at Metadata level)
+/// while the recorder runs, with no import.
+#[test]
+fn record_follows_the_real_servers_audit_log() {
+    const NS2: &str = "audit-follow";
+    let env = RealEnv::new(NS2);
+    env.create_namespace(NS2);
+    let log = env.kube.ready.audit_log.to_str().unwrap().to_string();
+    let recorder = env.start_recorder(&["configmaps", "--audit-log", &log]);
+    env.wait_baselines(1);
+    as_alice(
+        &env,
+        &["create", "configmap", "flags", "--from-literal=a=1"],
+    );
+    env.wait_journaled("configmaps.v1@audit-follow", NS2, "configmap/flags");
+    env.wait_real("alice named while recording", || {
+        let out = env.run(&["timeline", "cm/flags", "-o", "json"]);
+        serde_json::from_str::<Value>(&out.stdout).is_ok_and(|t| {
+            t["entries"].as_array().is_some_and(|es| {
+                es.iter().any(|e| {
+                    e["type"] == "ADDED"
+                        && e["actor"]["user"] == ALICE
+                        && e["actor"]["match"] == "likely"
+                })
+            })
+        })
+    });
     recorder.stop();
 }

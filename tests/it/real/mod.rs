@@ -509,6 +509,16 @@ pub fn shop_image(name: &str) -> Value {
         .unwrap_or_else(|| panic!("no Deployment {name} in the shop"))
 }
 
+/// The object `kind/name` of a `diff -o json` answer.
+pub fn diff_object<'a>(diff: &'a Value, kind: &str, name: &str) -> &'a Value {
+    diff["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == kind && o["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind}/{name} in the diff:\n{diff:#}"))
+}
+
 /// Now, as an RFC 3339 time truncated to the millisecond: everything the
 /// recorder observed before is at or before it, and what a command started
 /// afterwards causes is observed after it (starting a process alone takes

@@ -2,7 +2,7 @@
 //! resources, a CRD's custom resources and Secrets; changes made with kubectl
 //! by different field managers; then `diff`, `timeline` and `get --at`.
 
-use super::{RealEnv, mark};
+use super::{RealEnv, diff_object as object, mark};
 use serde_json::{Value, json};
 
 const NS: &str = "story";
@@ -28,15 +28,6 @@ const CRD: &str = r#"{
 /// A stream of `record -A`, by resource.
 fn stream(resource: &str) -> String {
     format!("{resource}@*")
-}
-
-fn object<'a>(diff: &'a Value, kind: &str, name: &str) -> &'a Value {
-    diff["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["kind"] == kind && o["name"] == name)
-        .unwrap_or_else(|| panic!("no {kind}/{name} in the diff:\n{diff:#}"))
 }
 
 /// The object's changed fields as (path, before, after, manager).
