@@ -2,7 +2,7 @@
 //! missing.
 
 use super::answer::StrictArg;
-use super::args::GlobalArgs;
+use super::args::{GlobalArgs, TimeArg};
 use super::reader::select_cluster;
 use crate::error::{CliError, CliResult};
 use crate::journal::Journal;
@@ -15,9 +15,16 @@ use serde::Serialize;
 /// Show, per recorded stream, the time it covers, its gaps and whether it is complete
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  kubectl krply coverage\n  kubectl krply coverage -n shop\n  kubectl krply coverage -o json\n  kubectl krply coverage -A --strict   # exit 3 if any stream has a hole"
+    after_help = "Examples:\n  kubectl krply coverage\n  kubectl krply coverage -n shop --since 2h\n  kubectl krply coverage -o wide\n  kubectl krply coverage -o json\n  kubectl krply coverage -A --strict   # exit 3 if any stream has a hole\n\nBy default each stream is a time bar across the window (the terminal's width, else\n$COLUMNS, else 80): covered time drawn, gaps in their own glyph, time before the first\nbaseline and after the last durable point blank; then every gap, in words. Unicode and\ncolour on a terminal, plain ASCII otherwise or under NO_COLOR. -o wide: the full table."
 )]
 pub struct CoverageArgs {
+    /// Start of the drawn window: a duration ago (2h), a time of day (14:02) or
+    /// an RFC 3339 time [default: the first baseline shown]
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<TimeArg>,
+    /// End of the drawn window (same forms)
+    #[arg(long, default_value = "now", value_name = "TIME")]
+    pub until: TimeArg,
     #[command(flatten)]
     pub strict: StrictArg,
 }
@@ -122,7 +129,21 @@ pub fn run(global: &GlobalArgs, args: CoverageArgs) -> CliResult {
         .filter(|_| !global.all_namespaces);
     let rows = rows(&journal, &cluster.id, namespace)?;
     let audit = AuditOut::of(&journal, &cluster.id)?;
-    super::out(&render_rows(&rows, audit, format, global.paint()))?;
+    let now = Millis::now();
+    let until = args.until.at(now)?.as_ms();
+    let since = match &args.since {
+        Some(s) => s.at(now)?.as_ms(),
+        None => rows
+            .iter()
+            .filter_map(|c| c.from)
+            .min()
+            .unwrap_or(until - 3_600_000),
+    };
+    if since >= until {
+        return Err(CliError::usage("--since must be before --until"));
+    }
+    let window = (since, until);
+    super::out(&render_rows(&rows, audit, format, global.paint(), window))?;
     strict(&rows, args.strict.strict)
 }
 
@@ -142,7 +163,7 @@ fn strict(rows: &[Coverage], strict: bool) -> CliResult {
         )
     };
     Err(CliError::incomplete(message)
-        .hint("the COVERAGE column (or gap_windows in -o json) says what is missing"))
+        .hint("the gaps under the bars (the COVERAGE column of -o wide, gap_windows in -o json) say what is missing"))
 }
 
 /// The coverage of every stream of `cluster` (that covers `namespace`, when
@@ -164,7 +185,13 @@ fn rows(journal: &Journal, cluster: &str, namespace: Option<&str>) -> CliResult<
     Ok(rows)
 }
 
-fn render_rows(rows: &[Coverage], audit: AuditOut, format: Format, paint: render::Paint) -> String {
+fn render_rows(
+    rows: &[Coverage],
+    audit: AuditOut,
+    format: Format,
+    paint: render::Paint,
+    window: (i64, i64),
+) -> String {
     let audit_line = audit.line();
     let out = CoverageOut {
         streams: rows.iter().map(stream_out).collect(),
@@ -175,8 +202,144 @@ fn render_rows(rows: &[Coverage], audit: AuditOut, format: Format, paint: render
         Format::Yaml => render::yaml(&out),
         _ if rows.is_empty() => "No streams recorded.\n".to_string(),
         Format::Wide => table(rows, paint) + &audit_line,
-        _ => narrow_table(rows, paint) + &audit_line,
+        _ => time_bars(rows, paint, window, terminal_width()) + &audit_line,
     }
+}
+
+/// Every stream of `cluster` as a time bar over its whole recorded time (for
+/// `status`).
+pub(super) fn bars_of(journal: &Journal, cluster: &str, paint: render::Paint) -> CliResult<String> {
+    let rows = rows(journal, cluster, None)?;
+    let Some(since) = rows.iter().filter_map(|c| c.from).min() else {
+        return Ok(String::new());
+    };
+    let until = rows
+        .iter()
+        .filter_map(|c| c.to)
+        .max()
+        .unwrap_or(since)
+        .max(since + 1);
+    Ok(time_bars(&rows, paint, (since, until), terminal_width()))
+}
+
+/// The terminal's width; else `$COLUMNS`; else 80.
+fn terminal_width() -> usize {
+    console::Term::stdout()
+        .size_checked()
+        .map(|(_, cols)| cols as usize)
+        .or_else(|| std::env::var("COLUMNS").ok()?.parse().ok())
+        .filter(|w| *w >= 20)
+        .unwrap_or(80)
+}
+
+/// The default view: a time bar per stream across `window`, then each gap
+/// in words (the same stretch in several streams once).
+fn time_bars(
+    rows: &[Coverage],
+    paint: render::Paint,
+    (since, until): (i64, i64),
+    width: usize,
+) -> String {
+    let day = |t: i64| time(t)[..10].to_string();
+    let one_day = day(since) == day(until);
+    let clock = |t: i64| {
+        if one_day {
+            time(t)[11..19].to_string()
+        } else {
+            time(t)[5..16].replace('T', " ")
+        }
+    };
+    let bar_rows: Vec<render::bars::BarRow> = rows
+        .iter()
+        .map(|c| render::bars::BarRow {
+            name: c.stream.name(),
+            state: c.state.as_str().to_string(),
+            from: c.from,
+            to: c.to,
+            gaps: c.windows.iter().map(|w| (w.from, w.to)).collect(),
+        })
+        .collect();
+    let head = if one_day {
+        format!(
+            "Coverage from {} to {} UTC on {}; -o wide: the table\n",
+            clock(since),
+            clock(until),
+            day(since)
+        )
+    } else {
+        format!(
+            "Coverage from {} to {} UTC; -o wide: the table\n",
+            time(since)[..16].replace('T', " "),
+            time(until)[..16].replace('T', " ")
+        )
+    };
+    let mut out = head + &render::bars::bars(&bar_rows, since, until, width, paint, &clock);
+    // Every hole in words: a stretch with the same cause in several streams
+    // (a 410, a restart) once, with the streams it hit.
+    struct Hole {
+        from: i64,
+        to: Option<i64>,
+        reason: String,
+        streams: Vec<String>,
+    }
+    let mut holes: Vec<Hole> = Vec::new();
+    for c in rows {
+        for w in &c.windows {
+            let overlaps = |h: &Hole| {
+                crate::history::complete::same_cause(&h.reason, &w.reason)
+                    && w.from <= h.to.unwrap_or(i64::MAX)
+                    && h.from <= w.to.unwrap_or(i64::MAX)
+            };
+            match holes.iter_mut().find(|h| overlaps(h)) {
+                Some(h) => {
+                    h.from = h.from.min(w.from);
+                    h.to = h.to.zip(w.to).map(|(a, b)| a.max(b));
+                    h.streams.push(c.stream.name());
+                }
+                None => holes.push(Hole {
+                    from: w.from,
+                    to: w.to,
+                    reason: w.reason.clone(),
+                    streams: vec![c.stream.name()],
+                }),
+            }
+        }
+    }
+    let at = |t: i64| {
+        if one_day {
+            time(t)[11..23].to_string()
+        } else {
+            time(t)
+        }
+    };
+    for h in holes {
+        let reason = h.reason.split(": ").next().unwrap_or(&h.reason);
+        let when = match h.to {
+            Some(to) => format!("gap {}..{} ({reason})", at(h.from), at(to)),
+            None => format!("gap since {} ({reason})", at(h.from)),
+        };
+        let which = match h.streams.as_slice() {
+            [one] => one.clone(),
+            many => format!("{} streams", many.len()),
+        };
+        out.push_str(&format!("{} in {which}\n", paint.yellow(&when)));
+    }
+    for c in rows {
+        match (&c.unavailable, c.from) {
+            (Some((since, reason)), _) => out.push_str(&format!(
+                "{}: {}\n",
+                c.stream.name(),
+                paint.yellow(&format!(
+                    "unavailable since {} ({})",
+                    at(*since),
+                    reason.split(": ").next().unwrap_or(reason)
+                ))
+            )),
+            (None, None) => out.push_str(&format!("{}: no baseline yet\n", c.stream.name())),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The coverage of every stream of `cluster` (that covers `namespace`, when
@@ -188,11 +351,20 @@ pub fn report(
     format: Format,
     paint: render::Paint,
 ) -> CliResult<String> {
+    let rows = rows(journal, cluster, namespace)?;
+    let until = Millis::now().as_ms();
+    let since = rows
+        .iter()
+        .filter_map(|c| c.from)
+        .min()
+        .unwrap_or(until - 3_600_000);
+    let until = rows.iter().filter_map(|c| c.to).max().unwrap_or(until);
     Ok(render_rows(
-        &rows(journal, cluster, namespace)?,
+        &rows,
         AuditOut::of(journal, cluster)?,
         format,
         paint,
+        (since, until.max(since + 1)),
     ))
 }
 
@@ -279,48 +451,6 @@ fn short_time(c: &Coverage, t: i64) -> String {
     match c.from.map(time) {
         Some(from) if from.get(..11) == full.get(..11) => full[11..].to_string(),
         _ => full,
-    }
-}
-
-/// The default table, within 120 columns at the demo's scale: the stream
-/// name already says its resource and namespace, and when every time shown
-/// falls on one day, the day is said once above the table.
-fn narrow_table(rows: &[Coverage], paint: render::Paint) -> String {
-    let times = rows
-        .iter()
-        .flat_map(|c| [c.from, c.to].into_iter().flatten());
-    let days: std::collections::BTreeSet<String> =
-        times.map(|t| time(t)[..10].to_string()).collect();
-    let one_day = (days.len() == 1).then(|| days.into_iter().next().unwrap_or_default());
-    let at = |t: Option<i64>| match (t, &one_day) {
-        (None, _) => "-".to_string(),
-        (Some(t), Some(_)) => time(t)[11..19].to_string(),
-        (Some(t), None) => time(t),
-    };
-    let body: Vec<Vec<String>> = rows
-        .iter()
-        .map(|c| {
-            let cov = painted(describe_with(c, one_day.is_none()), paint);
-            vec![
-                c.stream.name(),
-                c.state.as_str().to_string(),
-                c.events.to_string(),
-                c.gaps.to_string(),
-                at(c.from),
-                at(c.to),
-                cov,
-            ]
-        })
-        .collect();
-    let table = render::table(
-        &[
-            "STREAM", "STATE", "EVENTS", "GAPS", "FROM", "TO", "COVERAGE",
-        ],
-        &body,
-    );
-    match one_day {
-        Some(day) => format!("Times are UTC, on {day} (-o wide shows every column).\n{table}"),
-        None => table,
     }
 }
 

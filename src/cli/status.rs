@@ -88,6 +88,8 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
             coverage: super::coverage::AuditOut { covered: vec![] },
         },
     };
+    // The selected cluster's streams as time bars, under the text.
+    let mut bars = String::new();
     match Journal::open(&path) {
         Ok(journal) => {
             let s = journal.status()?;
@@ -111,6 +113,7 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
             // The cluster answers are about, when one is selected.
             if let Ok(cluster) = super::reader::select_cluster(&journal, global) {
                 out.audit.coverage = super::coverage::AuditOut::of(&journal, &cluster.id)?;
+                bars = super::coverage::bars_of(&journal, &cluster.id, global.paint())?;
             }
         }
         Err(JournalError::Missing(_)) => {}
@@ -119,7 +122,8 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
     super::out(&match format {
         Format::Json => render::json(&out),
         Format::Yaml => render::yaml(&out),
-        _ => text(&out, global.paint()),
+        _ if bars.is_empty() => text(&out, global.paint()),
+        _ => format!("{}\n{bars}", text(&out, global.paint())),
     })
 }
 

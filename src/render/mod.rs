@@ -1,6 +1,8 @@
 //! Output: kubectl-style tables, JSON and YAML, and colour that follows
 //! `--color`, `NO_COLOR` and whether stdout is a terminal.
 
+pub mod bars;
+
 use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table, presets};
 use serde::Serialize;
 use std::io::IsTerminal;

@@ -139,6 +139,8 @@ fn coverage_table_reads_like_kubectl() {
     settings.add_filter(r"\d\d:\d\d:\d\d\.\d{3}Z?", "[T]");
     settings.add_filter(r"\d\d:\d\d:\d\d", "[T]");
     settings.add_filter(r"\d{4}-\d\d-\d\d", "[DAY]");
+    // Where a gap falls in a coverage bar depends on the run's timing.
+    settings.add_filter(r"\|[=x ]+\|", "|[BAR]|");
     settings.bind(|| {
         insta::assert_snapshot!(out.stdout);
         insta::assert_snapshot!("coverage_table_wide", wide.stdout);
@@ -225,4 +227,36 @@ fn readers_pick_the_cluster_of_the_context_or_say_which_exist() {
         env.run(&["coverage", "-n", "shop", "-o", "json"]).code,
         Some(0)
     );
+}
+
+/// The default coverage view fits the width it is given (`$COLUMNS` when
+/// stdout is not a terminal), with Unicode and colour only when asked.
+#[test]
+fn coverage_bars_fit_80_and_200_columns_with_and_without_colour() {
+    let env = recorded();
+    let ansi = regex::Regex::new("\x1b\\[[0-9;]*m").unwrap();
+    for (columns, colour) in [(80, false), (200, false), (80, true), (200, true)] {
+        let mut cmd = env.command();
+        cmd.args([
+            "coverage",
+            "--color",
+            if colour { "always" } else { "never" },
+        ])
+        .env("COLUMNS", columns.to_string());
+        let out = crate::common::run_bounded(cmd, "coverage");
+        let text = out.stdout.clone();
+        let plain = ansi.replace_all(&text, "");
+        for line in plain.lines() {
+            assert!(line.chars().count() <= columns, "{columns}: {line:?}");
+        }
+        let bar = plain
+            .lines()
+            .find(|l| l.starts_with("configmaps"))
+            .unwrap_or_else(|| panic!("{plain}"));
+        // A bar as wide as the columns allow, with its gap.
+        assert!(bar.chars().count() >= columns - 2, "{bar:?}");
+        let (covered, gap) = if colour { ('█', '░') } else { ('=', 'x') };
+        assert!(bar.contains(covered) && bar.contains(gap), "{bar:?}");
+        assert_eq!(text.contains("\x1b["), colour, "{text}");
+    }
 }

@@ -408,7 +408,11 @@ fn a_forbidden_resource_is_unavailable_while_the_others_record() {
     assert_eq!(cov.from, None);
     let table = env.run(&["coverage"]);
     assert_eq!(table.code, Some(0), "{}", table.stderr);
-    let row = table.stdout.lines().find(|l| l.starts_with(CM)).unwrap();
+    let row = table
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(CM) && l.contains("unavailable since"))
+        .unwrap_or_else(|| panic!("{}", table.stdout));
     assert!(
         row.contains("unavailable since") && row.contains("403 Forbidden"),
         "{row}"
