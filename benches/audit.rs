@@ -11,15 +11,16 @@
 //!
 //! `cargo bench --bench audit` (`-- --quick` for 100k lines).
 
-use krply::journal::Journal;
-use krply::journal::writer::{Op, Writer};
-use krply::model::{ObjectMeta, StreamSpec};
+use krply::journal::writer::Op;
+use krply::model::ObjectMeta;
 use krply::time::Millis;
 use serde_json::json;
 use std::io::{BufRead, Write};
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
+
+mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-krply");
 const NS: &str = "bench";
@@ -117,17 +118,7 @@ fn main() {
 
 /// A journal with one stream of `OBJECTS` Deployments, listed at `start`.
 fn build_journal(store: &Path, start: i64) {
-    let journal = Journal::open_or_create(store).unwrap();
-    journal
-        .register_cluster(CLUSTER, "https://bench.example:6443", Some("bench"))
-        .unwrap();
-    let spec = StreamSpec {
-        resource: krply::sim::builtin_type("apps", "deployments").unwrap(),
-        namespace: Some(NS.into()),
-        selector: None,
-    };
-    let stream = journal.register_stream(CLUSTER, &spec).unwrap();
-    let writer = Writer::start(journal).unwrap();
+    let (writer, stream) = common::deployment_journal(store, CLUSTER, NS);
     let tx = writer.sender();
     for i in 0..OBJECTS {
         let body = json!({"metadata": {"name": format!("app-{i}"), "namespace": NS,

@@ -9,16 +9,17 @@
 //!
 //! `cargo bench --bench history` (`-- --quick` for 100k events over 1k objects).
 
-use krply::journal::Journal;
 use krply::journal::records::CheckpointReason;
-use krply::journal::writer::{Op, Writer};
-use krply::model::{ObjectMeta, StreamSpec, WatchType};
+use krply::journal::writer::Op;
+use krply::model::{ObjectMeta, WatchType};
 use krply::sim::{Seed, SimConfig, Simulator};
 use krply::time::Millis;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
+
+mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-krply");
 const NS: &str = "bench";
@@ -176,17 +177,7 @@ fn templates() -> Vec<Value> {
 /// Writes the journal; returns the raw JSON bytes it holds.
 fn build(store: &Path, objects: usize, events: usize) -> u64 {
     let templates = templates();
-    let journal = Journal::open_or_create(store).unwrap();
-    journal
-        .register_cluster(CLUSTER, "https://bench.example:6443", Some("bench"))
-        .unwrap();
-    let spec = StreamSpec {
-        resource: krply::sim::builtin_type("apps", "deployments").unwrap(),
-        namespace: Some(NS.into()),
-        selector: None,
-    };
-    let stream = journal.register_stream(CLUSTER, &spec).unwrap();
-    let writer = Writer::start(journal).unwrap();
+    let (writer, stream) = common::deployment_journal(store, CLUSTER, NS);
     let tx = writer.sender();
     let now = Millis::now().as_ms();
     let span = 7 * 24 * 3600 * 1000i64;
