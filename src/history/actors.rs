@@ -78,7 +78,24 @@ impl History<'_> {
         if !self.has_audit() || events.is_empty() {
             return Ok(out);
         }
-        let uids = self.uids(stream, versions)?;
+        // The writes first: an object's uid is read from its bodies only
+        // when a write carries one to compare with (a parse per incarnation).
+        let (first, last) = events.iter().fold((i64::MAX, i64::MIN), |(f, l), &i| {
+            (
+                f.min(versions[i].observed_at),
+                l.max(versions[i].observed_at),
+            )
+        });
+        let stored = self.journal.audit_writes(
+            versions[events[0]].object,
+            first - join::BEFORE_MS,
+            last + join::AFTER_MS,
+        )?;
+        let uids = if stored.iter().any(|w| w.uid.is_some()) {
+            self.uids(stream, versions)?
+        } else {
+            vec![None; versions.len()]
+        };
         let changes: Vec<Change<'_>> = events
             .iter()
             .map(|&i| {
@@ -95,11 +112,6 @@ impl History<'_> {
                 }
             })
             .collect();
-        let from = changes.iter().map(|c| c.at).min().unwrap_or(0) - join::BEFORE_MS;
-        let to = changes.iter().map(|c| c.at).max().unwrap_or(0) + join::AFTER_MS;
-        let stored = self
-            .journal
-            .audit_writes(versions[events[0]].object, from, to)?;
         let writes: Vec<Write<'_>> = stored
             .iter()
             .map(|w| Write {
