@@ -1,10 +1,16 @@
 //! What the benches share: a fresh journal with one Deployment stream, and
-//! its writer.
+//! its writer; the history bench's journal of 1M events.
 
 use krply::journal::Journal;
 use krply::journal::StreamId;
+use krply::journal::records::CheckpointReason;
+use krply::journal::writer::Op;
 use krply::journal::writer::Writer;
 use krply::model::StreamSpec;
+use krply::model::{ObjectMeta, WatchType};
+use krply::sim::{Seed, SimConfig, Simulator};
+use krply::time::Millis;
+use serde_json::{Value, json};
 use std::path::Path;
 
 /// A journal at `store` for cluster `cluster` with one stream of the
@@ -21,4 +27,133 @@ pub fn deployment_journal(store: &Path, cluster: &str, ns: &str) -> (Writer, Str
     };
     let stream = journal.register_stream(cluster, &spec).unwrap();
     (Writer::start(journal).unwrap(), stream)
+}
+
+/// Deployments as the simulator writes them.
+#[allow(dead_code)] // used by history_journal only
+fn templates() -> Vec<Value> {
+    let sim = Simulator::start_background(SimConfig {
+        seed: Seed::Shop,
+        ..SimConfig::default()
+    })
+    .unwrap();
+    let out = sim.list("apps/v1", "Deployment", Some("shop"));
+    sim.shutdown();
+    out
+}
+
+/// The history bench's journal: a baseline of `objects`
+/// Deployments at `ns`, then `events` changes spread evenly over the last 7
+/// days, three quarters of them on a tenth of the objects; returns the raw
+/// JSON bytes it holds.
+#[allow(dead_code)] // not every bench builds it
+pub fn history_journal(
+    store: &Path,
+    cluster: &str,
+    ns: &str,
+    objects: usize,
+    events: usize,
+) -> u64 {
+    let templates = templates();
+    let (writer, stream) = deployment_journal(store, cluster, ns);
+    let tx = writer.sender();
+    let now = Millis::now().as_ms();
+    let span = 7 * 24 * 3600 * 1000i64;
+    let start = now - span;
+    let mut rv = 1000u64;
+    let mut raw = 0u64;
+    let mut objs: Vec<Value> = (0..objects)
+        .map(|i| {
+            let mut d = templates[i % templates.len()].clone();
+            let base = d["metadata"]["name"].as_str().unwrap().to_string();
+            d["metadata"]["name"] = json!(format!("{base}-{}", i / templates.len()));
+            d["metadata"]["namespace"] = json!(ns);
+            d["metadata"]["uid"] = json!(format!("00000000-0000-4000-8000-{i:012}"));
+            d
+        })
+        .collect();
+    let meta = |d: &Value| ObjectMeta {
+        namespace: ns.into(),
+        name: d["metadata"]["name"].as_str().unwrap().into(),
+        uid: d["metadata"]["uid"].as_str().unwrap().into(),
+        resource_version: d["metadata"]["resourceVersion"].as_str().unwrap().into(),
+    };
+    for d in &mut objs {
+        rv += 1;
+        d["metadata"]["resourceVersion"] = json!(rv.to_string());
+        // List items come without apiVersion and kind, as from a real server.
+        let mut item = d.clone();
+        if let Some(m) = item.as_object_mut() {
+            m.remove("apiVersion");
+            m.remove("kind");
+        }
+        let body = serde_json::to_vec(&item).unwrap();
+        raw += body.len() as u64;
+        tx.blocking_send(Op::BaselineItem {
+            stream,
+            at: start,
+            meta: meta(d),
+            body,
+        })
+        .unwrap();
+    }
+    tx.blocking_send(Op::BaselineEnd {
+        stream,
+        at: start,
+        list_rv: rv.to_string(),
+        items: objects as u64,
+    })
+    .unwrap();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for n in 0..events {
+        let at = start + (span as i128 * (n as i128 + 1) / events as i128) as i64;
+        // Most churn hits a tenth of the objects, like a real cluster.
+        let i = if next() % 4 == 0 {
+            (next() as usize) % objects
+        } else {
+            (next() as usize) % (objects / 10).max(1)
+        };
+        let d = &mut objs[i];
+        rv += 1;
+        let generation = d["metadata"]["generation"].as_i64().unwrap_or(1) + 1;
+        d["metadata"]["resourceVersion"] = json!(rv.to_string());
+        d["metadata"]["generation"] = json!(generation);
+        d["metadata"]["annotations"] = json!({"bench/step": n.to_string(), "deployment.kubernetes.io/revision": (generation / 3).to_string()});
+        d["spec"]["replicas"] = json!(next() % 5 + 1);
+        if let Some(t) = d.pointer_mut("/metadata/managedFields/0/time") {
+            *t = json!(Millis::from_ms(at).to_string().replace(".000", ""));
+        }
+        if let Some(status) = d.get_mut("status").and_then(Value::as_object_mut) {
+            status.insert("observedGeneration".into(), json!(generation));
+        }
+        let body = serde_json::to_vec(&d).unwrap();
+        raw += body.len() as u64;
+        tx.blocking_send(Op::Event {
+            stream,
+            at,
+            watch_type: WatchType::Modified,
+            meta: meta(d),
+            body,
+        })
+        .unwrap();
+    }
+    tx.blocking_send(Op::Checkpoint {
+        stream,
+        at: now,
+        rv: rv.to_string(),
+        reason: CheckpointReason::Stop,
+    })
+    .unwrap();
+    drop(tx);
+    writer.finish().unwrap();
+    let conn = rusqlite::Connection::open(store).unwrap();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .unwrap();
+    raw
 }
