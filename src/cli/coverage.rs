@@ -251,13 +251,7 @@ fn time_bars(
     };
     let bar_rows: Vec<render::bars::BarRow> = rows
         .iter()
-        .map(|c| render::bars::BarRow {
-            name: c.stream.name(),
-            state: c.state.as_str().to_string(),
-            from: c.from,
-            to: c.to,
-            gaps: c.windows.iter().map(|w| (w.from, w.to)).collect(),
-        })
+        .map(|c| render::bars::BarRow::of(c, c.stream.name()))
         .collect();
     let head = if one_day {
         format!(

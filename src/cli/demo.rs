@@ -175,7 +175,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     outcome.sim.shutdown();
 
     super::out(&format!(
-        "\nThe 410 left a gap in every stream: the relist restored current state (it shows\nfrontend-config's new log_level), but what happened in between is not in the\njournal, and krply says so.\n\nExplore the journal yourself (the simulator is gone; the journal answers offline):\n  export KRPLY_STORE={} KUBECONFIG={}\n  kubectl krply status\n  kubectl krply timeline cm/frontend-config -n shop\n  kubectl krply log -n shop --since {} --by alice@example.com\n  kubectl krply get deploy/frontend -n shop --at {}\n  kubectl krply replay show {} -o yaml\n",
+        "\nThe 410 left a gap in every stream: the relist restored current state (it shows\nfrontend-config's new log_level), but what happened in between is not in the\njournal, and krply says so.\n\nExplore the journal yourself (the simulator is gone; the journal answers offline):\n  export KRPLY_STORE={} KUBECONFIG={}\n  kubectl krply status\n  kubectl krply timeline cm/frontend-config -n shop\n  kubectl krply log -n shop --since {} --by alice@example.com\n  kubectl krply get deploy/frontend -n shop --at {}\n  kubectl krply replay show {} -o yaml\n\nOr look around all of it, full screen, in the terminal browser (? keys, q quits):\n  kubectl krply browse -n shop\n",
         store.display(),
         outcome.kubeconfig.display(),
         outcome.before_incident,

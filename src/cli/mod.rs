@@ -4,6 +4,7 @@
 pub mod answer;
 pub mod args;
 pub mod audit;
+pub mod browse;
 pub mod completion;
 pub mod coverage;
 pub mod demo;
@@ -78,6 +79,7 @@ pub enum Command {
     Diff(diff::DiffArgs),
     Timeline(timeline::TimelineArgs),
     Log(log::LogArgs),
+    Browse(browse::BrowseArgs),
     #[command(alias = "reconstruct")]
     Get(get::GetArgs),
     Snapshot(snapshot::SnapshotArgs),
@@ -200,6 +202,7 @@ fn run(cli: Cli) -> CliResult {
             Command::Diff(a) => diff::run(&global, a),
             Command::Timeline(a) => timeline::run(&global, a),
             Command::Log(a) => log::run(&global, a),
+            Command::Browse(a) => browse::run(&global, a),
             Command::Get(a) => get::run(&global, a),
             Command::Snapshot(a) => snapshot::run(&global, a),
             Command::Export(a) => export::run(&global, a),

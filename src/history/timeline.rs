@@ -64,6 +64,7 @@ pub struct Entry {
     pub by: By,
 }
 
+#[derive(Debug, Clone, PartialEq)]
 pub struct TimelineAnswer {
     pub kind: String,
     pub namespace: String,

@@ -246,6 +246,53 @@ impl Journal {
         Ok(out)
     }
 
+    /// Per object of `streams` with live events observed in `(after, until]`:
+    /// how many, and the last one's seq. What `browse` lists (docs/browse.md):
+    /// read through the zones like [`Journal::touched_objects`], integers only.
+    pub fn window_changes(
+        &self,
+        streams: &HashSet<StreamId>,
+        after: i64,
+        until: i64,
+    ) -> Result<HashMap<i64, (usize, i64)>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(&format!(
+                // CROSS JOIN keeps the zones outside, so records are read by
+                // seq ranges; `+kind` keeps SQLite from indexing kind instead.
+                "SELECT r.stream_id, r.object_id, r.seq FROM zones z CROSS JOIN records r
+                    ON r.seq BETWEEN z.first_seq AND z.last_seq
+                 WHERE z.max_at > ?1 AND z.min_at <= ?2
+                   AND r.observed_at > ?1 AND r.observed_at <= ?2 AND +r.kind = {}",
+                kind::EVENT
+            ))
+            .map_err(|e| self.err(e))?;
+        let mut out: HashMap<i64, (usize, i64)> = HashMap::new();
+        let mut rows = stmt.query(params![after, until]).map_err(|e| self.err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let stream: StreamId = row.get(0).map_err(|e| self.err(e))?;
+            if !streams.contains(&stream) {
+                continue;
+            }
+            let object: i64 = row.get(1).map_err(|e| self.err(e))?;
+            let seq: i64 = row.get(2).map_err(|e| self.err(e))?;
+            let e = out.entry(object).or_insert((0, seq));
+            e.0 += 1;
+            e.1 = e.1.max(seq);
+        }
+        Ok(out)
+    }
+
+    /// The version recorded as `seq`.
+    pub fn version(&self, seq: i64) -> Result<Option<VersionRow>, JournalError> {
+        self.conn()
+            .prepare_cached(&format!(
+                "SELECT {VERSION_COLUMNS} FROM records WHERE seq = ?1 AND object_id IS NOT NULL"
+            ))
+            .and_then(|mut s| s.query_row(params![seq], version).optional())
+            .map_err(|e| self.err(e))
+    }
+
     pub fn object(&self, id: i64) -> Result<Option<ObjectRow>, JournalError> {
         self.conn()
             .prepare_cached("SELECT id, stream_id, namespace, name FROM objects WHERE id = ?1")

@@ -19,9 +19,22 @@ pub struct BarRow {
     pub gaps: Vec<(i64, Option<i64>)>,
 }
 
+impl BarRow {
+    /// A stream's row, named `name`, from its coverage.
+    pub fn of(c: &crate::journal::read::Coverage, name: String) -> BarRow {
+        BarRow {
+            name,
+            state: c.state.as_str().to_string(),
+            from: c.from,
+            to: c.to,
+            gaps: c.windows.iter().map(|w| (w.from, w.to)).collect(),
+        }
+    }
+}
+
 /// What one cell of a bar shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Cell {
+pub enum Cell {
     /// Not recorded: before the first baseline, after the last durable point.
     Blank,
     Covered,
@@ -117,7 +130,7 @@ pub fn bars(
 /// The cells of one row: a cell is a gap when any gap touches it (so a
 /// 50 ms gap stays visible in an hour), covered when it lies within the
 /// recorded stretch, else blank.
-fn cells(r: &BarRow, since: i64, until: i64, n: usize) -> Vec<Cell> {
+pub fn cells(r: &BarRow, since: i64, until: i64, n: usize) -> Vec<Cell> {
     let span = (until - since) as f64;
     (0..n)
         .map(|i| {
@@ -142,7 +155,7 @@ fn cells(r: &BarRow, since: i64, until: i64, n: usize) -> Vec<Cell> {
 
 /// `|start ... tick ... end|`: the window's ends and ticks between them where
 /// their labels fit, over `n` columns.
-fn axis(since: i64, until: i64, n: usize, clock: &dyn Fn(i64) -> String) -> String {
+pub fn axis(since: i64, until: i64, n: usize, clock: &dyn Fn(i64) -> String) -> String {
     let mut line: Vec<char> = vec![' '; n];
     let place = |line: &mut Vec<char>, at: usize, label: &str| -> bool {
         let chars: Vec<char> = label.chars().collect();

@@ -18,6 +18,7 @@ const COMMANDS: &[&[&str]] = &[
     &["export"],
     &["prune"],
     &["log"],
+    &["browse"],
     &["audit"],
     &["audit", "import"],
     &["replay"],

@@ -1,61 +1,8 @@
 //! The live display of `record` in a real terminal: tmux gives it a
 //! pseudo-terminal, resizes it, and shows what is on the screen.
 
-use crate::common::{self, Env};
-use std::path::PathBuf;
-use std::process::Command;
-use std::time::Duration;
-
-/// A tmux server of this test alone (its own socket), with one window.
-struct Tmux {
-    socket: PathBuf,
-}
-
-impl Tmux {
-    fn cmd(&self, args: &[&str]) -> common::Output {
-        let mut c = Command::new("tmux");
-        c.arg("-S")
-            .arg(&self.socket)
-            .args(["-f", "/dev/null"])
-            .args(args);
-        common::run_bounded(c, &format!("tmux {args:?}"))
-    }
-
-    fn screen(&self) -> String {
-        self.cmd(&["capture-pane", "-p", "-t", "rec"]).stdout
-    }
-
-    fn resize(&self, columns: u16) {
-        let out = self.cmd(&["resize-window", "-t", "rec", "-x", &columns.to_string()]);
-        assert_eq!(out.code, Some(0), "{out:?}");
-    }
-
-    /// Waits until the screen satisfies `check`; panics with the screen.
-    fn wait(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let screen = self.screen();
-            if check(&screen) {
-                return screen;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "timed out waiting for {what}; the screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .output();
-    }
-}
+use crate::common::Env;
+use crate::common::tmux::Tmux;
 
 /// Rows showing a stream's live state (its spinner line, cut to the
 /// terminal's width).
@@ -66,45 +13,8 @@ fn live_rows(screen: &str) -> usize {
 #[test]
 fn the_live_display_survives_narrowing_and_widening_the_terminal() {
     let env = Env::shop();
-    let tmux = Tmux {
-        socket: env.dir.path().join("tmux.sock"),
-    };
     // The recorder as the user runs it, in a 120x30 terminal.
-    let inner = env.command();
-    let mut line = vec!["env".to_string(), "-i".to_string()];
-    for (k, v) in inner.get_envs() {
-        if let Some(v) = v {
-            line.push(format!("{}={}", k.to_string_lossy(), v.to_string_lossy()));
-        }
-    }
-    line.push("TERM=xterm-256color".into());
-    line.push(common::BIN.to_string());
-    line.extend(["record", "cm", "deploy"].map(String::from));
-    line.push(";".into());
-    line.extend(["sleep", "120"].map(String::from));
-    let shell = line
-        .iter()
-        .map(|w| {
-            if w == ";" {
-                w.clone()
-            } else {
-                format!("'{w}'")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ");
-    let out = tmux.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "rec",
-        "-x",
-        "120",
-        "-y",
-        "30",
-        &shell,
-    ]);
-    assert_eq!(out.code, Some(0), "{out:?}");
+    let tmux = Tmux::start(&env, (120, 30), &["record", "cm", "deploy"], "sleep 120");
     tmux.wait("two live rows", |s| {
         live_rows(s) == 2 && s.contains("watching")
     });
@@ -143,8 +53,7 @@ fn the_live_display_survives_narrowing_and_widening_the_terminal() {
     });
 
     // Ctrl-C: the summary, and no live row left above it.
-    let out = tmux.cmd(&["send-keys", "-t", "rec", "C-c"]);
-    assert_eq!(out.code, Some(0), "{out:?}");
+    tmux.keys("C-c");
     let end = tmux.wait("the summary", |s| {
         s.contains("recorded ") && s.contains("event(s)")
     });

@@ -7,6 +7,7 @@ mod common;
 
 mod access;
 mod audit;
+mod browse;
 mod cli_errors;
 mod demo;
 mod help;

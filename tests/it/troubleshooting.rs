@@ -236,6 +236,8 @@ cases! {
     apply_into_the_source => "refusing to apply a plan into its own source namespace",
     target_gone_during_apply => "cannot reach the target at https://<host>:<port>:",
     apply_conflict => "plan <id> was not fully applied",
+    browse_nothing_recorded => "nothing recorded in namespace \"elsewhere\" of cluster kind-shop",
+    browse_without_a_terminal => "browse needs a terminal",
 }
 
 #[test]
@@ -627,6 +629,32 @@ fn journal_too_new() -> Output {
         )
         .unwrap();
     sandbox.run(&["coverage"])
+}
+
+// ---------------------------------------------------------------------------
+// Browse.
+
+/// A journal of cluster kind-shop with a Deployment stream in shop.
+fn shop_stream(sandbox: &Sandbox) {
+    let journal = Journal::open_or_create(&sandbox.store).expect("journal created");
+    journal
+        .register_cluster("kind-shop", "https://127.0.0.1:6443", Some("kind-shop"))
+        .unwrap();
+    journal
+        .register_stream("kind-shop", &common::deployment_stream("shop"))
+        .unwrap();
+}
+
+fn browse_nothing_recorded() -> Output {
+    let sandbox = Sandbox::new();
+    shop_stream(&sandbox);
+    sandbox.run(&["browse", "-n", "elsewhere", "--cluster-id", "kind-shop"])
+}
+
+fn browse_without_a_terminal() -> Output {
+    let sandbox = Sandbox::new();
+    shop_stream(&sandbox);
+    sandbox.run(&["browse", "-n", "shop", "--cluster-id", "kind-shop"])
 }
 
 // ---------------------------------------------------------------------------

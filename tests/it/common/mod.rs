@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod tmux;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_kubectl-krply");
 
 /// How long any condition may take before a test fails.

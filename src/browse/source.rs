@@ -1,0 +1,165 @@
+//! What the browser shows, read from the journal (docs/browse.md): the streams
+//! in scope with their coverage, the objects with live events in the window,
+//! and, on demand, an object's manager and actor, its timeline and its YAML at
+//! one version. Every answer goes through [`History`], as the commands do.
+
+use super::app::{Detail, ObjectLine, StreamLine};
+use crate::diff::DiffOptions;
+use crate::history::diff::NameFilter;
+use crate::history::state::ObjectState;
+use crate::history::timeline::TimelineAnswer;
+use crate::history::{History, HistoryError, Scope};
+use crate::render::bars::BarRow;
+use std::collections::HashSet;
+
+/// The streams in `scope`, grouped by namespace (cluster-wide streams first),
+/// then by resource.
+pub fn streams(history: &History<'_>, scope: &Scope) -> Vec<StreamLine> {
+    let mut out: Vec<StreamLine> = history
+        .streams_in(scope)
+        .into_iter()
+        .map(|s| StreamLine {
+            cluster: s.info.cluster.clone(),
+            namespace: s.info.namespace.clone().unwrap_or_default(),
+            resource: s.info.resource.group_resource(),
+            bar: BarRow::of(&s.coverage, s.info.name()),
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.namespace, &a.resource).cmp(&(&b.namespace, &b.resource)));
+    out
+}
+
+/// The objects in `scope` with a live event in `(since, until]`, the latest
+/// change first. An object is marked when a gap of its stream overlaps the
+/// window: changes may be missing from its count.
+pub fn objects(
+    history: &History<'_>,
+    scope: &Scope,
+    since: i64,
+    until: i64,
+) -> Result<Vec<ObjectLine>, HistoryError> {
+    let streams = history.streams_in(scope);
+    let ids: HashSet<_> = streams.iter().map(|s| s.info.id).collect();
+    let per = history.journal.window_changes(&ids, since, until)?;
+    let rows = history.objects(&per.keys().copied().collect())?;
+    let names = NameFilter::default();
+    let mut out = Vec::new();
+    for (id, (changes, last_seq)) in per {
+        let (Some(row), Some(last)) = (rows.get(&id), history.journal.version(last_seq)?) else {
+            continue;
+        };
+        let Some(stream) = streams.iter().find(|s| s.info.id == last.stream) else {
+            continue;
+        };
+        if !scope.holds(stream, row, &names) {
+            continue;
+        }
+        let gap = stream
+            .coverage
+            .windows
+            .iter()
+            .any(|w| w.from < until && w.to.is_none_or(|to| to > since));
+        out.push(ObjectLine {
+            object: id,
+            kind: stream.info.resource.kind.clone(),
+            resource: stream.info.resource.group_resource(),
+            namespaced: stream.info.resource.namespaced,
+            namespace: row.namespace.clone(),
+            name: row.name.clone(),
+            changes,
+            last,
+            gap,
+            detail: None,
+        });
+    }
+    out.sort_by(|a, b| {
+        (b.last.observed_at, b.last.seq)
+            .cmp(&(a.last.observed_at, a.last.seq))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    Ok(out)
+}
+
+/// Who made an object's last change in the window: the field manager that
+/// wrote last (the newest `managedFields` entry of that version), and the
+/// actor when audit logs were imported.
+pub fn detail(history: &History<'_>, line: &ObjectLine) -> Result<Detail, HistoryError> {
+    let Some(stream) = history.stream(line.last.stream) else {
+        return Ok(Detail::default());
+    };
+    let body = history.object_json(stream, &line.last)?;
+    let manager = last_manager(&body);
+    let actor = if history.has_audit() {
+        let versions = history.versions(stream, line.object)?;
+        let found = history.attribute(stream, &versions)?;
+        versions
+            .iter()
+            .zip(&found)
+            .find(|(v, _)| v.seq == line.last.seq)
+            .map(|(_, a)| actor(&crate::history::actors::By::of(a.as_ref())))
+    } else {
+        None
+    };
+    Ok(Detail { manager, actor })
+}
+
+/// An actor as a column shows it: `alice`, `likely alice`, `? not_covered`.
+pub fn actor(by: &crate::history::actors::By) -> String {
+    match (&by.actor, by.actor_unknown) {
+        (Some(a), _) => a.label(),
+        (None, Some(why)) => format!("? {}", why.as_str()),
+        (None, None) => String::new(),
+    }
+}
+
+/// The manager of the newest `metadata.managedFields` entry, with its
+/// subresource (`kube-controller-manager/status`).
+pub fn last_manager(object: &serde_json::Value) -> Option<String> {
+    let entries = object.pointer("/metadata/managedFields")?.as_array()?;
+    let newest = entries
+        .iter()
+        .filter(|e| e.get("manager").is_some())
+        // RFC 3339 times in UTC sort as text; an entry without a time sorts first.
+        .max_by_key(|e| e.get("time").and_then(|t| t.as_str()).unwrap_or(""))?;
+    let manager = newest.get("manager")?.as_str()?;
+    Some(match newest.get("subresource").and_then(|s| s.as_str()) {
+        Some(sub) if !sub.is_empty() => format!("{manager}/{sub}"),
+        _ => manager.to_string(),
+    })
+}
+
+/// The object's whole timeline, as `kubectl krply timeline` prints it.
+pub fn timeline(
+    history: &History<'_>,
+    line: &ObjectLine,
+    opts: &DiffOptions,
+) -> Result<Option<TimelineAnswer>, HistoryError> {
+    let (Some(stream), Some(row)) = (
+        history.stream(line.last.stream),
+        history.journal.object(line.object)?,
+    ) else {
+        return Ok(None);
+    };
+    Ok(Some(history.timeline(stream, &row, opts)?))
+}
+
+/// The object as `kubectl krply get --at T -o yaml` prints it (without
+/// `managedFields`); `None` when it did not exist then, or nothing recorded
+/// says so.
+pub fn yaml_at(
+    history: &History<'_>,
+    line: &ObjectLine,
+    at: i64,
+) -> Result<Option<String>, HistoryError> {
+    let Some(stream) = history.stream(line.last.stream) else {
+        return Ok(None);
+    };
+    let ObjectState::Present(version) = history.object_at(stream, line.object, at)? else {
+        return Ok(None);
+    };
+    let mut value = history.object_json(stream, &version)?;
+    if let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        meta.shift_remove("managedFields");
+    }
+    Ok(Some(crate::render::yaml(&value)))
+}
