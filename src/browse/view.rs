@@ -750,15 +750,61 @@ mod tests {
         insta::assert_snapshot!(render(&mut app, 80, 24));
     }
 
-    #[test]
-    fn the_yaml_of_a_version() {
+    /// The frontend's YAML, opened from its timeline.
+    fn with_yaml() -> App {
         let mut app = with_timeline();
         app.open_yaml(
             "Deployment shop/frontend at 2026-12-01T12:59:00.000Z".into(),
             "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: frontend\n  namespace: shop\nspec:\n  replicas: 3\n",
             T0,
         );
-        insta::assert_snapshot!(render(&mut app, 80, 10));
+        app
+    }
+
+    #[test]
+    fn the_yaml_of_a_version() {
+        insta::assert_snapshot!(render(&mut with_yaml(), 80, 10));
+    }
+
+    /// A screen as docs/browse.md shows it: plain text, trailing blanks cut,
+    /// rows with nothing inside their borders left out.
+    fn capture(app: &mut App, width: u16, height: u16) -> String {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal.draw(|f| draw(f, app)).unwrap();
+        let buffer = terminal.backend().buffer();
+        (0..height)
+            .map(|y| {
+                (0..width)
+                    .map(|x| buffer[(x, y)].symbol())
+                    .collect::<String>()
+                    .trim_end()
+                    .to_string()
+            })
+            .filter(|l| l.chars().any(|c| !" │".contains(c)))
+            .map(|l| l + "\n")
+            .collect()
+    }
+
+    #[test]
+    fn the_docs_show_these_screens() {
+        let doc = include_str!("../../docs/browse.md");
+        let mut diff = with_timeline();
+        press(&mut diff, KeyCode::Enter);
+        let mut help = with_streams(app());
+        press(&mut help, KeyCode::Char('?'));
+        for (what, mut app, height) in [
+            ("the object list", with_streams(app()), 24),
+            ("the timeline", with_timeline(), 24),
+            ("the diff", diff, 24),
+            ("the YAML", with_yaml(), 10),
+            ("the help", help, 24),
+        ] {
+            let screen = capture(&mut app, 80, height);
+            assert!(
+                doc.contains(&screen),
+                "docs/browse.md does not show {what} as drawn now:\n{screen}"
+            );
+        }
     }
 
     #[test]
