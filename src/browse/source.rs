@@ -87,8 +87,7 @@ pub fn detail(history: &History<'_>, line: &ObjectLine) -> Result<Detail, Histor
     let Some(stream) = history.stream(line.last.stream) else {
         return Ok(Detail::default());
     };
-    let body = history.object_json(stream, &line.last)?;
-    let manager = last_manager(&body);
+    let manager = crate::diff::last_writer(&history.object_bytes(&line.last)?);
     let actor = if history.has_audit() {
         let versions = history.versions(stream, line.object)?;
         let found = history.attribute(stream, &versions)?;
@@ -110,22 +109,6 @@ pub fn actor(by: &crate::history::actors::By) -> String {
         (None, Some(why)) => format!("? {}", why.as_str()),
         (None, None) => String::new(),
     }
-}
-
-/// The manager of the newest `metadata.managedFields` entry, with its
-/// subresource (`kube-controller-manager/status`).
-pub fn last_manager(object: &serde_json::Value) -> Option<String> {
-    let entries = object.pointer("/metadata/managedFields")?.as_array()?;
-    let newest = entries
-        .iter()
-        .filter(|e| e.get("manager").is_some())
-        // RFC 3339 times in UTC sort as text; an entry without a time sorts first.
-        .max_by_key(|e| e.get("time").and_then(|t| t.as_str()).unwrap_or(""))?;
-    let manager = newest.get("manager")?.as_str()?;
-    Some(match newest.get("subresource").and_then(|s| s.as_str()) {
-        Some(sub) if !sub.is_empty() => format!("{manager}/{sub}"),
-        _ => manager.to_string(),
-    })
 }
 
 /// The object's whole timeline, as `kubectl krply timeline` prints it.

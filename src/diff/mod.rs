@@ -56,7 +56,7 @@ pub use noise::{
     LAST_APPLIED_ANNOTATION, REVISION_ANNOTATION, TEMPLATE_GENERATION_ANNOTATION, is_noise,
     strip_noise,
 };
-pub use owner::{FieldOwner, field_manager, field_owner};
+pub use owner::{FieldOwner, field_manager, field_owner, last_writer};
 pub use path::{FieldPath, PathError, PathSegment, parse_path};
 pub use reduce::{ReducedPair, parse_managed_for, reduce_pair, reduce_pair_managed};
 pub use render::{render_pair, render_value};

@@ -432,3 +432,63 @@ mod tests {
         );
     }
 }
+
+/// The `metadata.managedFields` of an object, only what [`last_writer`] needs.
+#[derive(Deserialize)]
+struct Managed {
+    #[serde(default)]
+    metadata: ManagedMeta,
+}
+
+#[derive(Deserialize, Default)]
+struct ManagedMeta {
+    #[serde(default, rename = "managedFields")]
+    managed_fields: Vec<ManagedEntry>,
+}
+
+#[derive(Deserialize)]
+struct ManagedEntry {
+    manager: Option<String>,
+    time: Option<String>,
+    subresource: Option<String>,
+}
+
+/// Who wrote an object last: the manager of its newest `managedFields` entry,
+/// with its subresource (`kube-controller-manager/status`). Reads only
+/// `metadata.managedFields` of `body` (JSON text).
+pub fn last_writer(body: &[u8]) -> Option<String> {
+    let managed: Managed = serde_json::from_slice(body).ok()?;
+    managed
+        .metadata
+        .managed_fields
+        .into_iter()
+        .filter(|e| e.manager.is_some())
+        // RFC 3339 times in UTC sort as text; an entry without one sorts first.
+        .max_by(|a, b| a.time.cmp(&b.time))
+        .and_then(|e| {
+            let manager = e.manager?;
+            Some(match e.subresource.filter(|s| !s.is_empty()) {
+                Some(sub) => format!("{manager}/{sub}"),
+                None => manager,
+            })
+        })
+}
+
+#[cfg(test)]
+mod last_writer_tests {
+    use super::last_writer;
+
+    #[test]
+    fn the_newest_entry_wins_with_its_subresource() {
+        let body = br#"{"metadata":{"name":"a","managedFields":[
+            {"manager":"kubectl-create","time":"2026-12-01T10:00:00Z"},
+            {"manager":"kube-controller-manager","subresource":"status","time":"2026-12-01T10:05:00Z"},
+            {"manager":"kubectl-edit","time":"2026-12-01T10:04:00Z"}]},"spec":{}}"#;
+        assert_eq!(
+            last_writer(body).as_deref(),
+            Some("kube-controller-manager/status")
+        );
+        assert_eq!(last_writer(br#"{"metadata":{"name":"a"}}"#), None);
+        assert_eq!(last_writer(b"not json"), None);
+    }
+}

@@ -271,13 +271,18 @@ impl<'j> History<'j> {
         stream: &StreamHistory,
         version: &VersionRow,
     ) -> Result<serde_json::Value, HistoryError> {
-        let raw = self.bodies.borrow_mut().read(self.journal, version.body)?;
+        let raw = self.object_bytes(version)?;
         let value: serde_json::Value =
             serde_json::from_slice(&raw).map_err(|e| HistoryError::Body {
                 object: format!("{} at seq {}", stream.info.name(), version.seq),
                 detail: e.to_string(),
             })?;
         Ok(stream.info.resource.fill_type_meta(value))
+    }
+
+    /// The recorded bytes of a version, as the server sent them.
+    pub fn object_bytes(&self, version: &VersionRow) -> Result<Vec<u8>, JournalError> {
+        self.bodies.borrow_mut().read(self.journal, version.body)
     }
 
     /// Every version of `object` that `stream` stands by, oldest first: its
