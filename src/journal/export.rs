@@ -25,35 +25,45 @@ pub struct ExportOptions {
 
 /// One exported line; every field a record does not have stays null.
 #[derive(Serialize, Default)]
-struct Line<'a> {
-    seq: Option<i64>,
-    record: &'static str,
-    cluster: &'a str,
-    stream: Option<String>,
-    observed_at: String,
-    watch_type: Option<&'static str>,
-    synthetic: bool,
-    resource_version: Option<&'a str>,
-    uid: Option<String>,
-    kind: Option<&'a str>,
+pub(crate) struct Line<'a> {
+    pub(crate) seq: Option<i64>,
+    pub(crate) record: &'static str,
+    pub(crate) cluster: &'a str,
+    pub(crate) stream: Option<String>,
+    pub(crate) observed_at: String,
+    pub(crate) watch_type: Option<&'static str>,
+    pub(crate) synthetic: bool,
+    pub(crate) resource_version: Option<&'a str>,
+    pub(crate) uid: Option<String>,
+    pub(crate) kind: Option<&'a str>,
     #[serde(rename = "apiVersion")]
-    api_version: Option<String>,
-    namespace: Option<&'a str>,
-    name: Option<&'a str>,
-    object: Option<Box<RawValue>>,
+    pub(crate) api_version: Option<String>,
+    pub(crate) namespace: Option<&'a str>,
+    pub(crate) name: Option<&'a str>,
+    pub(crate) object: Option<Box<RawValue>>,
     /// Baseline items: the list they belong to.
     #[serde(skip_serializing_if = "Option::is_none")]
-    list_resource_version: Option<&'a str>,
+    pub(crate) list_resource_version: Option<&'a str>,
     /// Gaps: the missing window.
     #[serde(skip_serializing_if = "Option::is_none")]
-    from: Option<String>,
+    pub(crate) from: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    to: Option<Option<String>>,
+    pub(crate) to: Option<Option<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<String>,
+    pub(crate) reason: Option<String>,
     /// Coverage changes, checkpoints, snapshots: their own fields.
     #[serde(skip_serializing_if = "Option::is_none")]
-    info: Option<Box<RawValue>>,
+    pub(crate) info: Option<Box<RawValue>>,
+    /// The same times as milliseconds, for the Parquet segments
+    /// (`segments.rs`); not in the NDJSON lines.
+    #[serde(skip)]
+    pub(crate) at: i64,
+    /// Gaps: from, and to while the gap is closed.
+    #[serde(skip)]
+    pub(crate) gap: Option<(i64, Option<i64>)>,
+    /// Baseline items: when their list completed.
+    #[serde(skip)]
+    pub(crate) list_at: Option<i64>,
 }
 
 struct StreamMeta {
@@ -98,6 +108,26 @@ pub fn export(
         path: "stdout".into(),
         source,
     };
+    let mut lines = 0u64;
+    visit(journal, opts, &mut |line| {
+        serde_json::to_writer(&mut *out, line).map_err(|e| {
+            let kind = e.io_error_kind().unwrap_or(std::io::ErrorKind::Other);
+            io(std::io::Error::new(kind, e))
+        })?;
+        out.write_all(b"\n").map_err(io)?;
+        lines += 1;
+        Ok(())
+    })?;
+    out.flush().map_err(io)?;
+    Ok(lines)
+}
+
+/// Every exported line, oldest first, to `write`.
+pub(crate) fn visit(
+    journal: &Journal,
+    opts: &ExportOptions,
+    write: &mut dyn FnMut(&Line<'_>) -> Result<(), JournalError>,
+) -> Result<(), JournalError> {
     let mut streams: HashMap<StreamId, StreamMeta> = HashMap::new();
     for info in journal.streams(opts.cluster.as_deref())? {
         streams.insert(
@@ -127,16 +157,6 @@ pub fn export(
         .collect();
     saved.sort_by_key(|(t, _)| *t);
     let mut saved = saved.into_iter().peekable();
-    let mut lines = 0u64;
-    let mut write = |line: &Line<'_>, out: &mut dyn Write| -> Result<(), JournalError> {
-        serde_json::to_writer(&mut *out, line).map_err(|e| {
-            let kind = e.io_error_kind().unwrap_or(std::io::ErrorKind::Other);
-            io(std::io::Error::new(kind, e))
-        })?;
-        out.write_all(b"\n").map_err(io)?;
-        lines += 1;
-        Ok(())
-    };
     let mut after = i64::MIN;
     loop {
         let page = journal.records_after(after, 2_000)?;
@@ -144,7 +164,7 @@ pub fn export(
         after = last.seq;
         for r in page {
             while let Some((_, line)) = saved.next_if(|(t, _)| *t <= r.observed_at) {
-                write(&line, out)?;
+                write(&line)?;
             }
             let Some(stream) = streams.get(&r.stream) else {
                 continue;
@@ -153,15 +173,14 @@ pub fn export(
                 continue;
             }
             if let Some(line) = record_line(stream, &r) {
-                write(&line, out)?;
+                write(&line)?;
             }
         }
     }
     for (_, line) in saved {
-        write(&line, out)?;
+        write(&line)?;
     }
-    out.flush().map_err(io)?;
-    Ok(lines)
+    Ok(())
 }
 
 /// The line of one record of `stream`, or none: items of a list that never completed
@@ -172,6 +191,7 @@ fn record_line<'a>(stream: &'a StreamMeta, r: &'a RecordView) -> Option<Line<'a>
         cluster: &stream.info.cluster,
         stream: Some(stream.name.clone()),
         observed_at: time(r.observed_at),
+        at: r.observed_at,
         resource_version: r.resource_version.as_deref(),
         ..Line::default()
     };
@@ -205,6 +225,7 @@ fn record_line<'a>(stream: &'a StreamMeta, r: &'a RecordView) -> Option<Line<'a>
                 record: "baseline",
                 synthetic: true,
                 list_resource_version: Some(&b.resource_version),
+                list_at: Some(b.observed_at),
                 ..typed()
             }))
         }
@@ -218,6 +239,7 @@ fn record_line<'a>(stream: &'a StreamMeta, r: &'a RecordView) -> Option<Line<'a>
                 record: "baseline",
                 synthetic: true,
                 list_resource_version: r.resource_version.as_deref(),
+                list_at: Some(r.observed_at),
                 ..typed()
             })
         }
@@ -236,12 +258,13 @@ fn record_line<'a>(stream: &'a StreamMeta, r: &'a RecordView) -> Option<Line<'a>
                 .baselines
                 .iter()
                 .find(|b| b.seq > r.seq)
-                .map(|b| time(b.observed_at));
+                .map(|b| b.observed_at);
             Some(Line {
                 record: "gap",
                 resource_version: None,
                 from: Some(time(gap.from)),
-                to: Some(to),
+                to: Some(to.map(time)),
+                gap: Some((gap.from, to)),
                 reason: Some(gap.reason),
                 info: info(),
                 ..common()
@@ -267,6 +290,7 @@ fn plan_line(p: &super::plans::SavedPlan) -> Line<'_> {
         record: "plan",
         cluster: &p.cluster,
         observed_at: time(p.created_at),
+        at: p.created_at,
         name: Some(&p.id),
         reason: Some(p.status.clone()),
         info: RawValue::from_string(p.info.clone()).ok(),
@@ -279,6 +303,7 @@ fn snapshot_line(s: &super::snapshots::SavedSnapshot) -> Line<'_> {
         record: "snapshot",
         cluster: &s.cluster,
         observed_at: time(s.created_at),
+        at: s.created_at,
         name: Some(&s.name),
         info: RawValue::from_string(s.info.clone()).ok(),
         ..Line::default()

@@ -16,6 +16,7 @@ pub mod prune;
 pub mod read;
 pub mod records;
 pub mod schema;
+pub mod segments;
 pub mod snapshots;
 pub mod versions;
 pub mod writer;

@@ -20,6 +20,7 @@ mod readme;
 mod real;
 mod record;
 mod replay;
+mod segments;
 mod sim_api;
 mod sim_kubectl;
 mod sim_ssa;

@@ -1,0 +1,492 @@
+//! `export --format parquet`: the journal's records as Parquet segments that
+//! DuckDB and ClickHouse read as they are (docs/at-scale.md). One file per
+//! cluster, stream and UTC day, `DIR/CLUSTER/STREAM/YYYY-MM-DD.parquet`, zstd
+//! compressed, written aside and renamed into place, so exporting a slice
+//! again replaces it; then `DIR/manifest.json` lists the files, their slices,
+//! row counts and the coverage they hold.
+//!
+//! The rows are the NDJSON export's records ([`super::export`]), one column
+//! per field, with times as UTC timestamps and the object as its JSON text:
+//! "the object at T" and "what changed in a window" are then SQL alone
+//! (`json_extract`, `JSONExtract...`), at the cost of storing each version
+//! whole, which zstd over a column of near-identical JSON keeps small.
+
+use super::export::{ExportOptions, Line, visit};
+use super::read::StreamInfo;
+use super::{Journal, JournalError};
+use crate::time::Millis;
+use arrow_array::builder::{
+    BooleanBuilder, Int64Builder, StringBuilder, TimestampMillisecondBuilder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const DAY: i64 = 86_400_000;
+/// Rows buffered per file before they become a record batch.
+const BATCH: usize = 4_096;
+/// Rows per row group: large enough for scans to skip by statistics.
+const ROW_GROUP: usize = 128 * 1024;
+
+/// Why segments could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum SegmentError {
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write Parquet file {path}: {source}")]
+    Parquet {
+        path: PathBuf,
+        source: parquet::errors::ParquetError,
+    },
+}
+
+/// What to export, beyond [`ExportOptions`].
+#[derive(Debug, Clone, Default)]
+pub struct SegmentOptions {
+    pub records: ExportOptions,
+    /// Only streams of this namespace and objects in it (`-n`).
+    pub namespace: Option<String>,
+}
+
+/// `manifest.json`.
+#[derive(Debug, Serialize)]
+pub struct Manifest {
+    pub format: &'static str,
+    pub exported_at: String,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub files: Vec<FileEntry>,
+}
+
+/// One segment file.
+#[derive(Debug, Serialize)]
+pub struct FileEntry {
+    /// Relative to the export directory.
+    pub path: String,
+    pub cluster: String,
+    pub stream: String,
+    /// The slice of time the file holds: `[from, to)`.
+    pub from: String,
+    pub to: String,
+    pub rows: u64,
+    /// Rows per record type (event, baseline, gap, checkpoint, coverage).
+    pub records: BTreeMap<&'static str, u64>,
+    /// What the stream covered within the slice.
+    pub coverage: SliceCoverage,
+}
+
+/// A stream's coverage within one slice, by the coverage rules
+/// (docs/consistency.md): covered from its first baseline to its last durable
+/// point, except its gaps.
+#[derive(Debug, Serialize)]
+pub struct SliceCoverage {
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub gaps: Vec<GapEntry>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct GapEntry {
+    pub from: String,
+    pub to: Option<String>,
+    pub reason: String,
+}
+
+fn time(t: i64) -> String {
+    Millis::from_ms(t).to_string()
+}
+
+/// The columns of every segment.
+pub fn schema() -> SchemaRef {
+    let ts = || DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()));
+    let text = |name: &str| Field::new(name, DataType::Utf8, true);
+    Arc::new(Schema::new(vec![
+        Field::new("seq", DataType::Int64, false),
+        Field::new("record", DataType::Utf8, false),
+        Field::new("cluster", DataType::Utf8, false),
+        Field::new("stream", DataType::Utf8, false),
+        Field::new("observed_at", ts(), false),
+        text("watch_type"),
+        Field::new("synthetic", DataType::Boolean, false),
+        text("resource_version"),
+        text("uid"),
+        text("kind"),
+        text("api_version"),
+        text("namespace"),
+        text("name"),
+        text("manager"),
+        text("object"),
+        text("list_resource_version"),
+        Field::new("list_at", ts(), true),
+        Field::new("gap_from", ts(), true),
+        Field::new("gap_to", ts(), true),
+        text("reason"),
+        text("info"),
+    ]))
+}
+
+/// Column builders for one batch.
+struct Columns {
+    seq: Int64Builder,
+    record: StringBuilder,
+    cluster: StringBuilder,
+    stream: StringBuilder,
+    observed_at: TimestampMillisecondBuilder,
+    watch_type: StringBuilder,
+    synthetic: BooleanBuilder,
+    resource_version: StringBuilder,
+    uid: StringBuilder,
+    kind: StringBuilder,
+    api_version: StringBuilder,
+    namespace: StringBuilder,
+    name: StringBuilder,
+    manager: StringBuilder,
+    object: StringBuilder,
+    list_resource_version: StringBuilder,
+    list_at: TimestampMillisecondBuilder,
+    gap_from: TimestampMillisecondBuilder,
+    gap_to: TimestampMillisecondBuilder,
+    reason: StringBuilder,
+    info: StringBuilder,
+    rows: usize,
+}
+
+impl Columns {
+    fn new() -> Columns {
+        let ts = || TimestampMillisecondBuilder::new().with_timezone("UTC");
+        Columns {
+            seq: Int64Builder::new(),
+            record: StringBuilder::new(),
+            cluster: StringBuilder::new(),
+            stream: StringBuilder::new(),
+            observed_at: ts(),
+            watch_type: StringBuilder::new(),
+            synthetic: BooleanBuilder::new(),
+            resource_version: StringBuilder::new(),
+            uid: StringBuilder::new(),
+            kind: StringBuilder::new(),
+            api_version: StringBuilder::new(),
+            namespace: StringBuilder::new(),
+            name: StringBuilder::new(),
+            manager: StringBuilder::new(),
+            object: StringBuilder::new(),
+            list_resource_version: StringBuilder::new(),
+            list_at: ts(),
+            gap_from: ts(),
+            gap_to: ts(),
+            reason: StringBuilder::new(),
+            info: StringBuilder::new(),
+            rows: 0,
+        }
+    }
+
+    fn push(&mut self, line: &Line<'_>, stream: &str) {
+        let object = line.object.as_deref().map(|o| o.get());
+        self.seq.append_value(line.seq.unwrap_or_default());
+        self.record.append_value(line.record);
+        self.cluster.append_value(line.cluster);
+        self.stream.append_value(stream);
+        self.observed_at.append_value(line.at);
+        self.watch_type.append_option(line.watch_type);
+        self.synthetic.append_value(line.synthetic);
+        self.resource_version.append_option(line.resource_version);
+        self.uid.append_option(line.uid.as_deref());
+        self.kind.append_option(line.kind);
+        self.api_version.append_option(line.api_version.as_deref());
+        self.namespace.append_option(line.namespace);
+        self.name.append_option(line.name);
+        self.manager
+            .append_option(object.and_then(|o| crate::diff::last_writer(o.as_bytes())));
+        self.object.append_option(object);
+        self.list_resource_version
+            .append_option(line.list_resource_version);
+        self.list_at.append_option(line.list_at);
+        self.gap_from.append_option(line.gap.map(|g| g.0));
+        self.gap_to.append_option(line.gap.and_then(|g| g.1));
+        self.reason.append_option(line.reason.as_deref());
+        self.info
+            .append_option(line.info.as_deref().map(|i| i.get()));
+        self.rows += 1;
+    }
+
+    fn finish(&mut self, schema: &SchemaRef) -> RecordBatch {
+        self.rows = 0;
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(self.seq.finish()),
+            Arc::new(self.record.finish()),
+            Arc::new(self.cluster.finish()),
+            Arc::new(self.stream.finish()),
+            Arc::new(self.observed_at.finish()),
+            Arc::new(self.watch_type.finish()),
+            Arc::new(self.synthetic.finish()),
+            Arc::new(self.resource_version.finish()),
+            Arc::new(self.uid.finish()),
+            Arc::new(self.kind.finish()),
+            Arc::new(self.api_version.finish()),
+            Arc::new(self.namespace.finish()),
+            Arc::new(self.name.finish()),
+            Arc::new(self.manager.finish()),
+            Arc::new(self.object.finish()),
+            Arc::new(self.list_resource_version.finish()),
+            Arc::new(self.list_at.finish()),
+            Arc::new(self.gap_from.finish()),
+            Arc::new(self.gap_to.finish()),
+            Arc::new(self.reason.finish()),
+            Arc::new(self.info.finish()),
+        ];
+        RecordBatch::try_new(schema.clone(), columns).expect("columns match the schema")
+    }
+}
+
+/// One file being written.
+struct Open {
+    entry: FileEntry,
+    tmp: PathBuf,
+    dest: PathBuf,
+    writer: ArrowWriter<std::fs::File>,
+    columns: Columns,
+}
+
+/// A path part from a name: `/` and `%` escaped, so label selectors stay one part.
+fn part(name: &str) -> String {
+    name.replace('%', "%25").replace('/', "%2F")
+}
+
+/// Writes the journal's records as segments under `dir`, then the manifest.
+pub fn export_segments(
+    journal: &Journal,
+    opts: &SegmentOptions,
+    dir: &Path,
+) -> Result<Manifest, SegmentError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SegmentError::Io { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let now = Millis::now().as_ms();
+    let streams: BTreeMap<String, StreamInfo> = journal
+        .streams(opts.records.cluster.as_deref())?
+        .into_iter()
+        .map(|s| (s.name(), s))
+        .collect();
+    let schema = schema();
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(
+            ZstdLevel::try_new(3).expect("a valid zstd level"),
+        ))
+        .set_max_row_group_row_count(Some(ROW_GROUP))
+        .set_created_by(format!("kubectl-krply {}", env!("CARGO_PKG_VERSION")))
+        .build();
+    let mut open: BTreeMap<(String, String, i64), Open> = BTreeMap::new();
+    let mut failed: Option<SegmentError> = None;
+    visit(journal, &opts.records, &mut |line| {
+        let Some(stream_name) = &line.stream else {
+            // Saved snapshots and plans are not stream records.
+            return Ok(());
+        };
+        let Some(info) = streams.get(stream_name) else {
+            return Ok(());
+        };
+        if let Some(ns) = &opts.namespace {
+            let stream_holds = match &info.namespace {
+                Some(n) => n == ns,
+                None => info.resource.namespaced,
+            };
+            if !stream_holds || line.namespace.is_some_and(|n| n != ns) {
+                return Ok(());
+            }
+        }
+        let day = line.at.div_euclid(DAY);
+        let key = (line.cluster.to_string(), stream_name.clone(), day);
+        if !open.contains_key(&key) {
+            match start(journal, info, dir, day, opts, now, &schema, &props) {
+                Ok(file) => {
+                    open.insert(key.clone(), file);
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    return Err(JournalError::Io {
+                        path: dir.to_path_buf(),
+                        source: std::io::Error::other("segment not written"),
+                    });
+                }
+            }
+        }
+        let file = open.get_mut(&key).expect("opened above");
+        file.columns.push(line, stream_name);
+        file.entry.rows += 1;
+        *file.entry.records.entry(line.record).or_default() += 1;
+        if file.columns.rows >= BATCH {
+            let batch = file.columns.finish(&schema);
+            if let Err(source) = file.writer.write(&batch) {
+                failed = Some(SegmentError::Parquet {
+                    path: file.dest.clone(),
+                    source,
+                });
+                return Err(JournalError::Io {
+                    path: file.dest.clone(),
+                    source: std::io::Error::other("segment not written"),
+                });
+            }
+        }
+        Ok(())
+    })
+    .map_err(|e| failed.take().unwrap_or(SegmentError::Journal(e)))?;
+    let mut files = Vec::new();
+    for (_, mut file) in open {
+        let parquet = |source| SegmentError::Parquet {
+            path: file.dest.clone(),
+            source,
+        };
+        if file.columns.rows > 0 {
+            let batch = file.columns.finish(&schema);
+            file.writer.write(&batch).map_err(parquet)?;
+        }
+        file.writer.close().map_err(parquet)?;
+        std::fs::rename(&file.tmp, &file.dest).map_err(io(&file.dest))?;
+        files.push(file.entry);
+    }
+    let manifest = Manifest {
+        format: "krply-segments/1",
+        exported_at: time(now),
+        since: opts.records.since.map(time),
+        until: opts.records.until.map(time),
+        files,
+    };
+    let path = dir.join("manifest.json");
+    let tmp = dir.join("manifest.json.tmp");
+    let text = serde_json::to_string_pretty(&manifest).expect("the manifest serializes");
+    std::fs::write(&tmp, text + "\n").map_err(io(&tmp))?;
+    std::fs::rename(&tmp, &path).map_err(io(&path))?;
+    Ok(manifest)
+}
+
+/// Opens the file of `info`'s records on `day`.
+#[allow(clippy::too_many_arguments)]
+fn start(
+    journal: &Journal,
+    info: &StreamInfo,
+    dir: &Path,
+    day: i64,
+    opts: &SegmentOptions,
+    now: i64,
+    schema: &SchemaRef,
+    props: &WriterProperties,
+) -> Result<Open, SegmentError> {
+    let from = (day * DAY).max(opts.records.since.unwrap_or(i64::MIN));
+    let to = ((day + 1) * DAY).min(opts.records.until.map_or(i64::MAX, |u| u + 1));
+    let date = &time(day * DAY)[..10];
+    let rel = format!(
+        "{}/{}/{date}.parquet",
+        part(&info.cluster),
+        part(&info.name())
+    );
+    let dest = dir.join(&rel);
+    let parent = dest.parent().expect("a file in a directory");
+    std::fs::create_dir_all(parent).map_err(|source| SegmentError::Io {
+        path: parent.to_path_buf(),
+        source,
+    })?;
+    let tmp = dest.with_extension("parquet.tmp");
+    let out = std::fs::File::create(&tmp).map_err(|source| SegmentError::Io {
+        path: tmp.clone(),
+        source,
+    })?;
+    let writer =
+        ArrowWriter::try_new(out, schema.clone(), Some(props.clone())).map_err(|source| {
+            SegmentError::Parquet {
+                path: dest.clone(),
+                source,
+            }
+        })?;
+    let coverage = journal.coverage(info, now, false)?;
+    let clip = |t: i64| t.clamp(from, to);
+    let covered = match (coverage.from, coverage.to) {
+        (Some(f), Some(t)) if f < to && t > from => Some((clip(f), clip(t))),
+        _ => None,
+    };
+    let gaps = coverage
+        .windows
+        .iter()
+        .filter(|w| w.from < to && w.to.is_none_or(|t| t > from))
+        .map(|w| GapEntry {
+            from: time(w.from),
+            to: w.to.map(time),
+            reason: w.reason.clone(),
+        })
+        .collect();
+    Ok(Open {
+        entry: FileEntry {
+            path: rel,
+            cluster: info.cluster.clone(),
+            stream: info.name(),
+            from: time(from),
+            to: time(to),
+            rows: 0,
+            records: BTreeMap::new(),
+            coverage: SliceCoverage {
+                from: covered.map(|c| time(c.0)),
+                to: covered.map(|c| time(c.1)),
+                gaps,
+            },
+        },
+        tmp,
+        dest,
+        writer,
+        columns: Columns::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_name_is_one_path_part() {
+        assert_eq!(part("deployments.v1.apps@shop"), "deployments.v1.apps@shop");
+        assert_eq!(
+            part("pods.v1@shop[app.kubernetes.io/name=web,x=50%]"),
+            "pods.v1@shop[app.kubernetes.io%2Fname=web,x=50%25]"
+        );
+    }
+
+    #[test]
+    fn every_column_of_the_schema_is_filled() {
+        let mut columns = Columns::new();
+        let line = Line {
+            seq: Some(7),
+            record: "event",
+            cluster: "c",
+            at: 1_796_130_000_000,
+            watch_type: Some("MODIFIED"),
+            name: Some("frontend"),
+            object: serde_json::value::RawValue::from_string(
+                r#"{"metadata":{"managedFields":[{"manager":"kubectl-edit","time":"2026-12-01T13:00:00Z"}]}}"#.into(),
+            )
+            .ok(),
+            ..Line::default()
+        };
+        columns.push(&line, "deployments.v1.apps@shop");
+        let batch = columns.finish(&schema());
+        assert_eq!(batch.num_rows(), 1);
+        assert_eq!(batch.num_columns(), schema().fields().len());
+        let manager = batch
+            .column_by_name("manager")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<arrow_array::StringArray>()
+            .unwrap();
+        assert_eq!(manager.value(0), "kubectl-edit");
+    }
+}

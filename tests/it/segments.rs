@@ -1,0 +1,263 @@
+//! Parquet segments (docs/at-scale.md) read by the real engines: the demo's
+//! journal exported, then every query of the doc run as written in DuckDB and
+//! in chDB (ClickHouse embedded), and their rows compared with what `diff`,
+//! `timeline` and `coverage` print.
+//!
+//! The engines come from PyPI (tests/sql/requirements.txt), installed on
+//! first use into `target/tmp/sqlenv` (`.ci/run` installs them up front).
+
+use crate::common::{self, run_bounded};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const ENGINES: [&str; 2] = ["duckdb", "clickhouse"];
+
+static SQLENV: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+/// The Python of the venv with the engines, installed when missing or when
+/// the requirements changed.
+fn python() -> PathBuf {
+    SQLENV
+        .get_or_init(|| {
+            let env = Path::new(ROOT).join("target/tmp/sqlenv");
+            let python = env.join("bin/python");
+            let requirements = Path::new(ROOT).join("tests/sql/requirements.txt");
+            let wanted = std::fs::read_to_string(&requirements).map_err(|e| e.to_string())?;
+            let stamp = env.join("installed.txt");
+            if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
+                return Ok(python);
+            }
+            let mut venv = Command::new("python3");
+            venv.args(["-m", "venv"]).arg(&env);
+            let out = run_bounded(venv, "python3 -m venv");
+            if out.code != Some(0) {
+                return Err(format!("python3 -m venv failed: {}", out.stderr));
+            }
+            let mut pip = Command::new(&python);
+            pip.args(["-m", "pip", "install", "-q", "-r"])
+                .arg(&requirements);
+            let out = run_bounded(pip, "pip install duckdb chdb");
+            if out.code != Some(0) {
+                return Err(format!("pip install failed: {}", out.stderr));
+            }
+            std::fs::write(&stamp, wanted).map_err(|e| e.to_string())?;
+            Ok(python)
+        })
+        .clone()
+        .unwrap_or_else(|e| panic!("the SQL engines (DuckDB, chDB) are not installed: {e}"))
+}
+
+/// The rows of the doc's query `name` in `engine`.
+fn sql(engine: &str, name: &str, params: &Value) -> Vec<Vec<Option<String>>> {
+    let mut c = Command::new(python());
+    c.arg(Path::new(ROOT).join("tests/sql/query.py"))
+        .arg(Path::new(ROOT).join("docs/at-scale.md"))
+        .args([engine, name, &params.to_string()]);
+    let out = run_bounded(c, &format!("{engine} {name}"));
+    assert_eq!(out.code, Some(0), "{engine} {name}: {}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
+}
+
+/// `kubectl-krply ARGS` on `store`, as JSON.
+fn krply(store: &Path, args: &[&str]) -> Value {
+    let mut c = Command::new(common::BIN);
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", store.parent().unwrap())
+        .env("KUBECONFIG", store.with_file_name("no-kubeconfig"))
+        .arg("--store")
+        .arg(store)
+        .args(args);
+    let out = run_bounded(c, &format!("kubectl-krply {args:?}"));
+    assert!(
+        matches!(out.code, Some(0) | Some(3)),
+        "{args:?}: {}",
+        out.stderr
+    );
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", out.stdout))
+}
+
+fn text(v: &Value) -> Option<String> {
+    v.as_str().map(str::to_string)
+}
+
+#[test]
+fn the_documented_queries_give_krplys_answers_on_the_demo_journal() {
+    let home = tempfile::tempdir().unwrap();
+    let mut demo = Command::new(common::BIN);
+    demo.env_clear()
+        .env("HOME", home.path())
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NO_COLOR", "1")
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .args(["demo", "--dir"])
+        .arg(home.path().join("demo"));
+    let out = run_bounded(demo, "demo");
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let store = home.path().join("demo/journal.db");
+
+    // Exported: a file per stream (one day), and the manifest.
+    let segments = home.path().join("segments");
+    let mut export = Command::new(common::BIN);
+    export
+        .env_clear()
+        .env("HOME", home.path())
+        .arg("--store")
+        .arg(&store)
+        .args(["export", "--format", "parquet", "--dir"])
+        .arg(&segments);
+    let out = run_bounded(export, "export --format parquet");
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(segments.join("manifest.json")).unwrap()).unwrap();
+    let files = manifest["files"].as_array().unwrap();
+    assert!(files.len() >= 6, "{manifest:#}");
+    for f in files {
+        assert!(segments.join(f["path"].as_str().unwrap()).is_file(), "{f}");
+        assert!(f["rows"].as_u64().unwrap() > 0, "{f}");
+    }
+    // Exported again: each slice's file is replaced, nothing is left aside.
+    let again = {
+        let mut c = Command::new(common::BIN);
+        c.env_clear()
+            .env("HOME", home.path())
+            .arg("--store")
+            .arg(&store)
+            .args(["export", "--format", "parquet", "--dir"])
+            .arg(&segments);
+        run_bounded(c, "export --format parquet, again")
+    };
+    assert_eq!(again.code, Some(0), "{}", again.stderr);
+    let manifest2: Value =
+        serde_json::from_slice(&std::fs::read(segments.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest2["files"], manifest["files"]);
+    let mut written = Vec::new();
+    let mut dirs = vec![segments.clone()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                written.push(p);
+            }
+        }
+    }
+    assert_eq!(written.len(), files.len() + 1, "{written:?}");
+    assert!(
+        written
+            .iter()
+            .all(|p| !p.to_string_lossy().ends_with(".tmp")),
+        "{written:?}"
+    );
+    let cluster = files[0]["cluster"].as_str().unwrap().to_string();
+    let base = ["--cluster-id", cluster.as_str(), "-n", "shop"];
+    let with =
+        |args: &[&str]| -> Vec<String> { base.iter().chain(args).map(|s| s.to_string()).collect() };
+    let run = |args: Vec<String>| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        krply(&store, &args)
+    };
+
+    // Coverage and gaps.
+    let coverage = run(with(&["coverage", "-o", "json"]));
+    let streams = coverage["streams"].as_array().unwrap();
+    let mut covered: Vec<Vec<Option<String>>> = streams
+        .iter()
+        .map(|s| vec![text(&s["id"]), text(&s["from"]), text(&s["to"])])
+        .collect();
+    covered.sort();
+    let mut gaps: Vec<Vec<Option<String>>> = streams
+        .iter()
+        .flat_map(|s| {
+            s["gap_windows"].as_array().unwrap().iter().map(|w| {
+                vec![
+                    text(&s["id"]),
+                    text(&w["from"]),
+                    text(&w["to"]),
+                    text(&w["reason"]),
+                ]
+            })
+        })
+        .collect();
+    gaps.sort();
+    assert!(!gaps.is_empty(), "the demo's 410 is a gap: {coverage:#}");
+    let dir = segments.to_str().unwrap();
+    let params = json!({"dir": dir, "cluster": cluster});
+    for engine in ENGINES {
+        assert_eq!(sql(engine, "coverage", &params), covered, "{engine}");
+        assert_eq!(sql(engine, "gaps", &params), gaps, "{engine}");
+    }
+
+    // What changed from the first list to now (the whole incident, the 410
+    // and its relist included).
+    let since = streams[0]["from"].as_str().unwrap().to_string();
+    let until = krply::time::Millis::now().to_string();
+    let diff = run(with(&[
+        "diff", "--since", &since, "--until", &until, "-o", "json",
+    ]));
+    let changed: Vec<(String, String, String)> = diff["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["kind"].as_str().unwrap().into(),
+                o["name"].as_str().unwrap().into(),
+                o["change"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert!(changed.len() >= 4, "{diff:#}");
+    let params = json!({"dir": dir, "cluster": cluster, "namespace": "shop",
+                        "since": since, "until": until});
+    for engine in ENGINES {
+        let rows: Vec<(String, String, String)> = sql(engine, "changed", &params)
+            .into_iter()
+            .map(|r| {
+                (
+                    r[0].clone().unwrap(),
+                    r[1].clone().unwrap(),
+                    r[2].clone().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(rows, changed, "{engine}");
+    }
+
+    // The timeline of every changed object: each version's time, type and
+    // resourceVersion, and the gaps where they fall.
+    for (kind, name, _) in &changed {
+        let object = format!("{}/{name}", kind.to_lowercase());
+        let timeline = run(with(&["timeline", &object, "-o", "json"]));
+        let entries: Vec<Vec<Option<String>>> = timeline["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let gap = e["type"] == "GAP";
+                vec![
+                    text(&e["observed_at"]),
+                    text(&e["type"]),
+                    if gap {
+                        None
+                    } else {
+                        text(&e["resource_version"])
+                    },
+                ]
+            })
+            .collect();
+        let params = json!({"dir": dir, "cluster": cluster, "namespace": "shop",
+                            "kind": kind, "name": name});
+        for engine in ENGINES {
+            assert_eq!(
+                sql(engine, "timeline", &params),
+                entries,
+                "{engine} {object}"
+            );
+        }
+    }
+}
