@@ -275,10 +275,11 @@ pub fn export_segments(
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let now = Millis::now().as_ms();
-    let streams: BTreeMap<String, StreamInfo> = journal
+    // Two clusters may have streams of the same name: keyed by both.
+    let streams: BTreeMap<(String, String), StreamInfo> = journal
         .streams(opts.records.cluster.as_deref())?
         .into_iter()
-        .map(|s| (s.name(), s))
+        .map(|s| ((s.cluster.clone(), s.name()), s))
         .collect();
     let schema = schema();
     let props = WriterProperties::builder()
@@ -295,7 +296,7 @@ pub fn export_segments(
             // Saved snapshots and plans are not stream records.
             return Ok(());
         };
-        let Some(info) = streams.get(stream_name) else {
+        let Some(info) = streams.get(&(line.cluster.to_string(), stream_name.clone())) else {
             return Ok(());
         };
         if let Some(ns) = &opts.namespace {
