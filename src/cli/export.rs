@@ -83,6 +83,7 @@ pub fn run(global: &GlobalArgs, args: ExportArgs) -> CliResult {
         };
         let manifest = export_segments(&journal, &opts, dir).map_err(|e| match e {
             SegmentError::Journal(e) => e.into(),
+            SegmentError::History(e) => e.into(),
             other => CliError::runtime(other.to_string()),
         })?;
         let rows: u64 = manifest.files.iter().map(|f| f.rows).sum();

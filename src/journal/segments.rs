@@ -14,6 +14,7 @@
 use super::export::{ExportOptions, Line, visit};
 use super::read::StreamInfo;
 use super::{Journal, JournalError};
+use crate::history::History;
 use crate::time::Millis;
 use arrow_array::builder::{
     BooleanBuilder, Int64Builder, StringBuilder, TimestampMillisecondBuilder,
@@ -24,7 +25,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -39,6 +40,8 @@ const ROW_GROUP: usize = 128 * 1024;
 pub enum SegmentError {
     #[error(transparent)]
     Journal(#[from] JournalError),
+    #[error(transparent)]
+    History(#[from] crate::history::HistoryError),
     #[error("cannot write {path}: {source}")]
     Io {
         path: PathBuf,
@@ -126,6 +129,8 @@ pub fn schema() -> SchemaRef {
         text("namespace"),
         text("name"),
         text("manager"),
+        text("actor"),
+        text("actor_match"),
         text("object"),
         text("list_resource_version"),
         Field::new("list_at", ts(), true),
@@ -152,6 +157,8 @@ struct Columns {
     namespace: StringBuilder,
     name: StringBuilder,
     manager: StringBuilder,
+    actor: StringBuilder,
+    actor_match: StringBuilder,
     object: StringBuilder,
     list_resource_version: StringBuilder,
     list_at: TimestampMillisecondBuilder,
@@ -180,6 +187,8 @@ impl Columns {
             namespace: StringBuilder::new(),
             name: StringBuilder::new(),
             manager: StringBuilder::new(),
+            actor: StringBuilder::new(),
+            actor_match: StringBuilder::new(),
             object: StringBuilder::new(),
             list_resource_version: StringBuilder::new(),
             list_at: ts(),
@@ -191,7 +200,7 @@ impl Columns {
         }
     }
 
-    fn push(&mut self, line: &Line<'_>, stream: &str) {
+    fn push(&mut self, line: &Line<'_>, stream: &str, by: Option<&By>) {
         let object = line.object.as_deref().map(|o| o.get());
         self.seq.append_value(line.seq.unwrap_or_default());
         self.record.append_value(line.record);
@@ -208,6 +217,8 @@ impl Columns {
         self.name.append_option(line.name);
         self.manager
             .append_option(object.and_then(|o| crate::diff::last_writer(o.as_bytes())));
+        self.actor.append_option(by.and_then(|b| b.0.as_deref()));
+        self.actor_match.append_option(by.map(|b| b.1));
         self.object.append_option(object);
         self.list_resource_version
             .append_option(line.list_resource_version);
@@ -237,6 +248,8 @@ impl Columns {
             Arc::new(self.namespace.finish()),
             Arc::new(self.name.finish()),
             Arc::new(self.manager.finish()),
+            Arc::new(self.actor.finish()),
+            Arc::new(self.actor_match.finish()),
             Arc::new(self.object.finish()),
             Arc::new(self.list_resource_version.finish()),
             Arc::new(self.list_at.finish()),
@@ -289,6 +302,7 @@ pub fn export_segments(
         .set_max_row_group_row_count(Some(ROW_GROUP))
         .set_created_by(format!("kubectl-krply {}", env!("CARGO_PKG_VERSION")))
         .build();
+    let actors = actors(journal, opts, now)?;
     let mut open: BTreeMap<(String, String, i64), Open> = BTreeMap::new();
     let mut failed: Option<SegmentError> = None;
     visit(journal, &opts.records, &mut |line| {
@@ -325,7 +339,11 @@ pub fn export_segments(
             }
         }
         let file = open.get_mut(&key).expect("opened above");
-        file.columns.push(line, stream_name);
+        let by = line
+            .seq
+            .filter(|_| line.record == "event")
+            .and_then(|seq| actors.get(&(line.cluster.to_string(), seq)));
+        file.columns.push(line, stream_name, by);
         file.entry.rows += 1;
         *file.entry.records.entry(line.record).or_default() += 1;
         if file.columns.rows >= BATCH {
@@ -371,6 +389,61 @@ pub fn export_segments(
     std::fs::write(&tmp, text + "\n").map_err(io(&tmp))?;
     std::fs::rename(&tmp, &path).map_err(io(&path))?;
     Ok(manifest)
+}
+
+/// Who made a change (docs/audit.md): the user, when known, and how it was
+/// matched (`exact`, `likely`), or why it is not known (`not_covered`,
+/// `no_match`, `ambiguous`).
+type By = (Option<String>, &'static str);
+
+/// Who made each event, by cluster and seq, for the clusters whose audit logs
+/// were imported: the same join the answers use ([`History::attribute`]).
+fn actors(
+    journal: &Journal,
+    opts: &SegmentOptions,
+    now: i64,
+) -> Result<HashMap<(String, i64), By>, SegmentError> {
+    use crate::audit::{Attribution, Unknown};
+    let mut out = HashMap::new();
+    for cluster in journal.clusters()? {
+        if opts
+            .records
+            .cluster
+            .as_ref()
+            .is_some_and(|c| c != &cluster.id)
+        {
+            continue;
+        }
+        let history = History::load(journal, &cluster.id, now)?;
+        if !history.has_audit() {
+            continue;
+        }
+        let ids: HashSet<_> = history.streams.iter().map(|s| s.info.id).collect();
+        let after = opts.records.since.map_or(i64::MIN, |s| s - 1);
+        let until = opts.records.until.unwrap_or(i64::MAX);
+        for id in journal.touched_objects(&ids, after, until)? {
+            let Some(stream) = journal.object(id)?.and_then(|o| history.stream(o.stream)) else {
+                continue;
+            };
+            let versions = history.versions(stream, id)?;
+            for (v, found) in versions.iter().zip(history.attribute(stream, &versions)?) {
+                let by: By = match found {
+                    Some(Attribution::Known(a)) => (Some(a.user.clone()), a.matched.as_str()),
+                    Some(Attribution::Unknown(why)) => (
+                        None,
+                        match why {
+                            Unknown::NotCovered => "not_covered",
+                            Unknown::NoMatch => "no_match",
+                            Unknown::Ambiguous => "ambiguous",
+                        },
+                    ),
+                    None => continue,
+                };
+                out.insert((cluster.id.clone(), v.seq), by);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Opens the file of `info`'s records on `day`.
@@ -478,7 +551,11 @@ mod tests {
             .ok(),
             ..Line::default()
         };
-        columns.push(&line, "deployments.v1.apps@shop");
+        columns.push(
+            &line,
+            "deployments.v1.apps@shop",
+            Some(&(Some("alice".into()), "exact")),
+        );
         let batch = columns.finish(&schema());
         assert_eq!(batch.num_rows(), 1);
         assert_eq!(batch.num_columns(), schema().fields().len());
