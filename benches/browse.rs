@@ -30,12 +30,7 @@ const CLUSTER: &str = "bench-cluster";
 const HOUR: i64 = 3_600_000;
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let (objects, events) = if quick {
-        (1_000, 100_000)
-    } else {
-        (10_000, 1_000_000)
-    };
+    let (objects, events) = common::history_size();
     println!("kubectl-krply browse benchmark: {events} events over {objects} objects, 7 days");
     let dir = tempfile::tempdir().unwrap();
     let store = std::env::var_os("KRPLY_BENCH_JOURNAL")

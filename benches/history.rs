@@ -22,12 +22,7 @@ const NS: &str = "bench";
 const CLUSTER: &str = "bench-cluster";
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let (objects, events) = if quick {
-        (1_000, 100_000)
-    } else {
-        (10_000, 1_000_000)
-    };
+    let (objects, events) = common::history_size();
     println!("kubectl-krply history benchmark: {events} events over {objects} objects, 7 days");
     let dir = tempfile::tempdir().unwrap();
     // KRPLY_BENCH_JOURNAL=PATH keeps the journal there (and reuses it if present).

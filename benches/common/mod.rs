@@ -29,6 +29,17 @@ pub fn deployment_journal(store: &Path, cluster: &str, ns: &str) -> (Writer, Str
     (Writer::start(journal).unwrap(), stream)
 }
 
+/// The history journal's size: 1M events over 10k objects, or with
+/// `--quick` 100k over 1k.
+#[allow(dead_code)] // not every bench builds it
+pub fn history_size() -> (usize, usize) {
+    if std::env::args().any(|a| a == "--quick") {
+        (1_000, 100_000)
+    } else {
+        (10_000, 1_000_000)
+    }
+}
+
 /// Deployments as the simulator writes them.
 #[allow(dead_code)] // used by history_journal only
 fn templates() -> Vec<Value> {

@@ -259,14 +259,28 @@ fn object_list(frame: &mut Frame<'_>, app: &mut App, theme: &Theme, area: Rect) 
         .map(|&i| object_row(&app.objects[i], app, theme, all_ns));
     let table = Table::new(rows, widths)
         .header(Row::new(head).style(theme.head()))
-        .block(block)
+        .block(block);
+    app.offset = draw_table(frame, area, table, theme, app.offset, app.selected);
+}
+
+/// Draws `table` with its header styled and the `selected` row highlighted,
+/// from `offset` or further to keep it in view; returns the offset used.
+fn draw_table(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    table: Table<'_>,
+    theme: &Theme,
+    offset: usize,
+    selected: usize,
+) -> usize {
+    let table = table
         .column_spacing(1)
         .row_highlight_style(theme.selected());
     let mut state = TableState::new()
-        .with_offset(app.offset)
-        .with_selected(Some(app.selected));
+        .with_offset(offset)
+        .with_selected(Some(selected));
     frame.render_stateful_widget(table, area, &mut state);
-    app.offset = state.offset();
+    state.offset()
 }
 
 fn object_row<'a>(o: &ObjectLine, app: &App, theme: &Theme, all_ns: bool) -> Row<'a> {
@@ -391,14 +405,8 @@ fn timeline_screen(frame: &mut Frame<'_>, app: &mut App, theme: &Theme, area: Re
     });
     let table = Table::new(rows, widths)
         .header(Row::new(head).style(theme.head()))
-        .block(block)
-        .column_spacing(1)
-        .row_highlight_style(theme.selected());
-    let mut state = TableState::new()
-        .with_offset(t.offset)
-        .with_selected(Some(t.selected));
-    frame.render_stateful_widget(table, area, &mut state);
-    t.offset = state.offset();
+        .block(block);
+    t.offset = draw_table(frame, area, table, theme, t.offset, t.selected);
 }
 
 fn diff_screen(frame: &mut Frame<'_>, app: &mut App, theme: &Theme, area: Rect) {

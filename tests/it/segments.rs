@@ -207,18 +207,7 @@ fn answers_agree(store: &Path, segments: &Path, cluster: &str) -> usize {
     let diff = run(with(&[
         "diff", "--since", &since, "--until", &until, "-o", "json",
     ]));
-    let changed: Vec<(String, String, String)> = diff["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            (
-                o["kind"].as_str().unwrap().into(),
-                o["name"].as_str().unwrap().into(),
-                o["change"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
+    let changed = crate::common::diff_changes(&diff);
     let params = json!({"dir": dir, "cluster": cluster, "namespace": "shop",
                         "since": since, "until": until});
     for engine in ENGINES {

@@ -498,3 +498,19 @@ pub fn deployment_stream(namespace: &str) -> krply::model::StreamSpec {
         selector: None,
     }
 }
+
+/// The objects a `diff -o json` answer lists: (kind, name, change).
+pub fn diff_changes(diff: &Value) -> Vec<(String, String, String)> {
+    diff["objects"]
+        .as_array()
+        .expect("a diff answer")
+        .iter()
+        .map(|o| {
+            (
+                o["kind"].as_str().unwrap().into(),
+                o["name"].as_str().unwrap().into(),
+                o["change"].as_str().unwrap().into(),
+            )
+        })
+        .collect()
+}

@@ -191,18 +191,7 @@ fn record_all_namespaces_then_diff_timeline_and_get_at() {
     // diff: every change with its before, after and field manager.
     let diff = env.krply_json(&["diff", "--since", &t0, "--until", &t_end], 0);
     assert_eq!(diff["complete"], true, "{diff:#}");
-    let changed: Vec<(String, String, String)> = diff["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            (
-                o["kind"].as_str().unwrap().into(),
-                o["name"].as_str().unwrap().into(),
-                o["change"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
+    let changed = crate::common::diff_changes(&diff);
     let mut expected: Vec<(String, String, String)> = [
         ("ConfigMap", "feature-flags", "modified"),
         ("ConfigMap", "new-flags", "added"),
