@@ -111,7 +111,11 @@ fn record_then_change(env: &RealEnv, source: &str) -> (crate::common::RecorderPr
 }
 
 /// `kubectl diff --server-side` of the plan's manifests against the target:
-/// exit 0 when the server holds exactly what the plan declares.
+/// exit 0 when the server holds exactly what the plan declares. Controllers
+/// still writing the new objects (a Job's status, a Deployment's revision)
+/// make the live object and the dry run's result differ for a moment: the
+/// diff is asked again until it is empty, and fails with the last one shown
+/// if it stays non-empty.
 fn server_side_diff(env: &RealEnv, plan: &str, as_user: &[&str]) {
     let shown = env.run(&["replay", "show", plan, "-o", "yaml"]);
     assert_eq!(shown.code, Some(0), "{shown:?}");
@@ -126,14 +130,20 @@ fn server_side_diff(env: &RealEnv, plan: &str, as_user: &[&str]) {
         path.to_str().unwrap(),
     ];
     args.extend(as_user);
-    let diff = env.kubectl(&args);
-    assert_eq!(
-        diff.code,
-        Some(0),
-        "the server holds something other than the plan:\n{}{}",
-        diff.stdout,
-        diff.stderr
-    );
+    let start = std::time::Instant::now();
+    loop {
+        let diff = env.kubectl(&args);
+        if diff.code == Some(0) {
+            return;
+        }
+        assert!(
+            start.elapsed() < crate::common::DEADLINE,
+            "the server holds something other than the plan:\n{}{}",
+            diff.stdout,
+            diff.stderr
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 }
 
 fn objects_of(plan: &Value, kind: &str) -> usize {
