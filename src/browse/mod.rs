@@ -207,7 +207,13 @@ fn event_loop(
     loop {
         if app.screen() == Screen::Objects {
             let height = usize::from(terminal.size()?.height);
-            session.fill_details(app, height)?;
+            if let Err(e) = session.fill_details(app, height) {
+                // Shown, not fatal: the rows keep "-" until a read succeeds.
+                for &i in &app.missing_details(height) {
+                    app.objects[i].detail = Some(Default::default());
+                }
+                app.message = Some(format!("error: {e}"));
+            }
         }
         terminal.draw(|f| view::draw(f, app))?;
         if event::poll(TICK)? {
@@ -215,8 +221,13 @@ fn event_loop(
                 Event::Key(key) if key.kind == KeyEventKind::Press => {
                     let effect = app.key(key);
                     let reload = effect == Effect::Reload;
-                    if !session.apply(app, effect)? {
-                        return Ok(());
+                    match session.apply(app, effect) {
+                        Ok(true) => {}
+                        Ok(false) => return Ok(()),
+                        // A journal read that failed (a prune beside it, a
+                        // damaged body) is said on the status line; the
+                        // browser stays open on what it showed.
+                        Err(e) => app.message = Some(format!("error: {e}")),
                     }
                     if reload {
                         loaded = Instant::now();
@@ -226,7 +237,9 @@ fn event_loop(
                 _ => {}
             }
         } else if session.due(app, loaded.elapsed()) {
-            session.load(app)?;
+            if let Err(e) = session.load(app) {
+                app.message = Some(format!("error: {e}"));
+            }
             loaded = Instant::now();
         }
     }

@@ -45,15 +45,20 @@ pub fn objects(
     let names = NameFilter::default();
     let mut out = Vec::new();
     for (id, (changes, last_seq)) in per {
-        let (Some(row), Some(last)) = (rows.get(&id), history.journal.version(last_seq)?) else {
+        let Some(row) = rows.get(&id) else {
             continue;
         };
-        let Some(stream) = streams.iter().find(|s| s.info.id == last.stream) else {
+        let Some(stream) = streams.iter().find(|s| s.info.id == row.stream) else {
             continue;
         };
+        // Out of scope objects (another namespace of an all-namespaces
+        // stream) cost no version read.
         if !scope.holds(stream, row, &names) {
             continue;
         }
+        let Some(last) = history.journal.version(last_seq)? else {
+            continue;
+        };
         let gap = stream
             .coverage
             .windows
