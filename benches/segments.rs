@@ -6,6 +6,8 @@
 //! recorder bench's W-wide and W-deep journals kept with `KRPLY_BENCH_KEEP`):
 //!
 //! - `export --format parquet` as a user runs it (whole process): time, rows/s;
+//! - `import` of those segments into a fresh journal (whole process): time,
+//!   rows/s, and again when every file is already imported;
 //! - segment bytes against the raw JSON the journal's records hold (the goal
 //!   is 1/30 or less) and against the journal file;
 //! - each query of docs/at-scale.md in DuckDB and in chDB, when the engines
@@ -116,6 +118,34 @@ fn segments(journal: &Path, out: &Path) {
         raw as f64 / 1e6,
         raw as f64 / seg as f64,
         journal_bytes as f64 / 1e6
+    );
+
+    // Read back into a fresh journal, then once more (every file held).
+    let imported = out.with_extension("imported.db");
+    let _ = std::fs::remove_file(&imported);
+    let import = || {
+        let start = Instant::now();
+        let status = Command::new(BIN)
+            .arg("--store")
+            .arg(&imported)
+            .args(["-q", "import", "-o", "json"])
+            .arg(out)
+            .env("KUBECONFIG", out.with_extension("no-kubeconfig"))
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        start.elapsed().as_secs_f64()
+    };
+    let secs = import();
+    println!(
+        "import: {secs:.1} s for {rows} rows = {:.0} rows/s; the imported journal is {:.1} MB",
+        rows as f64 / secs,
+        std::fs::metadata(&imported).unwrap().len() as f64 / 1e6
+    );
+    println!(
+        "import again (every file already imported): {:.2} s",
+        import()
     );
 
     let python = Path::new(ROOT).join("target/tmp/sqlenv/bin/python");

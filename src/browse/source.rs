@@ -38,7 +38,7 @@ pub fn objects(
     since: i64,
     until: i64,
 ) -> Result<Vec<ObjectLine>, HistoryError> {
-    let streams = history.streams_in(scope);
+    let streams = history.streams_during(scope, Some((since, until)));
     let ids: HashSet<_> = streams.iter().map(|s| s.info.id).collect();
     let per = history.journal.window_changes(&ids, since, until)?;
     let rows = history.objects(&per.keys().copied().collect())?;

@@ -38,7 +38,12 @@ pub fn run(global: &GlobalArgs, args: GetArgs) -> CliResult {
     let at = args.at.at(Millis::now())?;
     let reader = Reader::open(global)?;
     let history = reader.history()?;
-    let (stream, object) = super::object_arg::find(&reader, &history, &args.object)?;
+    let (stream, object) = super::object_arg::find(
+        &reader,
+        &history,
+        &args.object,
+        Some((at.as_ms(), at.as_ms())),
+    )?;
     let state = history.object_at(stream, object.id, at.as_ms())?;
     let version = match state {
         ObjectState::Present(v) => v,

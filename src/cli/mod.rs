@@ -11,6 +11,7 @@ pub mod demo;
 pub mod diff;
 pub mod export;
 pub mod get;
+pub mod import;
 pub mod log;
 pub mod object_arg;
 pub mod prune;
@@ -84,6 +85,7 @@ pub enum Command {
     Get(get::GetArgs),
     Snapshot(snapshot::SnapshotArgs),
     Export(export::ExportArgs),
+    Import(import::ImportArgs),
     Prune(prune::PruneArgs),
     Audit(audit::AuditArgs),
     Replay(replay::ReplayArgs),
@@ -206,6 +208,7 @@ fn run(cli: Cli) -> CliResult {
             Command::Get(a) => get::run(&global, a),
             Command::Snapshot(a) => snapshot::run(&global, a),
             Command::Export(a) => export::run(&global, a),
+            Command::Import(a) => import::run(&global, a),
             Command::Prune(a) => prune::run(&global, a),
             Command::Audit(a) => audit::run(&global, a),
             Command::Replay(a) => replay::run(&global, a).await,

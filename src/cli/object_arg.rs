@@ -7,11 +7,14 @@ use crate::history::{History, Scope, StreamHistory};
 use crate::journal::versions::ObjectRow;
 
 /// The object `arg` names in the reader's namespace, and its stream. Where both
-/// a namespace stream and an all-namespaces stream hold it, the first answers.
+/// a namespace stream and an all-namespaces stream hold it, the first answers;
+/// where the stream is here more than once (imported), the lane that covers
+/// most of `window` does.
 pub fn find<'h>(
     reader: &Reader,
     history: &'h History<'_>,
     arg: &str,
+    window: Option<(i64, i64)>,
 ) -> CliResult<(&'h StreamHistory, ObjectRow)> {
     let target = history.target(arg)?;
     let Target::Object(resource, name) = target else {
@@ -28,7 +31,7 @@ pub fn find<'h>(
         namespace: namespace.clone(),
         types: Some(vec![resource.clone()]),
     };
-    let streams = history.streams_in(&scope);
+    let streams = history.streams_during(&scope, window);
     let ids: Vec<_> = streams.iter().map(|s| s.info.id).collect();
     let mut found = history
         .journal

@@ -81,7 +81,7 @@ pub fn run(global: &GlobalArgs, args: TimelineArgs) -> CliResult {
     let format = global.format(Format::Table, &[Format::Table, Format::Json, Format::Yaml])?;
     let reader = Reader::open(global)?;
     let history = reader.history()?;
-    let (stream, object) = super::object_arg::find(&reader, &history, &args.object)?;
+    let (stream, object) = super::object_arg::find(&reader, &history, &args.object, None)?;
     let opts = DiffOptions {
         include_status: args.include_status,
     };

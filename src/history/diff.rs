@@ -109,7 +109,7 @@ impl History<'_> {
         keep_objects: bool,
     ) -> Result<DiffAnswer, HistoryError> {
         let (since, until) = (window.since().as_ms(), window.until().as_ms());
-        let streams = self.streams_in(scope);
+        let streams = self.streams_during(scope, Some((since, until)));
         let completeness = self.completeness(scope, &streams, Some(since), until);
         let ids: HashSet<_> = streams.iter().map(|s| s.info.id).collect();
         let touched = self.journal.touched_objects(&ids, since, until)?;

@@ -9,6 +9,7 @@
 pub mod actors;
 pub mod complete;
 pub mod diff;
+pub mod lanes;
 pub mod log;
 mod pipeline;
 pub mod prune;
@@ -208,9 +209,18 @@ impl<'j> History<'j> {
         out
     }
 
-    /// The streams a scope draws on. Where a type has a stream for exactly the
-    /// namespace and one for every namespace, the exact one answers.
+    /// The streams a scope draws on, over their whole lives (see
+    /// [`History::streams_during`]).
     pub fn streams_in(&self, scope: &Scope) -> Vec<&StreamHistory> {
+        self.streams_during(scope, None)
+    }
+
+    /// The streams a scope draws on for a question about `window`. Where a type
+    /// has a stream for exactly the namespace and one for every namespace, the
+    /// exact one answers. Where one stream is here more than once (recorded,
+    /// and imported), the lane that covers most of the window answers
+    /// ([`lanes`]).
+    pub fn streams_during(&self, scope: &Scope, window: Option<(i64, i64)>) -> Vec<&StreamHistory> {
         let wanted = |s: &StreamHistory| match &scope.types {
             None => true,
             Some(types) => types.iter().any(|t| {
@@ -257,6 +267,37 @@ impl<'j> History<'j> {
             .map(|s| type_key(s))
             .collect();
         chosen.retain(|s| s.info.selector.is_none() || !whole.contains(&type_key(s)));
+        self.one_lane_each(chosen, window)
+    }
+
+    /// Of streams with the same type, namespace and selector, the lane that
+    /// covers most of `window`; the others leave.
+    fn one_lane_each<'s>(
+        &self,
+        mut chosen: Vec<&'s StreamHistory>,
+        window: Option<(i64, i64)>,
+    ) -> Vec<&'s StreamHistory> {
+        let key = |s: &StreamHistory| (type_key(s), s.info.selector.clone());
+        let mut keep: HashSet<StreamId> = HashSet::new();
+        let mut groups: HashMap<_, Vec<&StreamHistory>> = HashMap::new();
+        for s in &chosen {
+            groups.entry(key(s)).or_default().push(s);
+        }
+        for group in groups.values() {
+            let lanes: Vec<lanes::Lane> = group
+                .iter()
+                .map(|s| lanes::Lane {
+                    recorded: s.info.origin.is_none(),
+                    from: s.from(),
+                    to: s.end(self.now),
+                    holes: s.coverage.windows.iter().map(|w| (w.from, w.to)).collect(),
+                })
+                .collect();
+            if let Some(i) = lanes::choose(&lanes, window) {
+                keep.insert(group[i].info.id);
+            }
+        }
+        chosen.retain(|s| keep.contains(&s.info.id));
         chosen
     }
 

@@ -31,7 +31,7 @@ impl History<'_> {
         at: i64,
         with_objects: bool,
     ) -> Result<SnapshotAnswer, HistoryError> {
-        let streams = self.streams_in(scope);
+        let streams = self.streams_during(scope, Some((at, at)));
         let completeness = self.completeness(scope, &streams, None, at);
         let incomplete = completeness.streams();
         let mut out = Vec::new();

@@ -169,7 +169,17 @@ pub(crate) fn visit(
             let Some(stream) = streams.get(&r.stream) else {
                 continue;
             };
-            if !in_window(r.observed_at) {
+            // A list's items go with the list: a window or slice holds all of
+            // them or none, so an importer never sees part of a baseline.
+            let at = match r.kind {
+                kind::BASELINE_ITEM => stream
+                    .baselines
+                    .iter()
+                    .find(|b| Some(b.token) == r.aux)
+                    .map_or(r.observed_at, |b| b.observed_at),
+                _ => r.observed_at,
+            };
+            if !in_window(at) {
                 continue;
             }
             if let Some(line) = record_line(stream, &r) {
@@ -281,6 +291,50 @@ fn record_line<'a>(stream: &'a StreamMeta, r: &'a RecordView) -> Option<Line<'a>
             ..common()
         }),
         _ => None,
+    }
+}
+
+impl Journal {
+    /// The `seq` of the last record of `stream` before `seq` that [`visit`]
+    /// writes as a line, or none: where a segment's rows continue from
+    /// (docs/at-scale.md, "Importing segments"). Headers of lists with items
+    /// and items of lists that never completed are not lines.
+    pub fn line_before(&self, stream: StreamId, seq: i64) -> Result<Option<i64>, JournalError> {
+        let completed: std::collections::HashSet<i64> =
+            self.baselines(stream)?.iter().map(|b| b.token).collect();
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT seq, kind, aux, info FROM records
+                 WHERE stream_id = ?1 AND seq < ?2 ORDER BY seq DESC",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt
+            .query(rusqlite::params![stream, seq])
+            .map_err(|e| self.err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let get =
+                |i| -> Result<Option<i64>, JournalError> { row.get(i).map_err(|e| self.err(e)) };
+            let (seq, k, aux) = (
+                get(0)?.unwrap_or_default(),
+                get(1)?.unwrap_or_default(),
+                get(2)?,
+            );
+            let line = match k {
+                kind::BASELINE_ITEM => aux.is_some_and(|t| completed.contains(&t)),
+                kind::BASELINE => {
+                    let info: Option<String> = row.get(3).map_err(|e| self.err(e))?;
+                    info.and_then(|i| serde_json::from_str::<super::records::BaselineInfo>(&i).ok())
+                        .is_some_and(|b| b.items == 0)
+                }
+                kind::EVENT | kind::GAP | kind::COVERAGE | kind::CHECKPOINT => true,
+                _ => false,
+            };
+            if line {
+                return Ok(Some(seq));
+            }
+        }
+        Ok(None)
     }
 }
 

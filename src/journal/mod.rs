@@ -10,6 +10,7 @@ pub mod audit;
 pub mod bodies;
 pub mod codec;
 pub mod export;
+pub mod import;
 pub mod lock;
 pub mod plans;
 pub mod prune;
@@ -372,6 +373,18 @@ impl Journal {
         cluster: &str,
         spec: &StreamSpec,
     ) -> Result<StreamId, JournalError> {
+        self.register_stream_from(cluster, spec, "")
+    }
+
+    /// Like [`Journal::register_stream`], for a stream of `origin`: empty for
+    /// one recorded here, else where it was imported from (`streams.origin`,
+    /// docs/journal.md).
+    pub fn register_stream_from(
+        &self,
+        cluster: &str,
+        spec: &StreamSpec,
+        origin: &str,
+    ) -> Result<StreamId, JournalError> {
         let r = &spec.resource;
         let namespace = spec.namespace.as_deref().unwrap_or("");
         let selector = spec.selector.as_deref().unwrap_or("");
@@ -379,9 +392,9 @@ impl Journal {
         let run = || -> rusqlite::Result<StreamId> {
             self.conn.execute(
                 "INSERT INTO streams(cluster_id, grp, version, resource, kind, singular, short_names,
-                                     namespaced, namespace, selector, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-                 ON CONFLICT(cluster_id, grp, version, resource, namespace, selector)
+                                     namespaced, namespace, selector, created_at, origin)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                 ON CONFLICT(cluster_id, grp, version, resource, namespace, selector, origin)
                  DO UPDATE SET kind = excluded.kind, singular = excluded.singular,
                                short_names = excluded.short_names, namespaced = excluded.namespaced",
                 params![
@@ -395,17 +408,29 @@ impl Journal {
                     r.namespaced,
                     namespace,
                     selector,
-                    crate::time::Millis::now().as_ms()
+                    crate::time::Millis::now().as_ms(),
+                    origin
                 ],
             )?;
             self.conn.query_row(
                 "SELECT id FROM streams WHERE cluster_id = ?1 AND grp = ?2 AND version = ?3
-                   AND resource = ?4 AND namespace = ?5 AND selector = ?6",
-                params![cluster, r.group, r.version, r.resource, namespace, selector],
+                   AND resource = ?4 AND namespace = ?5 AND selector = ?6 AND origin = ?7",
+                params![
+                    cluster, r.group, r.version, r.resource, namespace, selector, origin
+                ],
                 |row| row.get(0),
             )
         };
         run().map_err(|e| self.err(e))
+    }
+
+    /// This journal's id (`meta.journal_id`), which its exported segments carry.
+    pub fn id(&self) -> Result<String, JournalError> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = 'journal_id'", [], |r| {
+                r.get(0)
+            })
+            .map_err(|e| self.err(e))
     }
 
     /// The last durable point of a stream: when and at which resourceVersion it

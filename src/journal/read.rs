@@ -23,6 +23,9 @@ pub struct StreamInfo {
     /// `None`: all namespaces, or a cluster-scoped resource.
     pub namespace: Option<String>,
     pub selector: Option<String>,
+    /// `None` for a stream recorded here; where an imported one came from
+    /// (`streams.origin`).
+    pub origin: Option<String>,
 }
 
 impl StreamInfo {
@@ -149,7 +152,7 @@ impl Journal {
             .conn()
             .prepare(
                 "SELECT id, cluster_id, grp, version, resource, kind, singular, short_names,
-                        namespaced, namespace, selector
+                        namespaced, namespace, selector, origin
                  FROM streams WHERE ?1 IS NULL OR cluster_id = ?1",
             )
             .map_err(|e| self.err(e))?;
@@ -157,17 +160,21 @@ impl Journal {
             .query_map(params![cluster], |r| {
                 let namespace: String = r.get(9)?;
                 let selector: String = r.get(10)?;
+                let origin: String = r.get(11)?;
                 Ok(StreamInfo {
                     id: r.get(0)?,
                     cluster: r.get(1)?,
                     resource: super::resource_from_row(r, 2)?,
                     namespace: Some(namespace).filter(|s| !s.is_empty()),
                     selector: Some(selector).filter(|s| !s.is_empty()),
+                    origin: Some(origin).filter(|s| !s.is_empty()),
                 })
             })
             .and_then(|rows| rows.collect())
             .map_err(|e| self.err(e))?;
-        streams.sort_by(|a, b| (&a.cluster, a.name()).cmp(&(&b.cluster, b.name())));
+        streams.sort_by(|a, b| {
+            (&a.cluster, a.name(), &a.origin).cmp(&(&b.cluster, b.name(), &b.origin))
+        });
         Ok(streams)
     }
 
@@ -242,7 +249,10 @@ impl Journal {
             StreamState::Unavailable
         } else if has_open {
             StreamState::Relisting
-        } else if recorder_running && to.is_some_and(|t| now - t <= 3 * HEARTBEAT_MS) {
+        } else if recorder_running
+            && stream.origin.is_none()
+            && to.is_some_and(|t| now - t <= 3 * HEARTBEAT_MS)
+        {
             StreamState::Watching
         } else {
             StreamState::Stopped

@@ -5,13 +5,13 @@
 //! schema version is `PRAGMA user_version`. A newer binary migrates an older
 //! journal; an older binary refuses a newer one.
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 /// `krpl` in ASCII: marks an SQLite file as a krply journal.
 pub const APPLICATION_ID: i64 = 0x6b72_706c;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// Record kinds stored in `records.kind`.
 ///
@@ -172,7 +172,69 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (4, MIGRATE_V4_TO_V5),
     (5, MIGRATE_V5_TO_V6),
     (6, MIGRATE_V6_TO_V7),
+    (7, MIGRATE_V7_TO_V8),
 ];
+
+/// Version 8: imported history (docs/at-scale.md, "Importing segments").
+///
+/// - `streams.origin` tells history recorded here (empty) from history
+///   imported from another journal's segments (`IMPORTED_PREFIX`, that
+///   journal's id and stream, and a lane number). A stream's key gains it, so
+///   a cluster's `deployments.v1.apps@shop` recorded here and the same stream
+///   imported from a teammate's journal are two streams, whose records never
+///   interleave; answers choose between them by coverage. SQLite cannot change
+///   a table's UNIQUE constraint in place: the table is rebuilt with its ids,
+///   which `migrate` does with foreign keys off, checking them before commit.
+/// - `imports` names each imported file by the SHA-256 of its bytes, so that
+///   importing it again changes nothing; `import_runs` are the stretches of
+///   the source journal's records (by its `seq`) an imported stream holds
+///   without a break.
+/// - `meta.journal_id`, random, names this journal in the segments it exports.
+const MIGRATE_V7_TO_V8: &str = r#"
+CREATE TABLE streams_v8 (
+    id          INTEGER PRIMARY KEY,
+    cluster_id  TEXT NOT NULL REFERENCES clusters(id),
+    grp         TEXT NOT NULL,
+    version     TEXT NOT NULL,
+    resource    TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    singular    TEXT NOT NULL,
+    short_names TEXT NOT NULL,
+    namespaced  INTEGER NOT NULL,
+    namespace   TEXT NOT NULL,
+    selector    TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    origin      TEXT NOT NULL DEFAULT '',
+    UNIQUE (cluster_id, grp, version, resource, namespace, selector, origin)
+);
+INSERT INTO streams_v8(id, cluster_id, grp, version, resource, kind, singular, short_names,
+                       namespaced, namespace, selector, created_at)
+    SELECT id, cluster_id, grp, version, resource, kind, singular, short_names,
+           namespaced, namespace, selector, created_at
+    FROM streams;
+DROP TABLE streams;
+ALTER TABLE streams_v8 RENAME TO streams;
+CREATE TABLE imports (
+    hash        BLOB PRIMARY KEY,
+    path        TEXT NOT NULL,
+    stream_id   INTEGER REFERENCES streams(id),
+    first_seq   INTEGER,
+    last_seq    INTEGER,
+    rows        INTEGER NOT NULL,
+    added       INTEGER NOT NULL,
+    imported_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE import_runs (
+    stream_id INTEGER NOT NULL REFERENCES streams(id),
+    first_seq INTEGER NOT NULL,
+    last_seq  INTEGER NOT NULL,
+    PRIMARY KEY (stream_id, first_seq)
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO meta(key, value) VALUES ('journal_id', lower(hex(randomblob(16))));
+"#;
+
+/// How `streams.origin` of an imported stream starts.
+pub const IMPORTED_PREFIX: &str = "import:";
 
 /// Version 7: audit events (docs/audit.md, "What is kept").
 ///
@@ -381,8 +443,16 @@ CREATE TABLE snapshots (
 
 /// Brings a journal at `from` up to [`SCHEMA_VERSION`] in one transaction: a
 /// migration that fails or is killed part-way leaves the journal as it was.
+///
+/// Foreign keys are off meanwhile (a rebuilt table is dropped and its copy
+/// renamed, SQLite's own recipe for changing a table) and checked before the
+/// commit; they are on again afterwards, whatever happened.
 pub fn migrate(conn: &mut Connection, from: i64) -> rusqlite::Result<()> {
-    migrate_with(conn, from, MIGRATIONS, SCHEMA_VERSION)
+    let was: bool = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
+    conn.pragma_update(None, "foreign_keys", false)?;
+    let done = migrate_with(conn, from, MIGRATIONS, SCHEMA_VERSION);
+    let restored = conn.pragma_update(None, "foreign_keys", was);
+    done.and(restored)
 }
 
 fn migrate_with(
@@ -398,6 +468,15 @@ fn migrate_with(
     for (version, sql) in migrations.iter().filter(|(v, _)| *v >= from) {
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", version + 1)?;
+    }
+    let broken: Option<String> = tx
+        .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
+        .optional()?;
+    if let Some(table) = broken {
+        return Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY),
+            Some(format!("the migration left a broken reference in {table}")),
+        ));
     }
     tx.pragma_update(None, "user_version", to)?;
     tx.commit()

@@ -110,6 +110,91 @@ fn time(t: i64) -> String {
     Millis::from_ms(t).to_string()
 }
 
+/// The key of each segment's own description in its Parquet key-value
+/// metadata: a JSON [`SegmentMeta`].
+pub const META_KEY: &str = "krply.segment";
+/// [`SegmentMeta::format`] of this layout.
+pub const FORMAT: &str = "krply-segments/1";
+
+/// What a segment file is, in its key-value metadata ([`META_KEY`]): all that
+/// `import` needs to make its stream again, and where its rows sit in the
+/// journal they came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct SegmentMeta {
+    pub format: String,
+    /// The exporting journal (`meta.journal_id`): whose `seq`s these are.
+    pub journal: String,
+    pub cluster: ClusterMeta,
+    pub stream: StreamMeta,
+    /// The first and last `seq` of the rows.
+    pub first_seq: Option<i64>,
+    pub last_seq: Option<i64>,
+    /// The `seq` of the stream's line just before the first row, none when
+    /// the rows start the stream's history.
+    pub prev_seq: Option<i64>,
+    pub rows: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ClusterMeta {
+    pub id: String,
+    pub server: String,
+    pub context: Option<String>,
+}
+
+/// The stream, with the discovery metadata that resolves `TYPE/NAME` offline.
+/// `namespace` is the one `-n` kept when the journal's stream held every
+/// namespace: the segment holds that namespace alone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct StreamMeta {
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    pub kind: String,
+    pub singular: String,
+    pub short_names: Vec<String>,
+    pub namespaced: bool,
+    pub namespace: Option<String>,
+    pub selector: Option<String>,
+}
+
+impl StreamMeta {
+    fn of(info: &StreamInfo, only: Option<&str>) -> StreamMeta {
+        let r = &info.resource;
+        StreamMeta {
+            group: r.group.clone(),
+            version: r.version.clone(),
+            resource: r.resource.clone(),
+            kind: r.kind.clone(),
+            singular: r.singular.clone(),
+            short_names: r.short_names.clone(),
+            namespaced: r.namespaced,
+            namespace: info
+                .namespace
+                .clone()
+                .or_else(|| only.filter(|_| r.namespaced).map(str::to_string)),
+            selector: info.selector.clone(),
+        }
+    }
+
+    /// The stream as the journal keys it.
+    pub fn spec(&self) -> crate::model::StreamSpec {
+        crate::model::StreamSpec {
+            resource: crate::model::ResourceType {
+                group: self.group.clone(),
+                version: self.version.clone(),
+                resource: self.resource.clone(),
+                kind: self.kind.clone(),
+                singular: self.singular.clone(),
+                short_names: self.short_names.clone(),
+                namespaced: self.namespaced,
+            },
+            namespace: self.namespace.clone(),
+            selector: self.selector.clone(),
+        }
+    }
+}
+
 /// The columns of every segment.
 pub fn schema() -> SchemaRef {
     let ts = || DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()));
@@ -265,6 +350,7 @@ impl Columns {
 /// One file being written.
 struct Open {
     entry: FileEntry,
+    meta: SegmentMeta,
     tmp: PathBuf,
     dest: PathBuf,
     writer: ArrowWriter<std::fs::File>,
@@ -303,6 +389,19 @@ pub fn export_segments(
         .set_created_by(format!("kubectl-krply {}", env!("CARGO_PKG_VERSION")))
         .build();
     let actors = actors(journal, opts, now)?;
+    let journal_id = journal.id()?;
+    let clusters: HashMap<String, ClusterMeta> = journal
+        .clusters()?
+        .into_iter()
+        .map(|c| {
+            let meta = ClusterMeta {
+                id: c.id.clone(),
+                server: c.server,
+                context: c.context,
+            };
+            (c.id, meta)
+        })
+        .collect();
     let mut open: BTreeMap<(String, String, i64), Open> = BTreeMap::new();
     let mut failed: Option<SegmentError> = None;
     visit(journal, &opts.records, &mut |line| {
@@ -322,10 +421,32 @@ pub fn export_segments(
                 return Ok(());
             }
         }
-        let day = line.at.div_euclid(DAY);
+        // Baseline items go in the file of their list (see `visit`).
+        let day = line.list_at.unwrap_or(line.at).div_euclid(DAY);
         let key = (line.cluster.to_string(), stream_name.clone(), day);
         if !open.contains_key(&key) {
-            match start(journal, info, dir, day, opts, now, &schema, &props) {
+            let prev = match line.seq {
+                Some(seq) => journal.line_before(info.id, seq)?,
+                None => None,
+            };
+            let meta = SegmentMeta {
+                format: FORMAT.into(),
+                journal: journal_id.clone(),
+                cluster: clusters
+                    .get(&info.cluster)
+                    .cloned()
+                    .unwrap_or_else(|| ClusterMeta {
+                        id: info.cluster.clone(),
+                        server: String::new(),
+                        context: None,
+                    }),
+                stream: StreamMeta::of(info, opts.namespace.as_deref()),
+                first_seq: None,
+                last_seq: None,
+                prev_seq: prev,
+                rows: 0,
+            };
+            match start(journal, info, meta, dir, day, opts, now, &schema, &props) {
                 Ok(file) => {
                     open.insert(key.clone(), file);
                 }
@@ -345,6 +466,9 @@ pub fn export_segments(
             .and_then(|seq| actors.get(&(line.cluster.to_string(), seq)));
         file.columns.push(line, stream_name, by);
         file.entry.rows += 1;
+        file.meta.rows += 1;
+        file.meta.first_seq = file.meta.first_seq.or(line.seq);
+        file.meta.last_seq = line.seq.or(file.meta.last_seq);
         *file.entry.records.entry(line.record).or_default() += 1;
         if file.columns.rows >= BATCH {
             let batch = file.columns.finish(&schema);
@@ -372,6 +496,12 @@ pub fn export_segments(
             let batch = file.columns.finish(&schema);
             file.writer.write(&batch).map_err(parquet)?;
         }
+        let meta = serde_json::to_string(&file.meta).expect("segment metadata serializes");
+        file.writer
+            .append_key_value_metadata(parquet::file::metadata::KeyValue::new(
+                META_KEY.to_string(),
+                meta,
+            ));
         file.writer.close().map_err(parquet)?;
         std::fs::rename(&file.tmp, &file.dest).map_err(io(&file.dest))?;
         files.push(file.entry);
@@ -451,6 +581,7 @@ fn actors(
 fn start(
     journal: &Journal,
     info: &StreamInfo,
+    meta: SegmentMeta,
     dir: &Path,
     day: i64,
     opts: &SegmentOptions,
@@ -501,6 +632,7 @@ fn start(
         })
         .collect();
     Ok(Open {
+        meta,
         entry: FileEntry {
             path: rel,
             cluster: info.cluster.clone(),

@@ -435,6 +435,110 @@ impl WriterState {
     }
 }
 
+/// A writer on the caller's thread, for `import`: the caller draws each
+/// transaction, applies [`Op`]s in it and adds its own rows before the commit.
+/// It adds no checkpoints of its own (imported history brings its
+/// checkpoints), and it writes the same records, bodies, packs and zones as
+/// [`Writer`] does.
+pub struct DirectWriter {
+    state: WriterState,
+    /// A transaction failed: the caches may name rows that were rolled back.
+    broken: bool,
+}
+
+/// One open transaction of a [`DirectWriter`].
+pub struct TxWriter<'t, 'c> {
+    tx: &'t Transaction<'c>,
+    cx: Ctx<'t>,
+}
+
+impl TxWriter<'_, '_> {
+    /// Writes one op into the transaction.
+    pub fn apply(&mut self, op: Op) -> Result<(), JournalError> {
+        apply(self.tx, op, &mut self.cx)?;
+        // One import transaction may write a day of records: zones stay small.
+        if self.cx.zone.records >= zones::ZONE_RECORDS {
+            zones::record(self.tx, *self.cx.zone)
+                .map_err(|e| JournalError::sqlite(self.cx.path, e))?;
+            *self.cx.zone = Zone::default();
+        }
+        Ok(())
+    }
+
+    /// The transaction, for the caller's own rows.
+    pub fn conn(&self) -> &Connection {
+        self.tx
+    }
+
+    /// The journal's path, for errors.
+    pub fn path(&self) -> &std::path::Path {
+        self.cx.path
+    }
+}
+
+impl DirectWriter {
+    pub fn new(journal: Journal) -> Result<DirectWriter, JournalError> {
+        Ok(DirectWriter {
+            state: WriterState::new(journal, Arc::new(WriterStats::default()), true)?,
+            broken: false,
+        })
+    }
+
+    /// Runs `f` in one transaction, committed when it returns `Ok`, rolled back
+    /// otherwise (after which this writer refuses more work).
+    pub fn transaction<T, E: From<JournalError>>(
+        &mut self,
+        f: impl FnOnce(&mut TxWriter<'_, '_>) -> Result<T, E>,
+    ) -> Result<T, E> {
+        if self.broken {
+            return Err(JournalError::WriterStopped(
+                "an earlier transaction of this import failed".into(),
+            )
+            .into());
+        }
+        self.broken = true;
+        let s = &mut self.state;
+        let path = s.path.clone();
+        let err = |e| JournalError::sqlite(&path, e);
+        let tx = s
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(err)?;
+        s.next_seq = next_seq(&tx).map_err(err)?.max(s.next_seq);
+        let mut pending = Pending::default();
+        let mut changes = Vec::new();
+        let mut zone = Zone::default();
+        let out: T = {
+            let mut w = TxWriter {
+                tx: &tx,
+                cx: Ctx {
+                    path: &s.path,
+                    bodies: &mut s.bodies,
+                    next_seq: &mut s.next_seq,
+                    streams: &mut s.streams,
+                    objects: &mut s.objects,
+                    pending: &mut pending,
+                    feed: None,
+                    changes: &mut changes,
+                    zone: &mut zone,
+                },
+            };
+            f(&mut w)?
+        };
+        zones::record(&tx, zone).map_err(err)?;
+        tx.commit().map_err(err)?;
+        for st in s.streams.values_mut() {
+            st.dirty = false;
+        }
+        for (key, obj) in pending.forget {
+            s.bodies.forget(obj);
+            s.objects.remove(&key);
+        }
+        self.broken = false;
+        Ok(out)
+    }
+}
+
 /// Work decided during a transaction that may only happen once it committed.
 #[derive(Default)]
 struct Pending {

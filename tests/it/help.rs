@@ -16,6 +16,7 @@ const COMMANDS: &[&[&str]] = &[
     &["get"],
     &["snapshot"],
     &["export"],
+    &["import"],
     &["prune"],
     &["log"],
     &["browse"],

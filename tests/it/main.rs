@@ -12,6 +12,7 @@ mod cli_errors;
 mod demo;
 mod help;
 mod history;
+mod import;
 mod journal_layouts;
 mod krew;
 mod live;

@@ -131,14 +131,17 @@ fn every_command_in_the_readme_runs() {
     assert_eq!(rec.stop().code, Some(0));
 
     let mut plan = String::new();
+    let segments = env.dir.path().join("segments");
     for words in commands {
         // Times the journal covers instead of "45m ago"; the plan just made;
+        // segments in the test's own directory;
         // recorders that stop by themselves.
         let mut args: Vec<String> = words
             .iter()
             .map(|w| match w.as_str() {
                 "45m" => at.clone(),
                 "PLAN" => plan.clone(),
+                "segments/" => segments.display().to_string(),
                 _ => w.clone(),
             })
             .collect();

@@ -398,4 +398,29 @@ fn two_clusters_recorded_in_one_journal_stay_two_clusters_in_the_segments() {
         .collect();
     changed.sort();
     assert_eq!(changed, vec![1, 2]);
+
+    // Imported into a fresh journal: still two clusters, and each answers
+    // there as the SQL over the segments does.
+    let imported = env.dir.path().join("imported.db");
+    let out = env.run(&[
+        "--store",
+        imported.to_str().unwrap(),
+        "import",
+        segments.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let ids: Vec<String> = krply::journal::Journal::open(&imported)
+        .unwrap()
+        .clusters()
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(ids, clusters);
+    let mut again: Vec<usize> = clusters
+        .iter()
+        .map(|c| answers_agree(&imported, &segments, c))
+        .collect();
+    again.sort();
+    assert_eq!(again, vec![1, 2]);
 }

@@ -238,6 +238,9 @@ cases! {
     apply_conflict => "plan <id> was not fully applied",
     browse_nothing_recorded => "nothing recorded in namespace \"elsewhere\" of cluster kind-shop",
     browse_without_a_terminal => "browse needs a terminal",
+    import_not_a_segment => "<path> is not a krply segment",
+    import_no_segments => "no segments (*.parquet) under",
+    import_damaged_segment => "segment <path> has a row krply cannot read",
 }
 
 #[test]
@@ -655,6 +658,65 @@ fn browse_without_a_terminal() -> Output {
     let sandbox = Sandbox::new();
     shop_stream(&sandbox);
     sandbox.run(&["browse", "-n", "shop", "--cluster-id", "kind-shop"])
+}
+
+/// A Parquet file with one integer column, and `meta` as its krply.segment
+/// metadata when given.
+fn parquet_file(path: &Path, meta: Option<Value>) {
+    use arrow_array::{Int64Array, RecordBatch};
+    use std::sync::Arc;
+    let batch =
+        RecordBatch::try_from_iter([("x", Arc::new(Int64Array::from(vec![1])) as _)]).unwrap();
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    if let Some(meta) = meta {
+        w.append_key_value_metadata(parquet::file::metadata::KeyValue::new(
+            "krply.segment".into(),
+            meta.to_string(),
+        ));
+    }
+    w.close().unwrap();
+}
+
+fn import_not_a_segment() -> Output {
+    let sandbox = Sandbox::new();
+    let file = sandbox.dir.path().join("Downloads/report.parquet");
+    parquet_file(&file, None);
+    let out = sandbox.run(&["import", path_str(&file)]);
+    assert!(
+        !sandbox.store.exists(),
+        "a refused import creates no journal"
+    );
+    out
+}
+
+fn import_no_segments() -> Output {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.dir.path().join("Downloads");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a segment").unwrap();
+    sandbox.run(&["import", path_str(&dir)])
+}
+
+fn import_damaged_segment() -> Output {
+    let sandbox = Sandbox::new();
+    let file = sandbox
+        .dir
+        .path()
+        .join("segments/prod/deployments.v1.apps@shop/2026-12-01.parquet");
+    let meta = json!({
+        "format": "krply-segments/1",
+        "journal": "0123456789abcdef0123456789abcdef",
+        "cluster": {"id": "prod", "server": "https://10.0.0.5:6443", "context": null},
+        "stream": {"group": "apps", "version": "v1", "resource": "deployments",
+                   "kind": "Deployment", "singular": "deployment", "short_names": ["deploy"],
+                   "namespaced": true, "namespace": "shop", "selector": null},
+        "first_seq": 1, "last_seq": 1, "prev_seq": null, "rows": 1
+    });
+    parquet_file(&file, Some(meta));
+    sandbox.run(&["import", path_str(&file)])
 }
 
 // ---------------------------------------------------------------------------

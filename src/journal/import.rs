@@ -1,0 +1,825 @@
+//! `import DIR|FILE...`: Parquet segments written by `export --format parquet`
+//! ([`super::segments`]) become read-only history of their clusters in this
+//! journal (docs/at-scale.md, "Importing segments").
+//!
+//! - Each file says, in its key-value metadata ([`SegmentMeta`]), which
+//!   journal, cluster and stream its rows are, and where they sit in that
+//!   journal's `seq`s.
+//! - An imported stream is a *lane* of its own (`streams.origin`), so its
+//!   records never interleave with what was recorded here or imported from
+//!   elsewhere; answers pick a lane by coverage ([`crate::history::lanes`]).
+//! - A file is one transaction: its records and the note that it was imported
+//!   (`imports`, by the SHA-256 of its bytes) commit together, so importing it
+//!   again, or after a crash, adds nothing twice.
+//! - Rows continue a lane when they follow what it holds ([`place`]); a lane
+//!   that skips part of its source's history gets a gap there, so a missing
+//!   day is never read as a quiet one.
+
+use super::records::{CheckpointInfo, CoverageInfo, GapInfo};
+use super::schema::IMPORTED_PREFIX;
+use super::segments::{FORMAT, META_KEY, SegmentMeta};
+use super::writer::{DirectWriter, Op, TxWriter};
+use super::{Journal, JournalError, StreamId};
+use crate::model::{ObjectMeta, WatchType};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int64Type, TimestampMillisecondType};
+use arrow_array::{Array, RecordBatch};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Why segments could not be imported.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not a krply segment: {why}")]
+    NotSegment { path: PathBuf, why: String },
+    #[error("no segments (*.parquet) under {0}")]
+    NoSegments(PathBuf),
+    /// A file described itself as a segment, but a row could not be read:
+    /// the files before it were imported, it and the rest were not.
+    #[error("segment {path} has a row krply cannot read: {why}")]
+    BadRow { path: PathBuf, why: String },
+}
+
+/// What became of one file.
+#[derive(Debug, Clone, Serialize)]
+pub struct Imported {
+    pub path: String,
+    pub cluster: String,
+    pub stream: String,
+    pub rows: u64,
+    /// Rows written into the journal.
+    pub added: u64,
+    /// `imported`, `already imported` (the same file), `held` (every row was
+    /// here already) or `own history` (exported by this very journal).
+    pub result: &'static str,
+    /// The lane the rows went to (`streams.origin`).
+    pub lane: Option<String>,
+    /// The lane's history skips some of its source's before these rows: a
+    /// gap was written there.
+    pub gap_before: bool,
+}
+
+/// The stretches of a source journal's records (by its `seq`) a lane holds
+/// without a break, oldest first.
+pub type Runs = Vec<(i64, i64)>;
+
+/// Where a file's rows go, given the runs of each lane of its stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// Every row is in a lane already.
+    Held,
+    /// Append the rows after `after` (all when `None`) to lane `lane`; `gap`:
+    /// the lane holds none of the source's history between its end and them.
+    Append {
+        lane: usize,
+        after: Option<i64>,
+        gap: bool,
+    },
+    /// The rows fit no lane (history older than a lane's end that it does not
+    /// hold): they start a new one.
+    NewLane,
+}
+
+/// Decides [`Placement`] for rows `first..=last` whose source line before
+/// them is `prev`.
+pub fn place(lanes: &[Runs], first: i64, last: i64, prev: Option<i64>) -> Placement {
+    for (i, runs) in lanes.iter().enumerate() {
+        let Some(&(_, end)) = runs.last() else {
+            continue;
+        };
+        if first > end {
+            return Placement::Append {
+                lane: i,
+                after: None,
+                gap: prev != Some(end),
+            };
+        }
+        let holds = |a: i64, b: i64| runs.iter().any(|&(f, l)| f <= a && b <= l);
+        if holds(first, last.min(end)) {
+            return if last <= end {
+                Placement::Held
+            } else {
+                Placement::Append {
+                    lane: i,
+                    after: Some(end),
+                    gap: false,
+                }
+            };
+        }
+    }
+    Placement::NewLane
+}
+
+/// One row of a segment, as `import` needs it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Row {
+    pub seq: i64,
+    pub record: String,
+    pub at: i64,
+    pub watch_type: Option<String>,
+    pub resource_version: Option<String>,
+    pub uid: Option<String>,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub object: Option<String>,
+    pub list_resource_version: Option<String>,
+    pub list_at: Option<i64>,
+    pub info: Option<String>,
+}
+
+/// Turns a stream's rows back into the writer's [`Op`]s: baseline items are
+/// followed by the end of their list once its last item went by.
+#[derive(Debug)]
+pub struct Rebuild {
+    stream: StreamId,
+    /// The list being rebuilt: its resourceVersion, when it completed, items.
+    list: Option<(String, i64, u64)>,
+}
+
+impl Rebuild {
+    pub fn new(stream: StreamId) -> Rebuild {
+        Rebuild { stream, list: None }
+    }
+
+    /// The ops of one row, or why it is not a segment row.
+    pub fn row(&mut self, row: Row) -> Result<Vec<Op>, String> {
+        let stream = self.stream;
+        let mut ops = Vec::new();
+        let item = row.record == "baseline" && row.name.is_some();
+        let same_list = |l: &(String, i64, u64)| {
+            item && row.list_resource_version.as_deref() == Some(l.0.as_str())
+                && row.list_at == Some(l.1)
+        };
+        if self.list.as_ref().is_some_and(|l| !same_list(l)) {
+            ops.extend(self.finish());
+        }
+        let need = |v: Option<String>, what: &str| {
+            v.ok_or_else(|| format!("a {} row at seq {} has no {what}", row.record, row.seq))
+        };
+        let meta = |row: &Row| -> Result<ObjectMeta, String> {
+            Ok(ObjectMeta {
+                namespace: row.namespace.clone().unwrap_or_default(),
+                name: need(row.name.clone(), "name")?,
+                uid: row.uid.clone().unwrap_or_default(),
+                resource_version: row.resource_version.clone().unwrap_or_default(),
+            })
+        };
+        let info = |row: &Row| need(row.info.clone(), "info");
+        let bad = |e: serde_json::Error| format!("seq {}: {e}", row.seq);
+        match row.record.as_str() {
+            "event" => {
+                let watch_type = row
+                    .watch_type
+                    .as_deref()
+                    .and_then(WatchType::parse)
+                    .ok_or_else(|| format!("event at seq {} has no watch type", row.seq))?;
+                ops.push(Op::Event {
+                    stream,
+                    at: row.at,
+                    watch_type,
+                    meta: meta(&row)?,
+                    body: need(row.object.clone(), "object")?.into_bytes(),
+                });
+            }
+            "baseline" if item => {
+                let list_rv = need(row.list_resource_version.clone(), "list_resource_version")?;
+                let list_at = row.list_at.unwrap_or(row.at);
+                let list = self.list.get_or_insert((list_rv, list_at, 0));
+                list.2 += 1;
+                ops.push(Op::BaselineItem {
+                    stream,
+                    at: row.at,
+                    meta: meta(&row)?,
+                    body: need(row.object.clone(), "object")?.into_bytes(),
+                });
+            }
+            "baseline" => ops.push(Op::BaselineEnd {
+                stream,
+                at: row.list_at.unwrap_or(row.at),
+                list_rv: need(row.list_resource_version.clone(), "list_resource_version")?,
+                items: 0,
+            }),
+            "gap" => ops.push(Op::Gap {
+                stream,
+                at: row.at,
+                info: serde_json::from_str::<GapInfo>(&info(&row)?).map_err(bad)?,
+            }),
+            "coverage" => ops.push(Op::Coverage {
+                stream,
+                at: row.at,
+                info: serde_json::from_str::<CoverageInfo>(&info(&row)?).map_err(bad)?,
+            }),
+            "checkpoint" => ops.push(Op::Checkpoint {
+                stream,
+                at: row.at,
+                rv: row.resource_version.clone().unwrap_or_default(),
+                reason: serde_json::from_str::<CheckpointInfo>(&info(&row)?)
+                    .map_err(bad)?
+                    .reason,
+            }),
+            other => return Err(format!("unknown record type {other:?} at seq {}", row.seq)),
+        }
+        Ok(ops)
+    }
+
+    /// The end of the list being rebuilt, if any.
+    pub fn finish(&mut self) -> Option<Op> {
+        self.list
+            .take()
+            .map(|(list_rv, at, items)| Op::BaselineEnd {
+                stream: self.stream,
+                at,
+                list_rv,
+                items,
+            })
+    }
+}
+
+/// A file to import: its hash, description and path.
+struct Input {
+    path: PathBuf,
+    hash: Vec<u8>,
+    meta: SegmentMeta,
+}
+
+/// The `.parquet` files `inputs` name: files as given, directories walked.
+pub fn segment_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, ImportError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ImportError::Io { path, source }
+    };
+    let mut out = Vec::new();
+    for input in inputs {
+        let kind = std::fs::metadata(input).map_err(io(input))?;
+        if !kind.is_dir() {
+            out.push(input.clone());
+            continue;
+        }
+        let before = out.len();
+        // Bounded by the tree: no links are followed.
+        let mut todo = vec![input.clone()];
+        while let Some(dir) = todo.pop() {
+            for entry in std::fs::read_dir(&dir).map_err(io(&dir))? {
+                let entry = entry.map_err(io(&dir))?;
+                let file_type = entry.file_type().map_err(io(&entry.path()))?;
+                let path = entry.path();
+                if file_type.is_dir() {
+                    todo.push(path);
+                } else if file_type.is_file() && path.extension().is_some_and(|e| e == "parquet") {
+                    out.push(path);
+                }
+            }
+        }
+        if out.len() == before {
+            return Err(ImportError::NoSegments(input.clone()));
+        }
+        out[before..].sort();
+    }
+    Ok(out)
+}
+
+/// Reads a file's hash and description.
+fn describe(path: &Path) -> Result<Input, ImportError> {
+    let io = |source| ImportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let not = |why: String| ImportError::NotSegment {
+        path: path.to_path_buf(),
+        why,
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buf).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        digest.update(&buf[..n]);
+    }
+    let file = std::fs::File::open(path).map_err(io)?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| not(format!("not a Parquet file ({e})")))?;
+    let text = builder
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|kv| kv.iter().find(|kv| kv.key == META_KEY))
+        .and_then(|kv| kv.value.clone())
+        .ok_or_else(|| {
+            not(format!(
+                "no {META_KEY} metadata (written by `kubectl krply export --format parquet`?)"
+            ))
+        })?;
+    let meta: SegmentMeta =
+        serde_json::from_str(&text).map_err(|e| not(format!("bad {META_KEY} metadata: {e}")))?;
+    if meta.format != FORMAT {
+        return Err(not(format!(
+            "format {:?}, this kubectl-krply reads {FORMAT:?}",
+            meta.format
+        )));
+    }
+    Ok(Input {
+        path: path.to_path_buf(),
+        hash: digest.finish().as_ref().to_vec(),
+        meta,
+    })
+}
+
+/// Imports the segments `inputs` name into the journal at `store` (created
+/// when missing, once every file was found to be a segment), one
+/// transaction per file, and says what became of each.
+pub fn import(store: &Path, inputs: &[PathBuf]) -> Result<Vec<Imported>, ImportError> {
+    let mut files = segment_files(inputs)?
+        .iter()
+        .map(|p| describe(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let journal = Journal::open_or_create(store)?;
+    let own = journal.id()?;
+    // A stream's files in the order of their rows.
+    files.sort_by(|a, b| {
+        let key = |i: &Input| {
+            let s = &i.meta.stream;
+            (
+                i.meta.journal.clone(),
+                i.meta.cluster.id.clone(),
+                s.group.clone(),
+                s.resource.clone(),
+                s.namespace.clone(),
+                s.selector.clone(),
+                i.meta.first_seq,
+            )
+        };
+        key(a).cmp(&key(b))
+    });
+    let mut writer = DirectWriter::new(journal)?;
+    let mut out = Vec::new();
+    for input in &files {
+        let report = writer.transaction(|w| import_file(w, input, &own))?;
+        out.push(report);
+    }
+    Ok(out)
+}
+
+fn import_file(
+    w: &mut TxWriter<'_, '_>,
+    input: &Input,
+    own: &str,
+) -> Result<Imported, ImportError> {
+    let meta = &input.meta;
+    let spec = meta.stream.spec();
+    let mut report = Imported {
+        path: input.path.display().to_string(),
+        cluster: meta.cluster.id.clone(),
+        stream: spec.name(),
+        rows: meta.rows,
+        added: 0,
+        result: "imported",
+        lane: None,
+        gap_before: false,
+    };
+    let path = w.path().to_path_buf();
+    let sql = |e| JournalError::sqlite(&path, e);
+    let conn = w.conn();
+    let seen: Option<i64> = conn
+        .query_row(
+            "SELECT 1 FROM imports WHERE hash = ?1",
+            [&input.hash],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(sql)?;
+    if seen.is_some() {
+        report.result = "already imported";
+        return Ok(report);
+    }
+    if meta.journal == own {
+        report.result = "own history";
+        return Ok(report);
+    }
+    let (Some(first), Some(last)) = (meta.first_seq, meta.last_seq) else {
+        note(conn, input, None, 0).map_err(sql)?;
+        report.result = "held";
+        return Ok(report);
+    };
+    conn.execute(
+        "INSERT INTO clusters(id, server, context, first_seen) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT(id) DO NOTHING",
+        params![
+            meta.cluster.id,
+            meta.cluster.server,
+            meta.cluster.context,
+            crate::time::Millis::now().as_ms()
+        ],
+    )
+    .map_err(sql)?;
+    let lanes = lanes(conn, meta).map_err(sql)?;
+    let runs: Vec<Runs> = lanes.iter().map(|l| l.2.clone()).collect();
+    let (stream, after, gap) = match place(&runs, first, last, meta.prev_seq) {
+        Placement::Held => {
+            note(conn, input, None, 0).map_err(sql)?;
+            report.result = "held";
+            return Ok(report);
+        }
+        Placement::Append { lane, after, gap } => (lanes[lane].0, after, gap),
+        Placement::NewLane => {
+            let origin = format!("{IMPORTED_PREFIX}{}#{}", meta.journal, lanes.len() + 1);
+            (new_lane(conn, meta, &origin).map_err(sql)?, None, false)
+        }
+    };
+    let origin: String = conn
+        .query_row("SELECT origin FROM streams WHERE id = ?1", [stream], |r| {
+            r.get(0)
+        })
+        .map_err(sql)?;
+    report.lane = Some(origin);
+    report.gap_before = gap;
+    let mut rebuild = Rebuild::new(stream);
+    let mut first_written = None;
+    read_rows(&input.path, |row| {
+        if after.is_some_and(|a| row.seq <= a) {
+            return Ok(());
+        }
+        if first_written.is_none() {
+            first_written = Some(row.seq);
+            if gap {
+                w.apply(gap_op(w.conn(), stream, row.at).map_err(sql)?)?;
+            }
+        }
+        let ops = rebuild.row(row).map_err(|why| ImportError::BadRow {
+            path: input.path.clone(),
+            why,
+        })?;
+        for op in ops {
+            w.apply(op)?;
+        }
+        report.added += 1;
+        Ok(())
+    })?;
+    if let Some(end) = rebuild.finish() {
+        w.apply(end)?;
+    }
+    let conn = w.conn();
+    let run_first = first_written.unwrap_or(first);
+    let extend =
+        after.is_some() || (!gap && lanes.iter().any(|l| l.0 == stream && !l.2.is_empty()));
+    if extend {
+        conn.execute(
+            "UPDATE import_runs SET last_seq = max(last_seq, ?2)
+             WHERE stream_id = ?1 AND first_seq =
+                 (SELECT max(first_seq) FROM import_runs WHERE stream_id = ?1)",
+            params![stream, last],
+        )
+        .map_err(sql)?;
+    } else {
+        conn.execute(
+            "INSERT INTO import_runs(stream_id, first_seq, last_seq) VALUES (?1, ?2, ?3)",
+            params![stream, run_first.min(first), last],
+        )
+        .map_err(sql)?;
+    }
+    note(conn, input, Some(stream), report.added).map_err(sql)?;
+    Ok(report)
+}
+
+/// Notes that a file was imported (`imports`).
+fn note(
+    conn: &Connection,
+    input: &Input,
+    stream: Option<StreamId>,
+    added: u64,
+) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO imports(hash, path, stream_id, first_seq, last_seq, rows, added, imported_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            input.hash,
+            input.path.display().to_string(),
+            stream,
+            input.meta.first_seq,
+            input.meta.last_seq,
+            input.meta.rows as i64,
+            added as i64,
+            crate::time::Millis::now().as_ms()
+        ],
+    )
+    .map(|_| ())
+}
+
+/// The lanes of a segment's stream imported from its journal: id, origin and
+/// runs, in the order they were made.
+fn lanes(conn: &Connection, meta: &SegmentMeta) -> rusqlite::Result<Vec<(StreamId, String, Runs)>> {
+    let s = &meta.stream;
+    let prefix = format!("{IMPORTED_PREFIX}{}#", meta.journal);
+    let mut stmt = conn.prepare(
+        "SELECT id, origin FROM streams WHERE cluster_id = ?1 AND grp = ?2 AND version = ?3
+           AND resource = ?4 AND namespace = ?5 AND selector = ?6
+           AND substr(origin, 1, length(?7)) = ?7
+         ORDER BY id",
+    )?;
+    let found: Vec<(StreamId, String)> = stmt
+        .query_map(
+            params![
+                meta.cluster.id,
+                s.group,
+                s.version,
+                s.resource,
+                s.namespace.as_deref().unwrap_or(""),
+                s.selector.as_deref().unwrap_or(""),
+                prefix
+            ],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut runs = conn.prepare(
+        "SELECT first_seq, last_seq FROM import_runs WHERE stream_id = ?1 ORDER BY first_seq",
+    )?;
+    found
+        .into_iter()
+        .map(|(id, origin)| {
+            let r: Runs = runs
+                .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok((id, origin, r))
+        })
+        .collect()
+}
+
+/// Creates a lane for a segment's stream.
+fn new_lane(conn: &Connection, meta: &SegmentMeta, origin: &str) -> rusqlite::Result<StreamId> {
+    let spec = meta.stream.spec();
+    let r = &spec.resource;
+    conn.execute(
+        "INSERT INTO streams(cluster_id, grp, version, resource, kind, singular, short_names,
+                             namespaced, namespace, selector, created_at, origin)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        params![
+            meta.cluster.id,
+            r.group,
+            r.version,
+            r.resource,
+            r.kind,
+            r.singular,
+            serde_json::to_string(&r.short_names).unwrap_or_else(|_| "[]".into()),
+            r.namespaced,
+            spec.namespace.as_deref().unwrap_or(""),
+            spec.selector.as_deref().unwrap_or(""),
+            crate::time::Millis::now().as_ms(),
+            origin
+        ],
+    )?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// The gap before rows that do not follow what their lane holds: from the
+/// lane's last record to them.
+fn gap_op(conn: &Connection, stream: StreamId, at: i64) -> rusqlite::Result<Op> {
+    let last: Option<(i64, Option<String>)> = conn
+        .query_row(
+            "SELECT observed_at, resource_version FROM records WHERE stream_id = ?1
+             ORDER BY seq DESC LIMIT 1",
+            [stream],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let (from, from_rv) = last.unwrap_or((at, None));
+    Ok(Op::Gap {
+        stream,
+        at,
+        info: GapInfo {
+            from,
+            from_rv,
+            reason: "not imported: segments of this stretch are missing".into(),
+        },
+    })
+}
+
+/// Every row of a segment, in order, to `each`.
+fn read_rows(
+    path: &Path,
+    mut each: impl FnMut(Row) -> Result<(), ImportError>,
+) -> Result<(), ImportError> {
+    let not = |why: String| ImportError::BadRow {
+        path: path.to_path_buf(),
+        why,
+    };
+    let file = std::fs::File::open(path).map_err(|source| ImportError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .and_then(|b| b.with_batch_size(4096).build())
+        .map_err(|e| not(e.to_string()))?;
+    for batch in reader {
+        let batch = batch.map_err(|e| not(e.to_string()))?;
+        for row in rows(&batch).map_err(not)? {
+            each(row)?;
+        }
+    }
+    Ok(())
+}
+
+/// The rows of one record batch.
+fn rows(batch: &RecordBatch) -> Result<Vec<Row>, String> {
+    let column = |name: &str| {
+        batch
+            .column_by_name(name)
+            .ok_or_else(|| format!("no column {name}"))
+    };
+    let text = |name: &str| -> Result<Vec<Option<String>>, String> {
+        let c = column(name)?;
+        let c = c
+            .as_string_opt::<i32>()
+            .ok_or_else(|| format!("column {name} is not text"))?;
+        Ok((0..c.len())
+            .map(|i| c.is_valid(i).then(|| c.value(i).to_string()))
+            .collect())
+    };
+    let time = |name: &str| -> Result<Vec<Option<i64>>, String> {
+        let c = column(name)?;
+        let c = c
+            .as_primitive_opt::<TimestampMillisecondType>()
+            .ok_or_else(|| format!("column {name} is not a millisecond timestamp"))?;
+        Ok((0..c.len())
+            .map(|i| c.is_valid(i).then(|| c.value(i)))
+            .collect())
+    };
+    let seq = column("seq")?;
+    let seq = seq
+        .as_primitive_opt::<Int64Type>()
+        .ok_or("column seq is not an integer")?;
+    let record = text("record")?;
+    let at = time("observed_at")?;
+    let watch_type = text("watch_type")?;
+    let rv = text("resource_version")?;
+    let uid = text("uid")?;
+    let namespace = text("namespace")?;
+    let name = text("name")?;
+    let object = text("object")?;
+    let list_rv = text("list_resource_version")?;
+    let list_at = time("list_at")?;
+    let info = text("info")?;
+    (0..batch.num_rows())
+        .map(|i| {
+            Ok(Row {
+                seq: seq.value(i),
+                record: record[i].clone().ok_or("a row has no record type")?,
+                at: at[i].ok_or("a row has no observed_at")?,
+                watch_type: watch_type[i].clone(),
+                resource_version: rv[i].clone(),
+                uid: uid[i].clone(),
+                namespace: namespace[i].clone(),
+                name: name[i].clone(),
+                object: object[i].clone(),
+                list_resource_version: list_rv[i].clone(),
+                list_at: list_at[i],
+                info: info[i].clone(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_continue_their_lane_or_leave_a_gap() {
+        // Nothing imported yet: a lane of its own.
+        assert_eq!(place(&[], 10, 20, Some(3)), Placement::NewLane);
+        let lane: Runs = vec![(10, 20)];
+        // The next day, straight after.
+        assert_eq!(
+            place(std::slice::from_ref(&lane), 25, 30, Some(20)),
+            Placement::Append {
+                lane: 0,
+                after: None,
+                gap: false
+            }
+        );
+        // A day later than that: the day between is missing.
+        assert_eq!(
+            place(std::slice::from_ref(&lane), 40, 50, Some(33)),
+            Placement::Append {
+                lane: 0,
+                after: None,
+                gap: true
+            }
+        );
+        // The same day exported again, grown: only the new rows.
+        assert_eq!(
+            place(std::slice::from_ref(&lane), 10, 28, None),
+            Placement::Append {
+                lane: 0,
+                after: Some(20),
+                gap: false
+            }
+        );
+        // Held already.
+        assert_eq!(
+            place(std::slice::from_ref(&lane), 12, 18, Some(11)),
+            Placement::Held
+        );
+        // Older history the lane does not hold: another lane.
+        assert_eq!(
+            place(std::slice::from_ref(&lane), 1, 5, None),
+            Placement::NewLane
+        );
+        // ... which then takes what follows it, where the first cannot.
+        let lanes = vec![lane, vec![(1, 5)]];
+        assert_eq!(
+            place(&lanes, 6, 8, Some(5)),
+            Placement::Append {
+                lane: 1,
+                after: None,
+                gap: false
+            }
+        );
+    }
+
+    fn row(seq: i64, record: &str) -> Row {
+        Row {
+            seq,
+            record: record.into(),
+            at: 1_000 + seq,
+            ..Row::default()
+        }
+    }
+
+    #[test]
+    fn rows_become_the_ops_that_wrote_them() {
+        let mut r = Rebuild::new(7);
+        let item = |seq: i64, name: &str| Row {
+            name: Some(name.into()),
+            object: Some("{}".into()),
+            resource_version: Some(seq.to_string()),
+            list_resource_version: Some("40".into()),
+            list_at: Some(1_100),
+            ..row(seq, "baseline")
+        };
+        assert!(matches!(
+            r.row(item(1, "a")).unwrap()[..],
+            [Op::BaselineItem { .. }]
+        ));
+        assert!(matches!(
+            r.row(item(2, "b")).unwrap()[..],
+            [Op::BaselineItem { .. }]
+        ));
+        let event = Row {
+            watch_type: Some("MODIFIED".into()),
+            name: Some("a".into()),
+            object: Some("{}".into()),
+            resource_version: Some("41".into()),
+            ..row(4, "event")
+        };
+        let ops = r.row(event).unwrap();
+        match &ops[..] {
+            [
+                Op::BaselineEnd {
+                    stream: 7,
+                    at: 1_100,
+                    list_rv,
+                    items: 2,
+                },
+                Op::Event { .. },
+            ] => assert_eq!(list_rv, "40"),
+            other => panic!("{other:?}"),
+        }
+        let checkpoint = Row {
+            resource_version: Some("41".into()),
+            info: Some(r#"{"reason":"bookmark","events":9}"#.into()),
+            ..row(5, "checkpoint")
+        };
+        assert!(matches!(
+            r.row(checkpoint).unwrap()[..],
+            [Op::Checkpoint { .. }]
+        ));
+        let empty_list = Row {
+            list_resource_version: Some("50".into()),
+            list_at: Some(1_200),
+            ..row(6, "baseline")
+        };
+        assert!(matches!(
+            r.row(empty_list).unwrap()[..],
+            [Op::BaselineEnd { items: 0, .. }]
+        ));
+        assert!(r.finish().is_none());
+        assert!(r.row(row(9, "gap")).unwrap_err().contains("no info"));
+        assert!(
+            r.row(row(9, "nonsense"))
+                .unwrap_err()
+                .contains("unknown record")
+        );
+    }
+}
