@@ -39,7 +39,7 @@ pub fn run(global: &GlobalArgs, args: ImportArgs) -> CliResult {
             .hint("`kubectl krply export --format parquet --dir DIR` writes segments; nothing was imported")
             .caused_by(e),
         e @ ImportError::BadRow { .. } => CliError::runtime(e.to_string())
-            .hint("the files before it were imported, it and the rest were not; export that slice again")
+            .hint("what came before that row was imported; export that slice again and import it to add the rest")
             .caused_by(e),
         e @ ImportError::NoSegments(_) => CliError::runtime(e.to_string())
             .hint("export writes DIR/CLUSTER/STREAM/DAY.parquet; name DIR or the files")

@@ -8,9 +8,10 @@
 //! - An imported stream is a *lane* of its own (`streams.origin`), so its
 //!   records never interleave with what was recorded here or imported from
 //!   elsewhere; answers pick a lane by coverage ([`crate::history::lanes`]).
-//! - A file is one transaction: its records and the note that it was imported
-//!   (`imports`, by the SHA-256 of its bytes) commit together, so importing it
-//!   again, or after a crash, adds nothing twice.
+//! - A file is written in chunks of rows, each a transaction that also notes
+//!   how far the lane holds its source (`import_runs`); the last one notes
+//!   the file (`imports`, by the SHA-256 of its bytes). Importing it again
+//!   adds nothing; after a crash, it continues after the last chunk.
 //! - Rows continue a lane when they follow what it holds ([`place`]); a lane
 //!   that skips part of its source's history gets a gap there, so a missing
 //!   day is never read as a quiet one.
@@ -219,17 +220,20 @@ impl Rebuild {
                 at: row.at,
                 info: serde_json::from_str::<CoverageInfo>(&info(&row)?).map_err(bad)?,
             }),
-            "checkpoint" => ops.push(Op::Checkpoint {
+            "checkpoint" => ops.push(Op::CheckpointAs {
                 stream,
                 at: row.at,
                 rv: row.resource_version.clone().unwrap_or_default(),
-                reason: serde_json::from_str::<CheckpointInfo>(&info(&row)?)
-                    .map_err(bad)?
-                    .reason,
+                info: serde_json::from_str::<CheckpointInfo>(&info(&row)?).map_err(bad)?,
             }),
             other => return Err(format!("unknown record type {other:?} at seq {}", row.seq)),
         }
         Ok(ops)
+    }
+
+    /// Whether no list is being rebuilt: a transaction may end here.
+    pub fn idle(&self) -> bool {
+        self.list.is_none()
     }
 
     /// The end of the list being rebuilt, if any.
@@ -338,8 +342,8 @@ fn describe(path: &Path) -> Result<Input, ImportError> {
 }
 
 /// Imports the segments `inputs` name into the journal at `store` (created
-/// when missing, once every file was found to be a segment), one
-/// transaction per file, and says what became of each.
+/// when missing, once every file was found to be a segment), file by file
+/// ([`import_file`]), and says what became of each.
 pub fn import(store: &Path, inputs: &[PathBuf]) -> Result<Vec<Imported>, ImportError> {
     let mut files = segment_files(inputs)?
         .iter()
@@ -366,17 +370,139 @@ pub fn import(store: &Path, inputs: &[PathBuf]) -> Result<Vec<Imported>, ImportE
     let mut writer = DirectWriter::new(journal)?;
     let mut out = Vec::new();
     for input in &files {
-        let report = writer.transaction(|w| import_file(w, input, &own))?;
-        out.push(report);
+        out.push(import_file(&mut writer, input, &own)?);
     }
     Ok(out)
 }
 
+/// Rows committed per transaction at most, never cutting a list: a recorder
+/// writing the same journal waits for one chunk, not for a whole file, and
+/// an import cut short resumes after its last chunk.
+const CHUNK: u64 = 2_048;
+
+/// What the first transaction of a file decided.
+enum Decided {
+    /// Nothing to write.
+    Done(Imported),
+    /// Write the rows after `after` into lane `stream`, a gap first when
+    /// `gap`; `extend`: the rows continue the lane's last run.
+    Go {
+        report: Imported,
+        stream: StreamId,
+        after: Option<i64>,
+        gap: bool,
+        extend: bool,
+    },
+}
+
+/// Imports one file: a transaction that decides where its rows go, then
+/// one per [`CHUNK`] of rows. Each chunk notes how far the lane holds its
+/// source (`import_runs`), and the last notes the file (`imports`), so a
+/// file imported again after a crash continues where its last chunk ended.
 fn import_file(
-    w: &mut TxWriter<'_, '_>,
+    writer: &mut DirectWriter,
     input: &Input,
     own: &str,
 ) -> Result<Imported, ImportError> {
+    let (mut report, stream, after, gap, mut extend) =
+        match writer.transaction(|w| decide(w, input, own))? {
+            Decided::Done(report) => return Ok(report),
+            Decided::Go {
+                report,
+                stream,
+                after,
+                gap,
+                extend,
+            } => (report, stream, after, gap, extend),
+        };
+    let (first, last) = (
+        input.meta.first_seq.unwrap_or_default(),
+        input.meta.last_seq.unwrap_or_default(),
+    );
+    let mut rows = Rows::open(&input.path)?;
+    let mut rebuild = Rebuild::new(stream);
+    let mut gap_pending = gap;
+    loop {
+        let finished = writer.transaction(|w| -> Result<bool, ImportError> {
+            let path = w.path().to_path_buf();
+            let sql = |e| JournalError::sqlite(&path, e);
+            let mut written = 0u64;
+            let mut upto = None;
+            let finished = loop {
+                let Some(row) = rows.next_row()? else {
+                    break true;
+                };
+                if after.is_some_and(|a| row.seq <= a) {
+                    continue;
+                }
+                if gap_pending {
+                    w.apply(gap_op(w.conn(), stream, row.at).map_err(sql)?)?;
+                    gap_pending = false;
+                }
+                upto = Some(row.seq);
+                let ops = rebuild.row(row).map_err(|why| ImportError::BadRow {
+                    path: input.path.clone(),
+                    why,
+                })?;
+                for op in ops {
+                    w.apply(op)?;
+                }
+                report.added += 1;
+                written += 1;
+                if written >= CHUNK && rebuild.idle() {
+                    break false;
+                }
+            };
+            if finished {
+                if let Some(end) = rebuild.finish() {
+                    w.apply(end)?;
+                }
+                upto = Some(last);
+            }
+            if let Some(upto) = upto {
+                hold(w.conn(), stream, &mut extend, first, upto).map_err(sql)?;
+            }
+            if finished {
+                note(w.conn(), input, Some(stream), report.added).map_err(sql)?;
+            }
+            Ok(finished)
+        })?;
+        if finished {
+            return Ok(report);
+        }
+    }
+}
+
+/// Notes that lane `stream` holds its source up to `upto`: its last run
+/// grows, or (the first time, when the rows do not continue it) a run from
+/// `first` starts.
+fn hold(
+    conn: &Connection,
+    stream: StreamId,
+    extend: &mut bool,
+    first: i64,
+    upto: i64,
+) -> rusqlite::Result<()> {
+    if *extend {
+        conn.execute(
+            "UPDATE import_runs SET last_seq = max(last_seq, ?2)
+             WHERE stream_id = ?1 AND first_seq =
+                 (SELECT max(first_seq) FROM import_runs WHERE stream_id = ?1)",
+            params![stream, upto],
+        )?;
+    } else {
+        conn.execute(
+            "INSERT INTO import_runs(stream_id, first_seq, last_seq) VALUES (?1, ?2, ?3)",
+            params![stream, first, upto],
+        )?;
+        *extend = true;
+    }
+    Ok(())
+}
+
+/// Whether the file was imported already, is this journal's own, or where
+/// its rows go (making the lane when they start one).
+fn decide(w: &mut TxWriter<'_, '_>, input: &Input, own: &str) -> Result<Decided, ImportError> {
     let meta = &input.meta;
     let spec = meta.stream.spec();
     let mut report = Imported {
@@ -402,16 +528,16 @@ fn import_file(
         .map_err(sql)?;
     if seen.is_some() {
         report.result = "already imported";
-        return Ok(report);
+        return Ok(Decided::Done(report));
     }
     if meta.journal == own {
         report.result = "own history";
-        return Ok(report);
+        return Ok(Decided::Done(report));
     }
     let (Some(first), Some(last)) = (meta.first_seq, meta.last_seq) else {
         note(conn, input, None, 0).map_err(sql)?;
         report.result = "held";
-        return Ok(report);
+        return Ok(Decided::Done(report));
     };
     conn.execute(
         "INSERT INTO clusters(id, server, context, first_seen) VALUES (?1, ?2, ?3, ?4)
@@ -426,16 +552,22 @@ fn import_file(
     .map_err(sql)?;
     let lanes = lanes(conn, meta).map_err(sql)?;
     let runs: Vec<Runs> = lanes.iter().map(|l| l.2.clone()).collect();
-    let (stream, after, gap) = match place(&runs, first, last, meta.prev_seq) {
+    let (stream, after, gap, extend) = match place(&runs, first, last, meta.prev_seq) {
         Placement::Held => {
             note(conn, input, None, 0).map_err(sql)?;
             report.result = "held";
-            return Ok(report);
+            return Ok(Decided::Done(report));
         }
-        Placement::Append { lane, after, gap } => (lanes[lane].0, after, gap),
+        // Rows that continue the lane grow its last run.
+        Placement::Append { lane, after, gap } => (lanes[lane].0, after, gap, !gap),
         Placement::NewLane => {
             let origin = format!("{IMPORTED_PREFIX}{}#{}", meta.journal, lanes.len() + 1);
-            (new_lane(conn, meta, &origin).map_err(sql)?, None, false)
+            (
+                new_lane(conn, meta, &origin).map_err(sql)?,
+                None,
+                false,
+                false,
+            )
         }
     };
     let origin: String = conn
@@ -445,52 +577,13 @@ fn import_file(
         .map_err(sql)?;
     report.lane = Some(origin);
     report.gap_before = gap;
-    let mut rebuild = Rebuild::new(stream);
-    let mut first_written = None;
-    read_rows(&input.path, |row| {
-        if after.is_some_and(|a| row.seq <= a) {
-            return Ok(());
-        }
-        if first_written.is_none() {
-            first_written = Some(row.seq);
-            if gap {
-                w.apply(gap_op(w.conn(), stream, row.at).map_err(sql)?)?;
-            }
-        }
-        let ops = rebuild.row(row).map_err(|why| ImportError::BadRow {
-            path: input.path.clone(),
-            why,
-        })?;
-        for op in ops {
-            w.apply(op)?;
-        }
-        report.added += 1;
-        Ok(())
-    })?;
-    if let Some(end) = rebuild.finish() {
-        w.apply(end)?;
-    }
-    let conn = w.conn();
-    let run_first = first_written.unwrap_or(first);
-    let extend =
-        after.is_some() || (!gap && lanes.iter().any(|l| l.0 == stream && !l.2.is_empty()));
-    if extend {
-        conn.execute(
-            "UPDATE import_runs SET last_seq = max(last_seq, ?2)
-             WHERE stream_id = ?1 AND first_seq =
-                 (SELECT max(first_seq) FROM import_runs WHERE stream_id = ?1)",
-            params![stream, last],
-        )
-        .map_err(sql)?;
-    } else {
-        conn.execute(
-            "INSERT INTO import_runs(stream_id, first_seq, last_seq) VALUES (?1, ?2, ?3)",
-            params![stream, run_first.min(first), last],
-        )
-        .map_err(sql)?;
-    }
-    note(conn, input, Some(stream), report.added).map_err(sql)?;
-    Ok(report)
+    Ok(Decided::Go {
+        report,
+        stream,
+        after,
+        gap,
+        extend,
+    })
 }
 
 /// Notes that a file was imported (`imports`).
@@ -605,29 +698,48 @@ fn gap_op(conn: &Connection, stream: StreamId, at: i64) -> rusqlite::Result<Op> 
     })
 }
 
-/// Every row of a segment, in order, to `each`.
-fn read_rows(
-    path: &Path,
-    mut each: impl FnMut(Row) -> Result<(), ImportError>,
-) -> Result<(), ImportError> {
-    let not = |why: String| ImportError::BadRow {
-        path: path.to_path_buf(),
-        why,
-    };
-    let file = std::fs::File::open(path).map_err(|source| ImportError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .and_then(|b| b.with_batch_size(4096).build())
-        .map_err(|e| not(e.to_string()))?;
-    for batch in reader {
-        let batch = batch.map_err(|e| not(e.to_string()))?;
-        for row in rows(&batch).map_err(not)? {
-            each(row)?;
+/// The rows of a segment, in order.
+struct Rows {
+    path: PathBuf,
+    reader: parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+    batch: std::vec::IntoIter<Row>,
+}
+
+impl Rows {
+    fn open(path: &Path) -> Result<Rows, ImportError> {
+        let file = std::fs::File::open(path).map_err(|source| ImportError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .and_then(|b| b.with_batch_size(4096).build())
+            .map_err(|e| ImportError::BadRow {
+                path: path.to_path_buf(),
+                why: e.to_string(),
+            })?;
+        Ok(Rows {
+            path: path.to_path_buf(),
+            reader,
+            batch: Vec::new().into_iter(),
+        })
+    }
+
+    fn next_row(&mut self) -> Result<Option<Row>, ImportError> {
+        let bad = |why: String| ImportError::BadRow {
+            path: self.path.clone(),
+            why,
+        };
+        loop {
+            if let Some(row) = self.batch.next() {
+                return Ok(Some(row));
+            }
+            let Some(batch) = self.reader.next() else {
+                return Ok(None);
+            };
+            let batch = batch.map_err(|e| bad(e.to_string()))?;
+            self.batch = rows(&batch).map_err(bad)?.into_iter();
         }
     }
-    Ok(())
 }
 
 /// The rows of one record batch.
@@ -796,6 +908,7 @@ mod tests {
             ] => assert_eq!(list_rv, "40"),
             other => panic!("{other:?}"),
         }
+        assert!(r.idle());
         let checkpoint = Row {
             resource_version: Some("41".into()),
             info: Some(r#"{"reason":"bookmark","events":9}"#.into()),
@@ -803,7 +916,7 @@ mod tests {
         };
         assert!(matches!(
             r.row(checkpoint).unwrap()[..],
-            [Op::Checkpoint { .. }]
+            [Op::CheckpointAs { .. }]
         ));
         let empty_list = Row {
             list_resource_version: Some("50".into()),

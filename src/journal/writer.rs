@@ -77,6 +77,14 @@ pub enum Op {
         rv: String,
         reason: CheckpointReason,
     },
+    /// A checkpoint as another journal wrote it (`import`): its reason and
+    /// its count of the stream's events, which the stream's count becomes.
+    CheckpointAs {
+        stream: StreamId,
+        at: i64,
+        rv: String,
+        info: CheckpointInfo,
+    },
     /// Answered once everything sent before it is committed.
     Flush(std::sync::mpsc::SyncSender<()>),
 }
@@ -651,26 +659,50 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
                 reason,
                 events: s.events,
             };
-            s.last_rv = rv.clone();
-            s.totals.last_rv = rv.clone();
-            // A bookmark, heartbeat or stop at or after the transaction's events vouches
-            // for them: no event checkpoint follows it with an earlier time.
-            if at >= s.dirty_at {
-                s.dirty = false;
-            }
-            insert_meta(
-                tx,
-                cx.next_seq,
-                stream,
-                kind::CHECKPOINT,
-                at,
-                Some(&rv),
-                None,
-                &info,
-            )
-            .map_err(err)
+            checkpoint(tx, cx, stream, at, rv, info).map_err(err)
+        }
+        Op::CheckpointAs {
+            stream,
+            at,
+            rv,
+            info,
+        } => {
+            let s = stream_state(tx, cx.streams, stream).map_err(err)?;
+            s.events = info.events;
+            checkpoint(tx, cx, stream, at, rv, info).map_err(err)
         }
     }
+}
+
+/// Writes a checkpoint of `stream` and moves its state on.
+fn checkpoint(
+    tx: &Transaction<'_>,
+    cx: &mut Ctx<'_>,
+    stream: StreamId,
+    at: i64,
+    rv: String,
+    info: CheckpointInfo,
+) -> rusqlite::Result<()> {
+    {
+        let s = stream_state(tx, cx.streams, stream)?;
+        s.last_rv = rv.clone();
+        s.totals.last_rv = rv.clone();
+        // A bookmark, heartbeat or stop at or after the transaction's events vouches
+        // for them: no event checkpoint follows it with an earlier time.
+        if at >= s.dirty_at {
+            s.dirty = false;
+        }
+    }
+    insert_meta(
+        tx,
+        cx.next_seq,
+        stream,
+        kind::CHECKPOINT,
+        at,
+        Some(&rv),
+        None,
+        &info,
+    )
 }
 
 /// A live event: journaled once (a redelivery is counted and dropped), its body
