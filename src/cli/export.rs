@@ -21,7 +21,8 @@ Examples:
 Parquet: one file per cluster, stream and UTC day (DIR/CLUSTER/STREAM/DAY.parquet,
 zstd), replaced when exported again, and DIR/manifest.json listing them with their
 row counts and coverage; -n keeps one namespace. DuckDB and ClickHouse read them
-as they are: docs/at-scale.md has the SQL.
+as they are: docs/at-scale.md has the SQL; `kubectl krply import` reads them back.
+Only history recorded in this journal is exported, not what was imported into it.
 
 Every line has seq, record (event, baseline, gap, checkpoint, coverage, snapshot),
 cluster, stream, observed_at, watch_type, synthetic, resource_version, uid, kind,

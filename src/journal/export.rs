@@ -129,7 +129,13 @@ pub(crate) fn visit(
     write: &mut dyn FnMut(&Line<'_>) -> Result<(), JournalError>,
 ) -> Result<(), JournalError> {
     let mut streams: HashMap<StreamId, StreamMeta> = HashMap::new();
-    for info in journal.streams(opts.cluster.as_deref())? {
+    // The history recorded here: an imported lane is its source journal's
+    // to export (two lanes of one stream would read as one).
+    for info in journal
+        .streams(opts.cluster.as_deref())?
+        .into_iter()
+        .filter(|s| s.origin.is_none())
+    {
         streams.insert(
             info.id,
             StreamMeta {

@@ -378,6 +378,7 @@ pub fn export_segments(
     let streams: BTreeMap<(String, String), StreamInfo> = journal
         .streams(opts.records.cluster.as_deref())?
         .into_iter()
+        .filter(|s| s.origin.is_none())
         .map(|s| ((s.cluster.clone(), s.name()), s))
         .collect();
     let schema = schema();
