@@ -621,7 +621,7 @@ fn a_label_selector_records_only_matching_objects() {
     assert_eq!(events[0].1, "shop/web-a");
 }
 
-fn create_widget_crd(env: &Env) {
+pub(crate) fn create_widget_crd(env: &Env) {
     env.sim
         .create(json!({
             "apiVersion": "apiextensions.k8s.io/v1",

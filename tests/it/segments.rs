@@ -424,3 +424,50 @@ fn two_clusters_recorded_in_one_journal_stay_two_clusters_in_the_segments() {
     again.sort();
     assert_eq!(again, vec![1, 2]);
 }
+
+#[test]
+fn a_stretch_the_server_refused_is_a_gap_in_the_sql_too() {
+    // Widgets recorded, then their definition removed: from then on the
+    // stream is unavailable (404), which coverage counts as missing history.
+    let env = Env::shop();
+    crate::record::create_widget_crd(&env);
+    env.sim
+        .create(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                       "metadata": {"name": "w1", "namespace": "shop"}, "spec": {}}))
+        .unwrap();
+    let rec = env.start_recorder(&["widgets.example.com", "cm"]);
+    env.wait_baselines(1);
+    env.patch_cm("frontend-config", "mode", "segments");
+    env.sim
+        .delete(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            None,
+            "widgets.example.com",
+        )
+        .unwrap();
+    let stream = "widgets.v1.example.com@shop";
+    env.wait_for("the widgets stream to become unavailable", || {
+        env.coverage(stream).state == krply::journal::read::StreamState::Unavailable
+    });
+    env.wait_events("configmaps.v1@shop", 1);
+    assert_eq!(rec.stop().code, Some(0));
+    assert!(
+        !env.coverage(stream).windows.is_empty(),
+        "{:?}",
+        env.coverage(stream)
+    );
+
+    let segments = env.dir.path().join("segments");
+    let out = env.run(&[
+        "export",
+        "--format",
+        "parquet",
+        "--dir",
+        segments.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let cluster = env.journal().clusters().unwrap()[0].id.clone();
+    // The widget went with its definition; the ConfigMap changed.
+    assert_eq!(answers_agree(&env.store, &segments, &cluster), 2);
+}
