@@ -15,7 +15,8 @@
 //!   a whole `python tests/sql/query.py` run, of which Python and the engine's
 //!   start take about 0.3 s (printed on its own as `select 1`).
 //!
-//! `cargo bench --bench segments` (`-- --quick` for 100k events over 1k objects).
+//! `cargo bench --bench segments` (`-- --quick` for 100k events over 1k objects;
+//! `-- --month` for 30 days at the same churn, 4.3M events).
 
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -28,14 +29,27 @@ const BIN: &str = env!("CARGO_BIN_EXE_kubectl-krply");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 fn main() {
-    let (objects, events) = common::history_size();
+    let (objects, mut events) = common::history_size();
+    // A month at the same churn (about 143k changes a day).
+    let month = std::env::args().any(|a| a == "--month");
+    let days = if month { 30 } else { 7 };
+    events = events * days / 7;
     let dir = tempfile::tempdir().unwrap();
     let history = std::env::var_os("KRPLY_BENCH_JOURNAL")
         .map(PathBuf::from)
         .unwrap_or_else(|| dir.path().join("history.db"));
     if !history.exists() {
-        println!("building the history journal: {events} events over {objects} objects, 7 days");
-        common::history_journal(&history, "bench-cluster", "bench", objects, events);
+        println!(
+            "building the history journal: {events} events over {objects} objects, {days} days"
+        );
+        common::history_journal_over(
+            &history,
+            "bench-cluster",
+            "bench",
+            objects,
+            events,
+            days as i64,
+        );
     }
     let mut journals = vec![history];
     if let Some(more) = std::env::var_os("KRPLY_BENCH_SEGMENT_JOURNALS") {

@@ -65,11 +65,24 @@ pub fn history_journal(
     objects: usize,
     events: usize,
 ) -> u64 {
+    history_journal_over(store, cluster, ns, objects, events, 7)
+}
+
+/// [`history_journal`] over the last `days` days.
+#[allow(dead_code)] // not every bench builds it
+pub fn history_journal_over(
+    store: &Path,
+    cluster: &str,
+    ns: &str,
+    objects: usize,
+    events: usize,
+    days: i64,
+) -> u64 {
     let templates = templates();
     let (writer, stream) = deployment_journal(store, cluster, ns);
     let tx = writer.sender();
     let now = Millis::now().as_ms();
-    let span = 7 * 24 * 3600 * 1000i64;
+    let span = days * 24 * 3600 * 1000i64;
     let start = now - span;
     let mut rv = 1000u64;
     let mut raw = 0u64;

@@ -185,6 +185,26 @@ fn rows(journal: &Journal, cluster: &str, namespace: Option<&str>) -> CliResult<
     Ok(rows)
 }
 
+/// A stream's name; where the stream is here more than once (recorded, and
+/// imported from other journals: docs/at-scale.md, "Importing segments"), an
+/// imported lane's says which: `NAME (imported JOURNAL#N)`.
+fn label(c: &Coverage, rows: &[Coverage]) -> String {
+    let name = c.stream.name();
+    let Some(origin) = &c.stream.origin else {
+        return name;
+    };
+    let same = |o: &&Coverage| o.stream.cluster == c.stream.cluster && o.stream.name() == name;
+    if rows.iter().filter(same).count() < 2 {
+        return name;
+    }
+    let lane = origin
+        .strip_prefix(crate::journal::schema::IMPORTED_PREFIX)
+        .unwrap_or(origin);
+    let (journal, n) = lane.split_once('#').unwrap_or((lane, "?"));
+    let short: String = journal.chars().take(8).collect();
+    format!("{name} (imported {short}#{n})")
+}
+
 fn render_rows(
     rows: &[Coverage],
     audit: AuditOut,
@@ -194,7 +214,7 @@ fn render_rows(
 ) -> String {
     let audit_line = audit.line();
     let out = CoverageOut {
-        streams: rows.iter().map(stream_out).collect(),
+        streams: rows.iter().map(|c| stream_out(c, rows)).collect(),
         audit,
     };
     match format {
@@ -251,7 +271,7 @@ fn time_bars(
     };
     let bar_rows: Vec<render::bars::BarRow> = rows
         .iter()
-        .map(|c| render::bars::BarRow::of(c, c.stream.name()))
+        .map(|c| render::bars::BarRow::of(c, label(c, rows)))
         .collect();
     let head = if one_day {
         format!(
@@ -288,13 +308,13 @@ fn time_bars(
                 Some(h) => {
                     h.from = h.from.min(w.from);
                     h.to = h.to.zip(w.to).map(|(a, b)| a.max(b));
-                    h.streams.push(c.stream.name());
+                    h.streams.push(label(c, rows));
                 }
                 None => holes.push(Hole {
                     from: w.from,
                     to: w.to,
                     reason: w.reason.clone(),
-                    streams: vec![c.stream.name()],
+                    streams: vec![label(c, rows)],
                 }),
             }
         }
@@ -322,14 +342,14 @@ fn time_bars(
         match (&c.unavailable, c.from) {
             (Some((since, reason)), _) => out.push_str(&format!(
                 "{}: {}\n",
-                c.stream.name(),
+                label(c, rows),
                 paint.yellow(&format!(
                     "unavailable since {} ({})",
                     at(*since),
                     reason.split(": ").next().unwrap_or(reason)
                 ))
             )),
-            (None, None) => out.push_str(&format!("{}: no baseline yet\n", c.stream.name())),
+            (None, None) => out.push_str(&format!("{}: no baseline yet\n", label(c, rows))),
             _ => {}
         }
     }
@@ -362,10 +382,10 @@ pub fn report(
     ))
 }
 
-fn stream_out(c: &Coverage) -> StreamOut {
+fn stream_out(c: &Coverage, rows: &[Coverage]) -> StreamOut {
     let r = &c.stream.resource;
     StreamOut {
-        id: c.stream.name(),
+        id: label(c, rows),
         cluster: c.stream.cluster.clone(),
         group: r.group.clone(),
         version: r.version.clone(),
@@ -463,7 +483,7 @@ fn table(rows: &[Coverage], paint: render::Paint) -> String {
         .map(|c| {
             let cov = painted(describe(c), paint);
             vec![
-                c.stream.name(),
+                label(c, rows),
                 c.stream.resource.group_resource(),
                 match (&c.stream.namespace, c.stream.resource.namespaced) {
                     (Some(ns), _) => ns.clone(),

@@ -230,14 +230,23 @@ fn a_teammates_segments_fill_the_stretch_this_journal_missed() {
         filled.to_string().contains("frontend"),
         "the change they saw: {filled:#}"
     );
-    // Two lanes of one stream, side by side in coverage; records never
-    // mixed: my own lane's history is what it was.
+    // Two lanes of one stream, side by side in coverage, the imported one
+    // named as such.
     let coverage = json(&on(&env, &mine, &["-n", "shop", "coverage", "-o", "json"]));
-    let named = coverage
-        .to_string()
-        .matches("\"deployments.v1.apps@shop\"")
-        .count();
-    assert_eq!(named, 2, "{coverage:#}");
+    let ids: Vec<&str> = coverage["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2, "{coverage:#}");
+    assert_eq!(ids[0], "deployments.v1.apps@shop");
+    assert!(
+        ids[1].starts_with("deployments.v1.apps@shop (imported ") && ids[1].ends_with("#1)"),
+        "{ids:?}"
+    );
+    let text = on(&env, &mine, &["-n", "shop", "coverage", "-o", "wide"]);
+    assert!(text.stdout.contains("(imported "), "{}", text.stdout);
 }
 
 #[test]
