@@ -107,8 +107,11 @@ impl ResourceType {
 }
 
 /// What one recorder stream watches: a resource, a namespace scope and a selector.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// As JSON (a segment's `krply.segment` metadata), the resource's fields sit
+/// beside `namespace` and `selector`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StreamSpec {
+    #[serde(flatten)]
     pub resource: ResourceType,
     /// `None` watches every namespace (or a cluster-scoped resource).
     pub namespace: Option<String>,

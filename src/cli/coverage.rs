@@ -516,3 +516,46 @@ fn table(rows: &[Coverage], paint: render::Paint) -> String {
         &body,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::read::{StreamInfo, StreamState};
+
+    fn lane(id: i64, cluster: &str, origin: Option<&str>) -> Coverage {
+        Coverage {
+            stream: StreamInfo {
+                id,
+                cluster: cluster.into(),
+                resource: crate::sim::builtin_type("apps", "deployments").unwrap(),
+                namespace: Some("shop".into()),
+                selector: None,
+                origin: origin.map(str::to_string),
+            },
+            state: StreamState::Stopped,
+            last_rv: None,
+            events: 0,
+            gaps: 0,
+            from: None,
+            to: None,
+            windows: vec![],
+            unavailable: None,
+        }
+    }
+
+    #[test]
+    fn an_imported_lane_is_named_only_where_its_name_repeats() {
+        let origin = "import:0123456789abcdef0123456789abcdef#2";
+        let alone = [lane(1, "c", Some(origin))];
+        assert_eq!(label(&alone[0], &alone), "deployments.v1.apps@shop");
+        let both = [lane(1, "c", None), lane(2, "c", Some(origin))];
+        assert_eq!(label(&both[0], &both), "deployments.v1.apps@shop");
+        assert_eq!(
+            label(&both[1], &both),
+            "deployments.v1.apps@shop (imported 01234567#2)"
+        );
+        // The same name in another cluster is another stream.
+        let apart = [lane(1, "c", None), lane(2, "d", Some(origin))];
+        assert_eq!(label(&apart[1], &apart), "deployments.v1.apps@shop");
+    }
+}

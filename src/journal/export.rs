@@ -71,6 +71,17 @@ struct StreamMeta {
     name: String,
     api_version: String,
     baselines: Vec<BaselineRef>,
+    /// Each completed list's index in `baselines`, by its token.
+    lists: HashMap<i64, usize>,
+}
+
+impl StreamMeta {
+    /// The completed list a baseline item of list `token` belongs to.
+    fn list(&self, token: Option<i64>) -> Option<&BaselineRef> {
+        token
+            .and_then(|t| self.lists.get(&t))
+            .map(|&i| &self.baselines[i])
+    }
 }
 
 fn time(t: i64) -> String {
@@ -136,12 +147,18 @@ pub(crate) fn visit(
         .into_iter()
         .filter(|s| s.origin.is_none())
     {
+        let baselines = journal.baselines(info.id)?;
         streams.insert(
             info.id,
             StreamMeta {
                 name: info.name(),
                 api_version: info.resource.api_version(),
-                baselines: journal.baselines(info.id)?,
+                lists: baselines
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| (b.token, i))
+                    .collect(),
+                baselines,
                 info,
             },
         );
@@ -178,11 +195,7 @@ pub(crate) fn visit(
             // A list's items go with the list: a window or slice holds all of
             // them or none, so an importer never sees part of a baseline.
             let at = match r.kind {
-                kind::BASELINE_ITEM => stream
-                    .baselines
-                    .iter()
-                    .find(|b| Some(b.token) == r.aux)
-                    .map_or(r.observed_at, |b| b.observed_at),
+                kind::BASELINE_ITEM => stream.list(r.aux).map_or(r.observed_at, |b| b.observed_at),
                 _ => r.observed_at,
             };
             if !in_window(at) {
@@ -236,7 +249,7 @@ fn record_line<'a>(stream: &'a StreamMeta, r: &'a RecordView) -> Option<Line<'a>
                     ..typed()
                 }));
             }
-            let b = stream.baselines.iter().find(|b| Some(b.token) == r.aux)?;
+            let b = stream.list(r.aux)?;
             Some(object(Line {
                 record: "baseline",
                 synthetic: true,

@@ -350,6 +350,12 @@ pub fn import(store: &Path, inputs: &[PathBuf]) -> Result<Vec<Imported>, ImportE
         .map(|p| describe(p))
         .collect::<Result<Vec<_>, _>>()?;
     let journal = Journal::open_or_create(store)?;
+    // Beside recorders, never during a prune (which holds the journal alone).
+    let _lease = super::lock::StreamLease::acquire(
+        store,
+        &format!("import (pid {})", std::process::id()),
+        &[],
+    )?;
     let own = journal.id()?;
     // A stream's files in the order of their rows.
     files.sort_by(|a, b| {
@@ -358,8 +364,9 @@ pub fn import(store: &Path, inputs: &[PathBuf]) -> Result<Vec<Imported>, ImportE
             (
                 i.meta.journal.clone(),
                 i.meta.cluster.id.clone(),
-                s.group.clone(),
-                s.resource.clone(),
+                s.resource.group.clone(),
+                s.resource.resource.clone(),
+                s.resource.version.clone(),
                 s.namespace.clone(),
                 s.selector.clone(),
                 i.meta.first_seq,
@@ -504,11 +511,10 @@ fn hold(
 /// its rows go (making the lane when they start one).
 fn decide(w: &mut TxWriter<'_, '_>, input: &Input, own: &str) -> Result<Decided, ImportError> {
     let meta = &input.meta;
-    let spec = meta.stream.spec();
     let mut report = Imported {
         path: input.path.display().to_string(),
         cluster: meta.cluster.id.clone(),
-        stream: spec.name(),
+        stream: meta.stream.name(),
         rows: meta.rows,
         added: 0,
         result: "imported",
@@ -552,29 +558,24 @@ fn decide(w: &mut TxWriter<'_, '_>, input: &Input, own: &str) -> Result<Decided,
     .map_err(sql)?;
     let lanes = lanes(conn, meta).map_err(sql)?;
     let runs: Vec<Runs> = lanes.iter().map(|l| l.2.clone()).collect();
-    let (stream, after, gap, extend) = match place(&runs, first, last, meta.prev_seq) {
+    let (stream, origin, after, gap, extend) = match place(&runs, first, last, meta.prev_seq) {
         Placement::Held => {
             note(conn, input, None, 0).map_err(sql)?;
             report.result = "held";
             return Ok(Decided::Done(report));
         }
         // Rows that continue the lane grow its last run.
-        Placement::Append { lane, after, gap } => (lanes[lane].0, after, gap, !gap),
+        Placement::Append { lane, after, gap } => {
+            let (id, origin, _) = &lanes[lane];
+            (*id, origin.clone(), after, gap, !gap)
+        }
         Placement::NewLane => {
             let origin = format!("{IMPORTED_PREFIX}{}#{}", meta.journal, lanes.len() + 1);
-            (
-                new_lane(conn, meta, &origin).map_err(sql)?,
-                None,
-                false,
-                false,
-            )
+            let id =
+                super::insert_stream(conn, &meta.cluster.id, &meta.stream, &origin).map_err(sql)?;
+            (id, origin, None, false, false)
         }
     };
-    let origin: String = conn
-        .query_row("SELECT origin FROM streams WHERE id = ?1", [stream], |r| {
-            r.get(0)
-        })
-        .map_err(sql)?;
     report.lane = Some(origin);
     report.gap_before = gap;
     Ok(Decided::Go {
@@ -625,9 +626,9 @@ fn lanes(conn: &Connection, meta: &SegmentMeta) -> rusqlite::Result<Vec<(StreamI
         .query_map(
             params![
                 meta.cluster.id,
-                s.group,
-                s.version,
-                s.resource,
+                s.resource.group,
+                s.resource.version,
+                s.resource.resource,
                 s.namespace.as_deref().unwrap_or(""),
                 s.selector.as_deref().unwrap_or(""),
                 prefix
@@ -647,32 +648,6 @@ fn lanes(conn: &Connection, meta: &SegmentMeta) -> rusqlite::Result<Vec<(StreamI
             Ok((id, origin, r))
         })
         .collect()
-}
-
-/// Creates a lane for a segment's stream.
-fn new_lane(conn: &Connection, meta: &SegmentMeta, origin: &str) -> rusqlite::Result<StreamId> {
-    let spec = meta.stream.spec();
-    let r = &spec.resource;
-    conn.execute(
-        "INSERT INTO streams(cluster_id, grp, version, resource, kind, singular, short_names,
-                             namespaced, namespace, selector, created_at, origin)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-        params![
-            meta.cluster.id,
-            r.group,
-            r.version,
-            r.resource,
-            r.kind,
-            r.singular,
-            serde_json::to_string(&r.short_names).unwrap_or_else(|_| "[]".into()),
-            r.namespaced,
-            spec.namespace.as_deref().unwrap_or(""),
-            spec.selector.as_deref().unwrap_or(""),
-            crate::time::Millis::now().as_ms(),
-            origin
-        ],
-    )?;
-    Ok(conn.last_insert_rowid())
 }
 
 /// The gap before rows that do not follow what their lane holds: from the

@@ -365,63 +365,14 @@ impl Journal {
             .map_err(|e| self.err(e))
     }
 
-    /// Returns the id of the stream for `spec` in `cluster`, creating its row.
-    /// Discovery metadata (kind, singular, short names) is refreshed so that
-    /// offline resolution sees what the server last said.
+    /// Returns the id of the stream for `spec` in `cluster`, creating its row
+    /// ([`insert_stream`]).
     pub fn register_stream(
         &self,
         cluster: &str,
         spec: &StreamSpec,
     ) -> Result<StreamId, JournalError> {
-        self.register_stream_from(cluster, spec, "")
-    }
-
-    /// Like [`Journal::register_stream`], for a stream of `origin`: empty for
-    /// one recorded here, else where it was imported from (`streams.origin`,
-    /// docs/journal.md).
-    pub fn register_stream_from(
-        &self,
-        cluster: &str,
-        spec: &StreamSpec,
-        origin: &str,
-    ) -> Result<StreamId, JournalError> {
-        let r = &spec.resource;
-        let namespace = spec.namespace.as_deref().unwrap_or("");
-        let selector = spec.selector.as_deref().unwrap_or("");
-        let short = serde_json::to_string(&r.short_names).unwrap_or_else(|_| "[]".into());
-        let run = || -> rusqlite::Result<StreamId> {
-            self.conn.execute(
-                "INSERT INTO streams(cluster_id, grp, version, resource, kind, singular, short_names,
-                                     namespaced, namespace, selector, created_at, origin)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
-                 ON CONFLICT(cluster_id, grp, version, resource, namespace, selector, origin)
-                 DO UPDATE SET kind = excluded.kind, singular = excluded.singular,
-                               short_names = excluded.short_names, namespaced = excluded.namespaced",
-                params![
-                    cluster,
-                    r.group,
-                    r.version,
-                    r.resource,
-                    r.kind,
-                    r.singular,
-                    short,
-                    r.namespaced,
-                    namespace,
-                    selector,
-                    crate::time::Millis::now().as_ms(),
-                    origin
-                ],
-            )?;
-            self.conn.query_row(
-                "SELECT id FROM streams WHERE cluster_id = ?1 AND grp = ?2 AND version = ?3
-                   AND resource = ?4 AND namespace = ?5 AND selector = ?6 AND origin = ?7",
-                params![
-                    cluster, r.group, r.version, r.resource, namespace, selector, origin
-                ],
-                |row| row.get(0),
-            )
-        };
-        run().map_err(|e| self.err(e))
+        insert_stream(&self.conn, cluster, spec, "").map_err(|e| self.err(e))
     }
 
     /// This journal's id (`meta.journal_id`), which its exported segments carry.
@@ -518,6 +469,52 @@ fn create_private_file(path: &Path) -> std::io::Result<()> {
 }
 
 /// Converts a [`ResourceType`] stored in a stream row back into a value.
+/// The id of the stream `spec` of `cluster` from `origin` (empty: recorded
+/// here), its row created when missing; discovery metadata (kind, singular,
+/// short names) is refreshed, so offline resolution sees what the server
+/// last said.
+pub(crate) fn insert_stream(
+    conn: &rusqlite::Connection,
+    cluster: &str,
+    spec: &StreamSpec,
+    origin: &str,
+) -> rusqlite::Result<StreamId> {
+    let r = &spec.resource;
+    let namespace = spec.namespace.as_deref().unwrap_or("");
+    let selector = spec.selector.as_deref().unwrap_or("");
+    let short = serde_json::to_string(&r.short_names).unwrap_or_else(|_| "[]".into());
+    conn.execute(
+        "INSERT INTO streams(cluster_id, grp, version, resource, kind, singular, short_names,
+                             namespaced, namespace, selector, created_at, origin)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+         ON CONFLICT(cluster_id, grp, version, resource, namespace, selector, origin)
+         DO UPDATE SET kind = excluded.kind, singular = excluded.singular,
+                       short_names = excluded.short_names, namespaced = excluded.namespaced",
+        params![
+            cluster,
+            r.group,
+            r.version,
+            r.resource,
+            r.kind,
+            r.singular,
+            short,
+            r.namespaced,
+            namespace,
+            selector,
+            crate::time::Millis::now().as_ms(),
+            origin
+        ],
+    )?;
+    conn.query_row(
+        "SELECT id FROM streams WHERE cluster_id = ?1 AND grp = ?2 AND version = ?3
+           AND resource = ?4 AND namespace = ?5 AND selector = ?6 AND origin = ?7",
+        params![
+            cluster, r.group, r.version, r.resource, namespace, selector, origin
+        ],
+        |row| row.get(0),
+    )
+}
+
 pub(crate) fn resource_from_row(
     row: &rusqlite::Row<'_>,
     at: usize,

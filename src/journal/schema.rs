@@ -571,6 +571,61 @@ mod tests {
     }
 
     #[test]
+    fn version_8_rebuilds_streams_with_their_ids_and_references() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("journal.db")).unwrap();
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        conn.execute_batch(SCHEMA_V1).unwrap();
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        migrate_with(&mut conn, 1, &MIGRATIONS[..6], 7).unwrap();
+        conn.execute_batch(
+            "INSERT INTO clusters VALUES ('c', 'https://127.0.0.1:6443', NULL, 1);
+             INSERT INTO streams(id, cluster_id, grp, version, resource, kind, singular,
+                                 short_names, namespaced, namespace, selector, created_at)
+                 VALUES (7, 'c', 'apps', 'v1', 'deployments', 'Deployment', 'deployment',
+                         '[]', 1, 'shop', '', 1);
+             INSERT INTO objects(id, stream_id, namespace, name) VALUES (3, 7, 'shop', 'web');
+             INSERT INTO records(seq, stream_id, kind, observed_at, object_id)
+                 VALUES (1, 7, 1, 5, 3);",
+        )
+        .unwrap();
+        migrate(&mut conn, 7).unwrap();
+        let row: (i64, String) = conn
+            .query_row("SELECT id, origin FROM streams", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(row, (7, String::new()));
+        let broken: i64 = conn
+            .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(broken, 0);
+        let on: bool = conn
+            .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
+            .unwrap();
+        assert!(on, "foreign keys are on again");
+        let id: String = conn
+            .query_row("SELECT value FROM meta WHERE key = 'journal_id'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(id.len(), 32);
+        // The same stream imported from elsewhere is another row.
+        conn.execute(
+            "INSERT INTO streams(cluster_id, grp, version, resource, kind, singular, short_names,
+                                 namespaced, namespace, selector, created_at, origin)
+             SELECT cluster_id, grp, version, resource, kind, singular, short_names,
+                    namespaced, namespace, selector, 2, 'import:x#1' FROM streams",
+            [],
+        )
+        .unwrap();
+    }
+
+    #[test]
     fn pack_refs_round_trip_and_all_take_six_bytes() {
         let six_bytes = |v: i64| (1i64 << 31..1i64 << 47).contains(&v);
         assert!(six_bytes(UNPACKED));

@@ -15,6 +15,7 @@ use super::export::{ExportOptions, Line, visit};
 use super::read::StreamInfo;
 use super::{Journal, JournalError};
 use crate::history::History;
+use crate::model::StreamSpec;
 use crate::time::Millis;
 use arrow_array::builder::{
     BooleanBuilder, Int64Builder, StringBuilder, TimestampMillisecondBuilder,
@@ -125,7 +126,7 @@ pub struct SegmentMeta {
     /// The exporting journal (`meta.journal_id`): whose `seq`s these are.
     pub journal: String,
     pub cluster: ClusterMeta,
-    pub stream: StreamMeta,
+    pub stream: StreamSpec,
     /// The first and last `seq` of the rows.
     pub first_seq: Option<i64>,
     pub last_seq: Option<i64>,
@@ -142,56 +143,17 @@ pub struct ClusterMeta {
     pub context: Option<String>,
 }
 
-/// The stream, with the discovery metadata that resolves `TYPE/NAME` offline.
-/// `namespace` is the one `-n` kept when the journal's stream held every
-/// namespace: the segment holds that namespace alone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct StreamMeta {
-    pub group: String,
-    pub version: String,
-    pub resource: String,
-    pub kind: String,
-    pub singular: String,
-    pub short_names: Vec<String>,
-    pub namespaced: bool,
-    pub namespace: Option<String>,
-    pub selector: Option<String>,
-}
-
-impl StreamMeta {
-    fn of(info: &StreamInfo, only: Option<&str>) -> StreamMeta {
-        let r = &info.resource;
-        StreamMeta {
-            group: r.group.clone(),
-            version: r.version.clone(),
-            resource: r.resource.clone(),
-            kind: r.kind.clone(),
-            singular: r.singular.clone(),
-            short_names: r.short_names.clone(),
-            namespaced: r.namespaced,
-            namespace: info
-                .namespace
-                .clone()
-                .or_else(|| only.filter(|_| r.namespaced).map(str::to_string)),
-            selector: info.selector.clone(),
-        }
-    }
-
-    /// The stream as the journal keys it.
-    pub fn spec(&self) -> crate::model::StreamSpec {
-        crate::model::StreamSpec {
-            resource: crate::model::ResourceType {
-                group: self.group.clone(),
-                version: self.version.clone(),
-                resource: self.resource.clone(),
-                kind: self.kind.clone(),
-                singular: self.singular.clone(),
-                short_names: self.short_names.clone(),
-                namespaced: self.namespaced,
-            },
-            namespace: self.namespace.clone(),
-            selector: self.selector.clone(),
-        }
+/// The stream a segment holds, with the discovery metadata that resolves
+/// `TYPE/NAME` offline. A journal's stream of every namespace exported with
+/// `-n` is a stream of that namespace: the segment holds it alone.
+fn stream_spec(info: &StreamInfo, only: Option<&str>) -> StreamSpec {
+    StreamSpec {
+        resource: info.resource.clone(),
+        namespace: info.namespace.clone().or_else(|| {
+            only.filter(|_| info.resource.namespaced)
+                .map(str::to_string)
+        }),
+        selector: info.selector.clone(),
     }
 }
 
@@ -441,7 +403,7 @@ pub fn export_segments(
                         server: String::new(),
                         context: None,
                     }),
-                stream: StreamMeta::of(info, opts.namespace.as_deref()),
+                stream: stream_spec(info, opts.namespace.as_deref()),
                 first_seq: None,
                 last_seq: None,
                 prev_seq: prev,

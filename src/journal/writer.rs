@@ -365,60 +365,15 @@ impl WriterState {
 
     fn commit(&mut self, batch: &mut Vec<Op>) -> Result<(), JournalError> {
         let mut acks = Vec::new();
-        let path = self.path.clone();
-        let err = |e| JournalError::sqlite(&path, e);
-        // Other recorders may write this journal too (other streams): take
-        // the write lock up front (a deferred transaction that read first
-        // could not upgrade), and number records after whatever they wrote.
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(err)?;
-        self.next_seq = next_seq(&tx).map_err(err)?.max(self.next_seq);
-        let mut pending = Pending::default();
-        let mut changes = Vec::new();
-        let mut zone = Zone::default();
-        for op in batch.drain(..) {
-            if let Op::Flush(ack) = op {
-                acks.push(ack);
-                continue;
+        let ((), changes) = self.in_transaction(|w| -> Result<(), JournalError> {
+            for op in batch.drain(..) {
+                match op {
+                    Op::Flush(ack) => acks.push(ack),
+                    op => w.apply(op)?,
+                }
             }
-            apply(
-                &tx,
-                op,
-                &mut Ctx {
-                    path: &self.path,
-                    bodies: &mut self.bodies,
-                    next_seq: &mut self.next_seq,
-                    streams: &mut self.streams,
-                    objects: &mut self.objects,
-                    pending: &mut pending,
-                    feed: self.feed.as_mut(),
-                    changes: &mut changes,
-                    zone: &mut zone,
-                },
-            )?;
-        }
-        for (id, s) in self.streams.iter_mut().filter(|(_, s)| s.dirty) {
-            let info = CheckpointInfo {
-                reason: CheckpointReason::Event,
-                events: s.events,
-            };
-            insert_meta(
-                &tx,
-                &mut self.next_seq,
-                *id,
-                kind::CHECKPOINT,
-                s.dirty_at,
-                Some(&s.dirty_rv),
-                None,
-                &info,
-            )
-            .map_err(err)?;
-            s.dirty = false;
-        }
-        zones::record(&tx, zone).map_err(err)?;
-        tx.commit().map_err(err)?;
+            w.checkpoint_dirty()
+        })?;
         // The transaction is durable: publish what it made durable.
         {
             let mut totals = self.stats.streams.lock().unwrap_or_else(|e| e.into_inner());
@@ -426,10 +381,6 @@ impl WriterState {
                 totals.insert(*id, s.totals.clone());
             }
             *self.stats.commits.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        }
-        for (key, obj) in pending.forget {
-            self.bodies.forget(obj);
-            self.objects.remove(&key);
         }
         if let Some(f) = &self.feed {
             for change in changes {
@@ -440,6 +391,49 @@ impl WriterState {
             let _ = ack.send(());
         }
         Ok(())
+    }
+
+    /// Runs `f` in one transaction and commits it when it returns `Ok`, with
+    /// the zones of what it wrote; the caches forget what it deleted once it
+    /// is durable. Returns `f`'s result and the changes sampled for the feed.
+    fn in_transaction<T, E: From<JournalError>>(
+        &mut self,
+        f: impl FnOnce(&mut TxWriter<'_, '_>) -> Result<T, E>,
+    ) -> Result<(T, Vec<Change>), E> {
+        let path = self.path.clone();
+        let err = |e| JournalError::sqlite(&path, e);
+        // Other writers may write this journal too (other streams, imports):
+        // take the write lock up front (a deferred transaction that read first
+        // could not upgrade), and number records after whatever they wrote.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(err)?;
+        self.next_seq = next_seq(&tx).map_err(err)?.max(self.next_seq);
+        let mut pending = Pending::default();
+        let mut changes = Vec::new();
+        let mut zone = Zone::default();
+        let out = f(&mut TxWriter {
+            tx: &tx,
+            cx: Ctx {
+                path: &self.path,
+                bodies: &mut self.bodies,
+                next_seq: &mut self.next_seq,
+                streams: &mut self.streams,
+                objects: &mut self.objects,
+                pending: &mut pending,
+                feed: self.feed.as_mut(),
+                changes: &mut changes,
+                zone: &mut zone,
+            },
+        })?;
+        zones::record(&tx, zone).map_err(err)?;
+        tx.commit().map_err(err)?;
+        for (key, obj) in pending.forget {
+            self.bodies.forget(obj);
+            self.objects.remove(&key);
+        }
+        Ok((out, changes))
     }
 }
 
@@ -469,6 +463,32 @@ impl TxWriter<'_, '_> {
             zones::record(self.tx, *self.cx.zone)
                 .map_err(|e| JournalError::sqlite(self.cx.path, e))?;
             *self.cx.zone = Zone::default();
+        }
+        Ok(())
+    }
+
+    /// Ends the transaction's events of each stream with a checkpoint at the
+    /// last of them: an event and the checkpoint it advances are durable
+    /// together.
+    fn checkpoint_dirty(&mut self) -> Result<(), JournalError> {
+        let cx = &mut self.cx;
+        for (id, s) in cx.streams.iter_mut().filter(|(_, s)| s.dirty) {
+            let info = CheckpointInfo {
+                reason: CheckpointReason::Event,
+                events: s.events,
+            };
+            insert_meta(
+                self.tx,
+                cx.next_seq,
+                *id,
+                kind::CHECKPOINT,
+                s.dirty_at,
+                Some(&s.dirty_rv),
+                None,
+                &info,
+            )
+            .map_err(|e| JournalError::sqlite(cx.path, e))?;
+            s.dirty = false;
         }
         Ok(())
     }
@@ -505,42 +525,10 @@ impl DirectWriter {
             .into());
         }
         self.broken = true;
-        let s = &mut self.state;
-        let path = s.path.clone();
-        let err = |e| JournalError::sqlite(&path, e);
-        let tx = s
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(err)?;
-        s.next_seq = next_seq(&tx).map_err(err)?.max(s.next_seq);
-        let mut pending = Pending::default();
-        let mut changes = Vec::new();
-        let mut zone = Zone::default();
-        let out: T = {
-            let mut w = TxWriter {
-                tx: &tx,
-                cx: Ctx {
-                    path: &s.path,
-                    bodies: &mut s.bodies,
-                    next_seq: &mut s.next_seq,
-                    streams: &mut s.streams,
-                    objects: &mut s.objects,
-                    pending: &mut pending,
-                    feed: None,
-                    changes: &mut changes,
-                    zone: &mut zone,
-                },
-            };
-            f(&mut w)?
-        };
-        zones::record(&tx, zone).map_err(err)?;
-        tx.commit().map_err(err)?;
-        for st in s.streams.values_mut() {
+        let (out, _) = self.state.in_transaction(f)?;
+        // What the rows vouch for came with them (their checkpoints).
+        for st in self.state.streams.values_mut() {
             st.dirty = false;
-        }
-        for (key, obj) in pending.forget {
-            s.bodies.forget(obj);
-            s.objects.remove(&key);
         }
         self.broken = false;
         Ok(out)

@@ -54,7 +54,8 @@ fn rv_now(env: &Env, kind: &str, name: &str) -> String {
         .to_string()
 }
 
-fn export(env: &Env, store: &Path, dir: &Path, window: &[&str]) {
+/// `export --format parquet --dir DIR WINDOW` of `store`; it succeeds.
+pub(crate) fn export(env: &Env, store: &Path, dir: &Path, window: &[&str]) {
     let mut args = vec!["export", "--format", "parquet", "--dir", path_str(dir)];
     args.extend_from_slice(window);
     let out = on(env, store, &args);

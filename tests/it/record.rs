@@ -621,6 +621,18 @@ fn a_label_selector_records_only_matching_objects() {
     assert_eq!(events[0].1, "shop/web-a");
 }
 
+/// Deletes the Widget CRD: its streams become unavailable (404).
+pub(crate) fn delete_widget_crd(env: &Env) {
+    env.sim
+        .delete(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            None,
+            "widgets.example.com",
+        )
+        .unwrap();
+}
+
 pub(crate) fn create_widget_crd(env: &Env) {
     env.sim
         .create(json!({
@@ -647,14 +659,7 @@ fn a_removed_crd_makes_its_stream_unavailable_while_the_others_record() {
         .unwrap();
     let rec = env.start_recorder(&["widgets.example.com", "cm"]);
     env.wait_baselines(1);
-    env.sim
-        .delete(
-            "apiextensions.k8s.io/v1",
-            "CustomResourceDefinition",
-            None,
-            "widgets.example.com",
-        )
-        .unwrap();
+    delete_widget_crd(&env);
     let stream = "widgets.v1.example.com@shop";
     env.wait_for("the widgets stream to become unavailable", || {
         std::panic::catch_unwind(|| {

@@ -372,14 +372,7 @@ fn two_clusters_recorded_in_one_journal_stay_two_clusters_in_the_segments() {
     assert_eq!(rec_other.stop().code, Some(0));
 
     let segments = env.dir.path().join("segments");
-    let out = env.run(&[
-        "export",
-        "--format",
-        "parquet",
-        "--dir",
-        segments.to_str().unwrap(),
-    ]);
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    crate::import::export(&env, &env.store, &segments, &[]);
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(segments.join("manifest.json")).unwrap()).unwrap();
     let mut in_manifest: Vec<&str> = manifest["files"]
@@ -438,14 +431,7 @@ fn a_stretch_the_server_refused_is_a_gap_in_the_sql_too() {
     let rec = env.start_recorder(&["widgets.example.com", "cm"]);
     env.wait_baselines(1);
     env.patch_cm("frontend-config", "mode", "segments");
-    env.sim
-        .delete(
-            "apiextensions.k8s.io/v1",
-            "CustomResourceDefinition",
-            None,
-            "widgets.example.com",
-        )
-        .unwrap();
+    crate::record::delete_widget_crd(&env);
     let stream = "widgets.v1.example.com@shop";
     env.wait_for("the widgets stream to become unavailable", || {
         env.coverage(stream).state == krply::journal::read::StreamState::Unavailable
@@ -459,14 +445,7 @@ fn a_stretch_the_server_refused_is_a_gap_in_the_sql_too() {
     );
 
     let segments = env.dir.path().join("segments");
-    let out = env.run(&[
-        "export",
-        "--format",
-        "parquet",
-        "--dir",
-        segments.to_str().unwrap(),
-    ]);
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    crate::import::export(&env, &env.store, &segments, &[]);
     let cluster = env.journal().clusters().unwrap()[0].id.clone();
     // The widget went with its definition; the ConfigMap changed.
     assert_eq!(answers_agree(&env.store, &segments, &cluster), 2);
