@@ -95,8 +95,13 @@ pub enum Placement {
 /// them is `prev`.
 pub fn place(lanes: &[Runs], first: i64, last: i64, prev: Option<i64>) -> Placement {
     for (i, runs) in lanes.iter().enumerate() {
+        // A lane made by an import cut short before its first rows: theirs.
         let Some(&(_, end)) = runs.last() else {
-            continue;
+            return Placement::Append {
+                lane: i,
+                after: None,
+                gap: false,
+            };
         };
         if first > end {
             return Placement::Append {
@@ -566,8 +571,8 @@ fn decide(w: &mut TxWriter<'_, '_>, input: &Input, own: &str) -> Result<Decided,
         }
         // Rows that continue the lane grow its last run.
         Placement::Append { lane, after, gap } => {
-            let (id, origin, _) = &lanes[lane];
-            (*id, origin.clone(), after, gap, !gap)
+            let (id, origin, runs) = &lanes[lane];
+            (*id, origin.clone(), after, gap, !gap && !runs.is_empty())
         }
         Placement::NewLane => {
             let origin = format!("{IMPORTED_PREFIX}{}#{}", meta.journal, lanes.len() + 1);
@@ -785,6 +790,15 @@ mod tests {
     fn files_continue_their_lane_or_leave_a_gap() {
         // Nothing imported yet: a lane of its own.
         assert_eq!(place(&[], 10, 20, Some(3)), Placement::NewLane);
+        // A lane an import made before it was cut short, empty: reused.
+        assert_eq!(
+            place(&[vec![]], 10, 20, Some(3)),
+            Placement::Append {
+                lane: 0,
+                after: None,
+                gap: false
+            }
+        );
         let lane: Runs = vec![(10, 20)];
         // The next day, straight after.
         assert_eq!(
