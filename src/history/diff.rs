@@ -5,17 +5,19 @@
 
 use super::actors::By;
 use super::complete::Completeness;
-use super::pipeline::pipeline;
-use super::state::ObjectState;
+use super::pipeline;
+use super::state::{ObjectState, Reading};
 use super::{Between, History, HistoryError, Scope, StreamHistory};
 use crate::diff::{
     DiffOptions, FieldChange, FieldPath, diff_objects, field_manager, parse_managed_for,
     reduce_pair_managed, render_pair,
 };
 use crate::journal::versions::{Decoder, ObjectRow, StoredBody};
+use crate::journal::{Journal, StreamId};
 use crate::time::TimeWindow;
 use serde_json::Value;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Change {
@@ -112,21 +114,66 @@ impl History<'_> {
         let streams = self.streams_during(scope, Some((since, until)));
         let completeness = self.completeness(scope, &streams, Some(since), until);
         let ids: HashSet<_> = streams.iter().map(|s| s.info.id).collect();
-        let touched = self.journal.touched_objects(&ids, since, until)?;
-        // This thread reads; the other cores decode, parse and compare.
-        let mut objects = pipeline(
+        let touched = self.journal.touched_objects_by_stream(&ids, since, until)?;
+        let candidates = self.candidates(&streams, &touched, since, until)?;
+        // With enough of them, each comparing thread reads its own on a
+        // connection of its own; otherwise this thread reads them all.
+        let helpers = if !self.one_connection && candidates.len() >= OWN_CONNECTIONS_FROM {
+            self.helpers(pipeline::workers())?
+        } else {
+            None
+        };
+        let (highest, pool) = match helpers {
+            Some((highest, connections)) => (highest, Some(Mutex::new(connections))),
+            None => (i64::MAX, None),
+        };
+        let bounds = &self.bounds;
+        let objects = pipeline::pipeline(
             "diff",
-            |send| self.read_pairs(&streams, &touched, scope, names, since, until, send),
-            Decoder::default,
-            |decoder, batch: Vec<(usize, Pair<'_>)>, out| {
-                for (index, pair) in batch {
-                    if let Some(d) = compare(decoder, &pair, opts, keep_objects)? {
+            |send| match &pool {
+                Some(_) => {
+                    for batch in candidates.chunks(BATCH) {
+                        if !send(batch.iter().map(|c| (c.index, Job::Unread(c))).collect()) {
+                            break;
+                        }
+                    }
+                    Ok(())
+                }
+                None => self.read_pairs(&candidates, scope, names, send),
+            },
+            || Worker {
+                decoder: Decoder::default(),
+                journal: pool.as_ref().and_then(|p| p.lock().ok()?.pop()),
+            },
+            |worker, batch: Vec<(usize, Job<'_, '_>)>, out| {
+                for (index, job) in batch {
+                    let pair = match job {
+                        Job::Read(pair) => Some(*pair),
+                        Job::Unread(c) => {
+                            let Some(journal) = &worker.journal else {
+                                return Err(HistoryError::Body {
+                                    object: "diff".into(),
+                                    detail: "a comparing thread has no connection".into(),
+                                });
+                            };
+                            let reading = Reading {
+                                journal,
+                                bounds,
+                                highest,
+                            };
+                            read_pair(reading, c, scope, names)?
+                        }
+                    };
+                    if let Some(pair) = pair
+                        && let Some(d) = compare(&mut worker.decoder, &pair, opts, keep_objects)?
+                    {
                         out.push((index, d));
                     }
                 }
                 Ok(())
             },
         )?;
+        let mut objects = objects;
         objects.sort_by(|(ia, a), (ib, b)| {
             (&a.namespace, &a.kind, &a.name, ia).cmp(&(&b.namespace, &b.kind, &b.name, ib))
         });
@@ -142,24 +189,18 @@ impl History<'_> {
         })
     }
 
-    /// Reads both ends of every object that may differ, in order, and sends
-    /// them in batches to the comparing threads (until `send` says nobody
-    /// takes them any more).
-    #[allow(clippy::too_many_arguments)]
-    fn read_pairs<'h>(
+    /// The objects that may differ, each with the stretch of the window its
+    /// stream answers for (whether the question is about them is up to
+    /// [`read_pair`]).
+    fn candidates<'h>(
         &'h self,
         streams: &[&'h StreamHistory],
-        touched: &HashSet<i64>,
-        scope: &Scope,
-        names: &NameFilter,
+        touched: &HashMap<StreamId, HashSet<i64>>,
         since: i64,
         until: i64,
-        send: &mut dyn FnMut(Vec<(usize, Pair<'h>)>) -> bool,
-    ) -> Result<(), HistoryError> {
-        let mut index = 0;
-        let mut batch = Vec::with_capacity(BATCH);
-        // The objects with a record in the window, looked up once for all streams.
-        let touched_rows = self.objects(touched)?;
+    ) -> Result<Vec<Candidate<'h>>, HistoryError> {
+        let mut out = Vec::new();
+        let none = HashSet::new();
         for stream in streams {
             // Each stream answers for the part of the window it covers: changes
             // count from its first baseline, and end where its watch ended.
@@ -169,54 +210,67 @@ impl History<'_> {
             if t1 >= t2 {
                 continue;
             }
+            let touched = touched.get(&stream.info.id).unwrap_or(&none);
+            let mut mine: Vec<i64> = touched.iter().copied().collect();
             // A relist in the window can drop objects without a record of theirs
             // in it (deleted during a gap): everything present at t1 may differ.
-            let mut extra = HashSet::new();
             if stream
                 .baselines
                 .iter()
                 .any(|b| b.observed_at > t1 && b.observed_at <= t2)
                 && let Some(present) = self.stream_at(stream, t1)?
             {
-                extra.extend(present.keys().filter(|id| !touched_rows.contains_key(id)));
+                mine.extend(present.keys().filter(|id| !touched.contains(id)));
             }
-            let extra_rows = self.objects(&extra)?;
-            let mut mine: Vec<_> = touched_rows
-                .values()
-                .chain(extra_rows.values())
-                .filter(|o| scope.holds(stream, o, names))
-                .collect();
-            mine.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-            for o in mine {
-                let before = self.object_at(stream, o.id, t1)?;
-                let after = self.object_at(stream, o.id, t2)?;
-                let (b, a) = (before.version(), after.version());
-                if b.is_none() && a.is_none()
-                    || matches!((b, a), (Some(b), Some(a)) if b.body == a.body)
-                {
-                    continue;
-                }
-                let found_by_relist = self.found_by_relist(stream, o.id, t1, t2)?;
-                let after = a
-                    .map(|v| self.journal.stored_body(v.body, None))
-                    .transpose()?;
-                let known = after.as_ref().and_then(|s| s.base.as_ref());
-                let before = b
-                    .map(|v| self.journal.stored_body(v.body, known))
-                    .transpose()?;
-                let pair = Pair {
+            // One object per name in a stream: the answer's order, by name, does
+            // not depend on this one.
+            mine.sort_unstable();
+            for object in mine {
+                out.push(Candidate {
+                    index: out.len(),
                     stream,
-                    object: o.clone(),
-                    before,
-                    after,
-                    found_by_relist,
-                };
-                batch.push((index, pair));
-                index += 1;
-                if batch.len() >= BATCH && !send(std::mem::take(&mut batch)) {
-                    // Every comparing thread has stopped (one failed).
-                    return Ok(());
-                }
+                    object,
+                    t1,
+                    t2,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// A connection beside this history's for each of `n` comparing threads,
+    /// with the highest `seq` they may read; `None` when history was pruned
+    /// since this history's snapshot (then this thread reads everything).
+    fn helpers(&self, n: usize) -> Result<Option<(i64, Vec<Journal>)>, HistoryError> {
+        let mark = self.journal.snapshot_mark()?;
+        let mut connections = Vec::with_capacity(n);
+        for _ in 0..n {
+            match self.journal.beside(mark)? {
+                Some(c) => connections.push(c),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some((mark.highest, connections)))
+    }
+
+    /// Reads both ends of every candidate on this history's connection, in
+    /// order, and sends them in batches to the comparing threads (until `send`
+    /// says nobody takes them any more).
+    fn read_pairs<'h, 'c>(
+        &'h self,
+        candidates: &'c [Candidate<'h>],
+        scope: &Scope,
+        names: &NameFilter,
+        send: &mut dyn FnMut(Vec<(usize, Job<'h, 'c>)>) -> bool,
+    ) -> Result<(), HistoryError> {
+        let mut batch = Vec::with_capacity(BATCH);
+        for c in candidates {
+            if let Some(pair) = read_pair(self.reading(), c, scope, names)? {
+                batch.push((c.index, Job::Read(Box::new(pair))));
+            }
+            if batch.len() >= BATCH && !send(std::mem::take(&mut batch)) {
+                // Every comparing thread has stopped (one failed).
+                return Ok(());
             }
         }
         if !batch.is_empty() {
@@ -226,7 +280,72 @@ impl History<'_> {
     }
 }
 
-impl History<'_> {
+/// An object that may differ, and the stretch `(t1, t2]` its stream answers for.
+struct Candidate<'h> {
+    /// Its place among the candidates: streams in order.
+    index: usize,
+    stream: &'h StreamHistory,
+    object: i64,
+    t1: i64,
+    t2: i64,
+}
+
+/// What a comparing thread gets: a pair read for it, or a candidate to read
+/// on its own connection.
+enum Job<'h, 'c> {
+    Read(Box<Pair<'h>>),
+    Unread(&'c Candidate<'h>),
+}
+
+/// A comparing thread's own: its decoder, and its connection when it reads.
+struct Worker {
+    decoder: Decoder,
+    journal: Option<Journal>,
+}
+
+/// From this many candidates on, the comparing threads read on connections of
+/// their own: below it, opening them costs more than it saves.
+const OWN_CONNECTIONS_FROM: usize = 256;
+
+/// Both ends of one candidate, undecoded; `None` when the question is not
+/// about it, or they are the same version, or it is absent at both.
+fn read_pair<'h>(
+    reading: Reading<'_>,
+    c: &Candidate<'h>,
+    scope: &Scope,
+    names: &NameFilter,
+) -> Result<Option<Pair<'h>>, HistoryError> {
+    let (stream, t1, t2) = (c.stream, c.t1, c.t2);
+    let Some(o) = reading.journal.object(c.object)? else {
+        return Ok(None);
+    };
+    if !scope.holds(stream, &o, names) {
+        return Ok(None);
+    }
+    let before = reading.object_at(stream, o.id, t1)?;
+    let after = reading.object_at(stream, o.id, t2)?;
+    let (b, a) = (before.version(), after.version());
+    if b.is_none() && a.is_none() || matches!((b, a), (Some(b), Some(a)) if b.body == a.body) {
+        return Ok(None);
+    }
+    let found_by_relist = reading.found_by_relist(stream, o.id, t1, t2)?;
+    let after = a
+        .map(|v| reading.journal.stored_body(v.body, None))
+        .transpose()?;
+    let known = after.as_ref().and_then(|s| s.base.as_ref());
+    let before = b
+        .map(|v| reading.journal.stored_body(v.body, known))
+        .transpose()?;
+    Ok(Some(Pair {
+        stream,
+        object: o,
+        before,
+        after,
+        found_by_relist,
+    }))
+}
+
+impl Reading<'_> {
     /// Whether a relist in `(t1, t2]` found this object different from what
     /// was known just before it (changed, appeared, or gone from the list):
     /// then that part of the change happened at an unknown time, and this is

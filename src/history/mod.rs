@@ -152,6 +152,9 @@ pub struct History<'j> {
     /// The time ranges imported audit logs cover, merged (empty: none).
     audit_covered: Vec<(i64, i64)>,
     who_cache: actors::WhoCache,
+    /// Answers read on `journal` alone, never on connections beside it
+    /// ([`History::read_on_one_connection`]).
+    one_connection: bool,
 }
 
 impl Drop for History<'_> {
@@ -192,7 +195,15 @@ impl<'j> History<'j> {
             bounds: journal.seq_bounds()?,
             audit_covered: crate::audit::join::merge(&journal.audit_coverage(cluster)?),
             who_cache: Default::default(),
+            one_connection: false,
         })
+    }
+
+    /// Reads every answer on the history's own connection: a large `diff`
+    /// otherwise has each comparing thread read on a connection of its own.
+    /// Both give the same answers (tests compare them).
+    pub fn read_on_one_connection(&mut self) {
+        self.one_connection = true;
     }
 
     /// Every resource type recorded for this cluster, once each.

@@ -6,6 +6,11 @@ use super::HistoryError;
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
 
+/// How many workers [`pipeline`] runs: one per core.
+pub(super) fn workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// Runs `read` on this thread while one worker per core runs `work` on each
 /// job `read` sends, with a `state` of its own (a decoder, say). `read` hands
 /// jobs to the function it is given, which returns false once every worker has
@@ -24,7 +29,7 @@ where
     J: Send,
     R: Send,
 {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = workers();
     let (tx, rx) = sync_channel::<J>(workers * 4);
     // The workers own the receiver: when all have stopped, sends fail.
     let rx = Arc::new(Mutex::new(rx));

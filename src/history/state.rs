@@ -3,7 +3,9 @@
 //! that baseline on, even if its DELETED event fell into a gap.
 
 use super::{History, HistoryError, StreamHistory};
+use crate::journal::Journal;
 use crate::journal::versions::VersionRow;
+use crate::journal::zones::SeqBounds;
 use std::collections::BTreeMap;
 
 /// What the journal knows about one object at one time.
@@ -26,7 +28,18 @@ impl ObjectState {
     }
 }
 
-impl History<'_> {
+/// Reads objects' states on one connection to the journal: the history's own,
+/// or one beside it that holds the same records up to `highest`
+/// ([`Journal::beside`]), for a worker thread.
+#[derive(Clone, Copy)]
+pub(super) struct Reading<'a> {
+    pub journal: &'a Journal,
+    pub bounds: &'a SeqBounds,
+    /// Records above this `seq` came after the history's snapshot.
+    pub highest: i64,
+}
+
+impl Reading<'_> {
     /// The state of one object of `stream` at `at`.
     pub fn object_at(
         &self,
@@ -37,9 +50,10 @@ impl History<'_> {
         let Some(baseline) = stream.baseline_at(at) else {
             return Ok(ObjectState::Unknown);
         };
-        let version =
-            self.journal
-                .object_version_at(object, at, self.bounds.at(at), &stream.lists)?;
+        let bound = self.bounds.at(at).min(self.highest);
+        let version = self
+            .journal
+            .object_version_at(object, at, bound, &stream.lists)?;
         Ok(match version {
             None => ObjectState::Absent,
             // Seen before the latest list and not in it: gone by then.
@@ -47,6 +61,27 @@ impl History<'_> {
             Some(v) if v.deleted() => ObjectState::Absent,
             Some(v) => ObjectState::Present(v),
         })
+    }
+}
+
+impl History<'_> {
+    /// Reads on the history's own connection.
+    pub(super) fn reading(&self) -> Reading<'_> {
+        Reading {
+            journal: self.journal,
+            bounds: &self.bounds,
+            highest: i64::MAX,
+        }
+    }
+
+    /// The state of one object of `stream` at `at`.
+    pub fn object_at(
+        &self,
+        stream: &StreamHistory,
+        object: i64,
+        at: i64,
+    ) -> Result<ObjectState, HistoryError> {
+        self.reading().object_at(stream, object, at)
     }
 
     /// Every object of `stream` present at `at`, by (namespace, name) and object

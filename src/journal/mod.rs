@@ -112,6 +112,25 @@ pub struct Journal {
     last_pack: std::cell::RefCell<Option<std::sync::Arc<versions::StoredPack>>>,
 }
 
+/// What a read snapshot holds of `records`, enough to tell whether a later
+/// snapshot still holds the same (docs/journal.md, "Reading on several
+/// connections").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotMark {
+    pub lowest: i64,
+    pub highest: i64,
+}
+
+impl SnapshotMark {
+    /// Whether a snapshot taken later, which saw `later`, reads every record up
+    /// to `self.highest` as this one did. Records are only appended above the
+    /// highest `seq`; the one change to what exists below it is `prune`, and
+    /// every prune that deletes a record writes a baseline below the lowest.
+    pub fn still_held_by(self, later: SnapshotMark) -> bool {
+        later.lowest == self.lowest && later.highest >= self.highest
+    }
+}
+
 /// Identifies a stream row in one journal.
 pub type StreamId = i64;
 
@@ -304,6 +323,38 @@ impl Journal {
 
     pub(crate) fn conn(&self) -> &Connection {
         &self.conn
+    }
+
+    /// What this connection's snapshot holds of `records`: its lowest and
+    /// highest `seq` (docs/journal.md, "Reading on several connections").
+    pub fn snapshot_mark(&self) -> Result<SnapshotMark, JournalError> {
+        self.conn
+            .query_row(
+                // Each on its own, so SQLite reads one end of the table for it.
+                "SELECT coalesce((SELECT min(seq) FROM records), 0),
+                        coalesce((SELECT max(seq) FROM records), 0)",
+                [],
+                |r| {
+                    Ok(SnapshotMark {
+                        lowest: r.get(0)?,
+                        highest: r.get(1)?,
+                    })
+                },
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    /// Another connection to this journal, in a read transaction of its own
+    /// that holds every record `mark` holds, as it held them: records with a
+    /// `seq` up to `mark.highest` read the same there. `None` when history was
+    /// pruned since `mark` was taken (docs/journal.md, "Reading on several
+    /// connections"); read on this connection then.
+    pub fn beside(&self, mark: SnapshotMark) -> Result<Option<Journal>, JournalError> {
+        let mut other = Self::connect(&self.path)?;
+        other.configure(false)?;
+        other.begin_read()?;
+        let seen = other.snapshot_mark()?;
+        Ok(mark.still_held_by(seen).then_some(other))
     }
 
     /// Starts a read transaction: the queries until [`Journal::end_read`] see one
@@ -598,5 +649,42 @@ mod tests {
         for result in [Journal::open(&path), Journal::open_or_create(&path)] {
             assert!(matches!(result, Err(JournalError::TooNew { .. })));
         }
+    }
+
+    #[test]
+    fn a_connection_beside_reads_the_same_records_until_a_prune() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.db");
+        let writer = Journal::open_or_create(&path).unwrap();
+        let add = |seq: i64| {
+            let conn = writer.conn();
+            conn.pragma_update(None, "foreign_keys", false).unwrap();
+            conn.execute(
+                "INSERT INTO records(seq, stream_id, kind, observed_at) VALUES (?1, 1, 3, 5)",
+                params![seq],
+            )
+            .unwrap();
+        };
+        add(10);
+        add(11);
+        let reader = Journal::open(&path).unwrap();
+        reader.begin_read().unwrap();
+        let mark = reader.snapshot_mark().unwrap();
+        assert_eq!(
+            mark,
+            SnapshotMark {
+                lowest: 10,
+                highest: 11
+            }
+        );
+        // A recorder appends: the records up to the mark read the same.
+        add(12);
+        let beside = reader.beside(mark).unwrap().expect("same records");
+        assert_eq!(beside.snapshot_mark().unwrap().highest, 12);
+        // A prune writes its baselines below the lowest seq.
+        add(3);
+        assert!(reader.beside(mark).unwrap().is_none());
+        // The reader's own snapshot did not move.
+        assert_eq!(reader.snapshot_mark().unwrap(), mark);
     }
 }

@@ -224,6 +224,36 @@ impl Journal {
         after: i64,
         until: i64,
     ) -> Result<HashSet<i64>, JournalError> {
+        let mut out = HashSet::new();
+        self.visit_touched(streams, after, until, |_, object| {
+            out.insert(object);
+        })?;
+        Ok(out)
+    }
+
+    /// [`Journal::touched_objects`], by stream.
+    pub fn touched_objects_by_stream(
+        &self,
+        streams: &HashSet<StreamId>,
+        after: i64,
+        until: i64,
+    ) -> Result<HashMap<StreamId, HashSet<i64>>, JournalError> {
+        let mut out: HashMap<StreamId, HashSet<i64>> = HashMap::new();
+        self.visit_touched(streams, after, until, |stream, object| {
+            out.entry(stream).or_default().insert(object);
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `visit(stream, object)` for each object record of `streams`
+    /// observed in `(after, until]`.
+    fn visit_touched(
+        &self,
+        streams: &HashSet<StreamId>,
+        after: i64,
+        until: i64,
+        mut visit: impl FnMut(StreamId, i64),
+    ) -> Result<(), JournalError> {
         let mut stmt = self
             .conn()
             .prepare_cached(
@@ -235,15 +265,14 @@ impl Journal {
                    AND r.observed_at > ?1 AND r.observed_at <= ?2 AND r.object_id IS NOT NULL",
             )
             .map_err(|e| self.err(e))?;
-        let mut out = HashSet::new();
         let mut rows = stmt.query(params![after, until]).map_err(|e| self.err(e))?;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             let stream: StreamId = row.get(0).map_err(|e| self.err(e))?;
             if streams.contains(&stream) {
-                out.insert(row.get(1).map_err(|e| self.err(e))?);
+                visit(stream, row.get(1).map_err(|e| self.err(e))?);
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Per object of `streams` with live events observed in `(after, until]`:

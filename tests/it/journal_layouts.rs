@@ -495,3 +495,126 @@ fn a_packed_history_imported_across_a_kill_answers_the_same() {
         assert_same(&original, &copy, case, &scope);
     }
 }
+
+/// A diff of many objects has each comparing thread read on a connection of its
+/// own; read on the history's one connection, every answer is the same: changed,
+/// added and deleted objects, with and without status, whole objects too.
+#[test]
+fn a_diff_read_on_several_connections_answers_as_on_one() {
+    use krply::diff::DiffOptions;
+    use krply::history::History;
+    use krply::history::diff::NameFilter;
+    use krply::journal::Journal;
+    use krply::journal::records::CheckpointReason;
+    use krply::journal::writer::{Op, Writer, WriterOptions};
+    use krply::model::{ObjectMeta, WatchType};
+    use krply::time::{Millis, TimeWindow};
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.store.parent().unwrap()).unwrap();
+    let journal = Journal::open_or_create(&sb.store).unwrap();
+    journal
+        .register_cluster(BUILT_CLUSTER, "https://127.0.0.1:6443", None)
+        .unwrap();
+    let stream = journal
+        .register_stream(BUILT_CLUSTER, &crate::common::deployment_stream("shop"))
+        .unwrap();
+    let meta = |i: usize, rv: usize| ObjectMeta {
+        namespace: "shop".into(),
+        name: format!("svc-{i}"),
+        uid: format!("00000000-0000-4000-8000-{i:012}"),
+        resource_version: rv.to_string(),
+    };
+    let body = |i: usize, rv: usize, step: usize| deployment(&format!("svc-{i}"), i, rv, step);
+    // 600 listed; then each of them changes: its resourceVersion only (i % 3
+    // == 0, no change), a new image (1), replicas (2), each with its status;
+    // every tenth is deleted and 40 more are added.
+    let listed = 600;
+    let mut ops = Vec::new();
+    for i in 0..listed {
+        ops.push(Op::BaselineItem {
+            stream,
+            at: T0,
+            meta: meta(i, 10 + i),
+            body: body(i, 10 + i, 0),
+        });
+    }
+    ops.push(Op::BaselineEnd {
+        stream,
+        at: T0,
+        list_rv: (10 + listed).to_string(),
+        items: listed as u64,
+    });
+    let mut rv = 10_000;
+    for i in 0..listed + 40 {
+        rv += 1;
+        let at = T0 + 1_000 + i as i64;
+        let (watch_type, step) = match i {
+            i if i >= listed => (WatchType::Added, 0),
+            i if i % 10 == 9 => (WatchType::Deleted, 0),
+            i => (WatchType::Modified, [0, 3, 1][i % 3]),
+        };
+        ops.push(Op::Event {
+            stream,
+            at,
+            watch_type,
+            meta: meta(i, rv),
+            body: body(i, rv, step),
+        });
+    }
+    ops.push(Op::Checkpoint {
+        stream,
+        at: T0 + 5_000,
+        rv: rv.to_string(),
+        reason: CheckpointReason::Stop,
+    });
+    let options = WriterOptions {
+        pack: true,
+        commit_window: std::time::Duration::ZERO,
+        ..WriterOptions::default()
+    };
+    let writer = Writer::start_with(journal, options).unwrap();
+    let tx = writer.sender();
+    for op in ops {
+        tx.blocking_send(op).unwrap();
+    }
+    drop(tx);
+    writer.finish().unwrap();
+
+    let journal = Journal::open(&sb.store).unwrap();
+    let scope = krply::history::Scope {
+        namespace: Some("shop".into()),
+        types: None,
+    };
+    let window = TimeWindow::new(Millis::from_ms(T0 + 500), Millis::from_ms(T0 + 4_000)).unwrap();
+    for (include_status, keep_objects) in [(false, false), (true, false), (false, true)] {
+        let opts = DiffOptions { include_status };
+        let answer = |one: bool| {
+            let mut history = History::load(&journal, BUILT_CLUSTER, T0 + 10_000).unwrap();
+            if one {
+                history.read_on_one_connection();
+            }
+            let names = NameFilter::default();
+            history
+                .diff(&scope, &names, &window, &opts, keep_objects)
+                .unwrap()
+                .objects
+        };
+        let (several, one) = (answer(false), answer(true));
+        let changes = |kind: krply::history::diff::Change| {
+            several.iter().filter(|d| d.change == kind).count()
+        };
+        use krply::history::diff::Change;
+        assert_eq!(changes(Change::Added), 40);
+        assert_eq!(changes(Change::Deleted), listed / 10);
+        let modified = (0..listed).filter(|i| i % 10 != 9 && i % 3 != 0).count();
+        assert_eq!(
+            changes(Change::Modified),
+            modified,
+            "status {include_status}"
+        );
+        assert!(
+            several == one,
+            "status {include_status}, objects {keep_objects}"
+        );
+    }
+}
