@@ -17,7 +17,7 @@ use crate::journal::{Journal, StreamId};
 use crate::time::TimeWindow;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Change {
@@ -114,43 +114,55 @@ impl History<'_> {
         let streams = self.streams_during(scope, Some((since, until)));
         let completeness = self.completeness(scope, &streams, Some(since), until);
         let ids: HashSet<_> = streams.iter().map(|s| s.info.id).collect();
-        let touched = self.journal.touched_objects_by_stream(&ids, since, until)?;
-        let candidates = self.candidates(&streams, &touched, since, until)?;
-        // With enough of them, each comparing thread reads its own on a
-        // connection of its own; otherwise this thread reads them all.
-        let helpers = if !self.one_connection && candidates.len() >= OWN_CONNECTIONS_FROM {
-            self.helpers(pipeline::workers())?
-        } else {
-            None
-        };
-        let (highest, pool) = match helpers {
-            Some((highest, connections)) => (highest, Some(Mutex::new(connections))),
-            None => (i64::MAX, None),
-        };
+        // Connections for the comparing threads, opened once there are enough
+        // candidates: each thread then reads its own candidates.
+        let pool: Mutex<Vec<(i64, Journal)>> = Mutex::new(Vec::new());
+        let mut own = false;
+        let mut tried = self.one_connection;
+        let mut counted = 0;
         let bounds = &self.bounds;
         let objects = pipeline::pipeline(
             "diff",
-            |send| match &pool {
-                Some(_) => {
-                    for batch in candidates.chunks(BATCH) {
-                        if !send(batch.iter().map(|c| (c.index, Job::Unread(c))).collect()) {
-                            break;
+            |send| {
+                // This thread finds the candidates as it scans the window, and
+                // the comparing threads start on the first ones meanwhile.
+                self.candidates(&streams, &ids, since, until, &mut |batch| {
+                    counted += batch.len();
+                    if !tried && counted >= OWN_CONNECTIONS_FROM {
+                        tried = true;
+                        if let Some(connections) = self.helpers(pipeline::workers())?
+                            && let Ok(mut pool) = pool.lock()
+                        {
+                            pool.extend(connections);
+                            own = true;
                         }
                     }
-                    Ok(())
-                }
-                None => self.read_pairs(&candidates, scope, names, send),
+                    if own {
+                        let jobs = batch.into_iter().map(|c| (c.index, Job::Unread(c)));
+                        return Ok(send(jobs.collect()));
+                    }
+                    let mut jobs = Vec::with_capacity(batch.len());
+                    for c in batch {
+                        if let Some(pair) = read_pair(self.reading(), &c, scope, names)? {
+                            jobs.push((c.index, Job::Read(Box::new(pair))));
+                        }
+                    }
+                    Ok(send(jobs))
+                })
             },
             || Worker {
                 decoder: Decoder::default(),
-                journal: pool.as_ref().and_then(|p| p.lock().ok()?.pop()),
+                journal: None,
             },
-            |worker, batch: Vec<(usize, Job<'_, '_>)>, out| {
+            |worker, batch: Vec<(usize, Job<'_>)>, out| {
                 for (index, job) in batch {
                     let pair = match job {
                         Job::Read(pair) => Some(*pair),
                         Job::Unread(c) => {
-                            let Some(journal) = &worker.journal else {
+                            if worker.journal.is_none() {
+                                worker.journal = pool.lock().ok().and_then(|mut p| p.pop());
+                            }
+                            let Some((highest, journal)) = &worker.journal else {
                                 return Err(HistoryError::Body {
                                     object: "diff".into(),
                                     detail: "a comparing thread has no connection".into(),
@@ -159,9 +171,9 @@ impl History<'_> {
                             let reading = Reading {
                                 journal,
                                 bounds,
-                                highest,
+                                highest: *highest,
                             };
-                            read_pair(reading, c, scope, names)?
+                            read_pair(reading, &c, scope, names)?
                         }
                     };
                     if let Some(pair) = pair
@@ -189,100 +201,103 @@ impl History<'_> {
         })
     }
 
-    /// The objects that may differ, each with the stretch of the window its
-    /// stream answers for (whether the question is about them is up to
-    /// [`read_pair`]).
+    /// Finds the objects that may differ, each with the stretch of the window
+    /// its stream answers for (whether the question is about them is up to
+    /// [`read_pair`]), and hands them to `found` in batches until it returns
+    /// false.
     fn candidates<'h>(
         &'h self,
         streams: &[&'h StreamHistory],
-        touched: &HashMap<StreamId, HashSet<i64>>,
+        ids: &HashSet<StreamId>,
         since: i64,
         until: i64,
-    ) -> Result<Vec<Candidate<'h>>, HistoryError> {
-        let mut out = Vec::new();
-        let none = HashSet::new();
-        for stream in streams {
-            // Each stream answers for the part of the window it covers: changes
-            // count from its first baseline, and end where its watch ended.
+        found: &mut dyn FnMut(Vec<Candidate<'h>>) -> Result<bool, HistoryError>,
+    ) -> Result<(), HistoryError> {
+        // Each stream answers for the part of the window it covers: changes
+        // count from its first baseline, and end where its watch ended.
+        let mut spans: HashMap<StreamId, Candidate<'h>> = HashMap::new();
+        for (index, stream) in streams.iter().enumerate() {
             let Some(from) = stream.from() else { continue };
             let t1 = since.max(from);
             let t2 = until.min(stream.end(self.now).unwrap_or(until));
-            if t1 >= t2 {
-                continue;
+            if t1 < t2 {
+                let object = 0;
+                spans.insert(
+                    stream.info.id,
+                    Candidate {
+                        index,
+                        stream,
+                        object,
+                        t1,
+                        t2,
+                    },
+                );
             }
-            let touched = touched.get(&stream.info.id).unwrap_or(&none);
-            let mut mine: Vec<i64> = touched.iter().copied().collect();
-            // A relist in the window can drop objects without a record of theirs
-            // in it (deleted during a gap): everything present at t1 may differ.
-            if stream
+        }
+        let mut seen: HashMap<StreamId, HashSet<i64>> = HashMap::new();
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut going = true;
+        self.journal
+            .visit_touched(ids, since, until, |stream, object| {
+                let Some(span) = spans.get(&stream) else {
+                    return Ok(true);
+                };
+                if seen.entry(stream).or_default().insert(object) {
+                    batch.push(Candidate { object, ..*span });
+                    if batch.len() >= BATCH {
+                        going = found(std::mem::take(&mut batch))?;
+                    }
+                }
+                Ok::<_, HistoryError>(going)
+            })?;
+        // A relist in the window can drop objects without a record of theirs
+        // in it (deleted during a gap): everything present at t1 may differ.
+        for span in spans.values().filter(|_| going) {
+            let (stream, t1, t2) = (span.stream, span.t1, span.t2);
+            if !stream
                 .baselines
                 .iter()
                 .any(|b| b.observed_at > t1 && b.observed_at <= t2)
-                && let Some(present) = self.stream_at(stream, t1)?
             {
-                mine.extend(present.keys().filter(|id| !touched.contains(id)));
+                continue;
             }
-            // One object per name in a stream: the answer's order, by name, does
-            // not depend on this one.
-            mine.sort_unstable();
-            for object in mine {
-                out.push(Candidate {
-                    index: out.len(),
-                    stream,
-                    object,
-                    t1,
-                    t2,
-                });
+            let Some(present) = self.stream_at(stream, t1)? else {
+                continue;
+            };
+            let touched = seen.entry(stream.info.id).or_default();
+            for &object in present.keys() {
+                if touched.insert(object) {
+                    batch.push(Candidate { object, ..*span });
+                }
             }
         }
-        Ok(out)
+        if going && !batch.is_empty() {
+            found(batch)?;
+        }
+        Ok(())
     }
 
     /// A connection beside this history's for each of `n` comparing threads,
-    /// with the highest `seq` they may read; `None` when history was pruned
+    /// each with the highest `seq` it may read; `None` when history was pruned
     /// since this history's snapshot (then this thread reads everything).
-    fn helpers(&self, n: usize) -> Result<Option<(i64, Vec<Journal>)>, HistoryError> {
+    fn helpers(&self, n: usize) -> Result<Option<Vec<(i64, Journal)>>, HistoryError> {
         let mark = self.journal.snapshot_mark()?;
         let mut connections = Vec::with_capacity(n);
         for _ in 0..n {
             match self.journal.beside(mark)? {
-                Some(c) => connections.push(c),
+                Some(c) => connections.push((mark.highest, c)),
                 None => return Ok(None),
             }
         }
-        Ok(Some((mark.highest, connections)))
-    }
-
-    /// Reads both ends of every candidate on this history's connection, in
-    /// order, and sends them in batches to the comparing threads (until `send`
-    /// says nobody takes them any more).
-    fn read_pairs<'h, 'c>(
-        &'h self,
-        candidates: &'c [Candidate<'h>],
-        scope: &Scope,
-        names: &NameFilter,
-        send: &mut dyn FnMut(Vec<(usize, Job<'h, 'c>)>) -> bool,
-    ) -> Result<(), HistoryError> {
-        let mut batch = Vec::with_capacity(BATCH);
-        for c in candidates {
-            if let Some(pair) = read_pair(self.reading(), c, scope, names)? {
-                batch.push((c.index, Job::Read(Box::new(pair))));
-            }
-            if batch.len() >= BATCH && !send(std::mem::take(&mut batch)) {
-                // Every comparing thread has stopped (one failed).
-                return Ok(());
-            }
-        }
-        if !batch.is_empty() {
-            send(batch);
-        }
-        Ok(())
+        Ok(Some(connections))
     }
 }
 
 /// An object that may differ, and the stretch `(t1, t2]` its stream answers for.
+#[derive(Clone, Copy)]
 struct Candidate<'h> {
-    /// Its place among the candidates: streams in order.
+    /// Its stream's place among the streams (objects of one stream differ by
+    /// name, so only objects of two streams can tie in the answer's order).
     index: usize,
     stream: &'h StreamHistory,
     object: i64,
@@ -292,15 +307,16 @@ struct Candidate<'h> {
 
 /// What a comparing thread gets: a pair read for it, or a candidate to read
 /// on its own connection.
-enum Job<'h, 'c> {
+enum Job<'h> {
     Read(Box<Pair<'h>>),
-    Unread(&'c Candidate<'h>),
+    Unread(Candidate<'h>),
 }
 
-/// A comparing thread's own: its decoder, and its connection when it reads.
+/// A comparing thread's own: its decoder, and once it reads, its connection
+/// with the highest `seq` it may read there.
 struct Worker {
     decoder: Decoder,
-    journal: Option<Journal>,
+    journal: Option<(i64, Journal)>,
 }
 
 /// From this many candidates on, the comparing threads read on connections of
@@ -330,12 +346,15 @@ fn read_pair<'h>(
     }
     let found_by_relist = reading.found_by_relist(stream, o.id, t1, t2)?;
     let after = a
-        .map(|v| reading.journal.stored_body(v.body, None))
+        .map(|v| reading.journal.stored_body(v.body, None).map(Arc::new))
         .transpose()?;
     let known = after.as_ref().and_then(|s| s.base.as_ref());
-    let before = b
-        .map(|v| reading.journal.stored_body(v.body, known))
-        .transpose()?;
+    let before = match (b, known) {
+        // Often the version before is the keyframe the one after is a delta on.
+        (Some(v), Some(k)) if k.id == v.body => Some(k.clone()),
+        (Some(v), _) => Some(Arc::new(reading.journal.stored_body(v.body, known)?)),
+        (None, _) => None,
+    };
     Ok(Some(Pair {
         stream,
         object: o,
@@ -393,8 +412,8 @@ const BATCH: usize = 16;
 struct Pair<'h> {
     stream: &'h StreamHistory,
     object: ObjectRow,
-    before: Option<StoredBody>,
-    after: Option<StoredBody>,
+    before: Option<Arc<StoredBody>>,
+    after: Option<Arc<StoredBody>>,
     found_by_relist: Option<Between>,
 }
 

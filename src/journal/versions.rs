@@ -227,33 +227,20 @@ impl Journal {
         let mut out = HashSet::new();
         self.visit_touched(streams, after, until, |_, object| {
             out.insert(object);
-        })?;
-        Ok(out)
-    }
-
-    /// [`Journal::touched_objects`], by stream.
-    pub fn touched_objects_by_stream(
-        &self,
-        streams: &HashSet<StreamId>,
-        after: i64,
-        until: i64,
-    ) -> Result<HashMap<StreamId, HashSet<i64>>, JournalError> {
-        let mut out: HashMap<StreamId, HashSet<i64>> = HashMap::new();
-        self.visit_touched(streams, after, until, |stream, object| {
-            out.entry(stream).or_default().insert(object);
+            Ok::<_, JournalError>(true)
         })?;
         Ok(out)
     }
 
     /// Calls `visit(stream, object)` for each object record of `streams`
-    /// observed in `(after, until]`.
-    fn visit_touched(
+    /// observed in `(after, until]`, in journal order, until it returns false.
+    pub fn visit_touched<E: From<JournalError>>(
         &self,
         streams: &HashSet<StreamId>,
         after: i64,
         until: i64,
-        mut visit: impl FnMut(StreamId, i64),
-    ) -> Result<(), JournalError> {
+        mut visit: impl FnMut(StreamId, i64) -> Result<bool, E>,
+    ) -> Result<(), E> {
         let mut stmt = self
             .conn()
             .prepare_cached(
@@ -268,8 +255,8 @@ impl Journal {
         let mut rows = stmt.query(params![after, until]).map_err(|e| self.err(e))?;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             let stream: StreamId = row.get(0).map_err(|e| self.err(e))?;
-            if streams.contains(&stream) {
-                visit(stream, row.get(1).map_err(|e| self.err(e))?);
+            if streams.contains(&stream) && !visit(stream, row.get(1).map_err(|e| self.err(e))?)? {
+                break;
             }
         }
         Ok(())
