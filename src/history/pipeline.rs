@@ -1,6 +1,8 @@
 //! Reading on one thread, working on the others: the journal connection
 //! belongs to the thread that reads, while decompressing, parsing and comparing
-//! what it has read runs on every core as it comes (`diff`, `timeline`).
+//! what it has read runs on every core as it comes (`diff`, `timeline`). A
+//! large `diff` also has each worker read its own objects on a connection
+//! beside (docs/journal.md, "Reading on several connections").
 
 use super::HistoryError;
 use std::sync::mpsc::sync_channel;
