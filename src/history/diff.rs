@@ -130,7 +130,10 @@ impl History<'_> {
                     counted += batch.len();
                     if !tried && counted >= OWN_CONNECTIONS_FROM {
                         tried = true;
-                        if let Some(connections) = self.helpers(pipeline::workers())?
+                        // Connections beside only speed the answer up: without
+                        // them (a prune ran since, or one failed to open) this
+                        // thread reads everything, as for a small diff.
+                        if let Ok(Some(connections)) = self.helpers(pipeline::workers())
                             && let Ok(mut pool) = pool.lock()
                         {
                             pool.extend(connections);
@@ -221,6 +224,7 @@ impl History<'_> {
             let t1 = since.max(from);
             let t2 = until.min(stream.end(self.now).unwrap_or(until));
             if t1 < t2 {
+                // The stream's stretch, as a candidate its objects are made from.
                 let object = 0;
                 spans.insert(
                     stream.info.id,
