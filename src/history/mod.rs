@@ -152,9 +152,9 @@ pub struct History<'j> {
     /// The time ranges imported audit logs cover, merged (empty: none).
     audit_covered: Vec<(i64, i64)>,
     who_cache: actors::WhoCache,
-    /// Answers read on `journal` alone, never on connections beside it
-    /// ([`History::read_on_one_connection`]).
-    one_connection: bool,
+    /// From how many objects to compare on a `diff` reads them on connections
+    /// beside `journal` ([`History::read_beside_from`]).
+    beside_from: usize,
 }
 
 impl Drop for History<'_> {
@@ -195,15 +195,15 @@ impl<'j> History<'j> {
             bounds: journal.seq_bounds()?,
             audit_covered: crate::audit::join::merge(&journal.audit_coverage(cluster)?),
             who_cache: Default::default(),
-            one_connection: false,
+            beside_from: diff::READ_BESIDE_FROM,
         })
     }
 
-    /// Reads every answer on the history's own connection: a large `diff`
-    /// otherwise has each comparing thread read on a connection of its own.
-    /// Both give the same answers (tests compare them).
-    pub fn read_on_one_connection(&mut self) {
-        self.one_connection = true;
+    /// From how many objects that may differ a `diff` has each comparing
+    /// thread read its own on a connection beside the history's (`usize::MAX`:
+    /// never). Every setting gives the same answers (tests compare them).
+    pub fn read_beside_from(&mut self, candidates: usize) {
+        self.beside_from = candidates;
     }
 
     /// Every resource type recorded for this cluster, once each.

@@ -590,9 +590,9 @@ fn a_diff_read_on_several_connections_answers_as_on_one() {
         let opts = DiffOptions { include_status };
         let answer = |one: bool| {
             let mut history = History::load(&journal, BUILT_CLUSTER, T0 + 10_000).unwrap();
-            if one {
-                history.read_on_one_connection();
-            }
+            // Several: the first 256 on the history's connection, the rest on
+            // connections beside it.
+            history.read_beside_from(if one { usize::MAX } else { 256 });
             let names = NameFilter::default();
             history
                 .diff(&scope, &names, &window, &opts, keep_objects)
