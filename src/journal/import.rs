@@ -166,7 +166,11 @@ impl Rebuild {
             item && row.list_resource_version.as_deref() == Some(l.0.as_str())
                 && row.list_at == Some(l.1)
         };
-        if self.list.as_ref().is_some_and(|l| !same_list(l)) {
+        // A checkpoint or coverage record is the writer's bookkeeping, written
+        // when a transaction commits: one can sit between the items of a list
+        // (docs/at-scale.md, "Importing segments"), and leaves it open.
+        let bookkeeping = matches!(row.record.as_str(), "checkpoint" | "coverage");
+        if !bookkeeping && self.list.as_ref().is_some_and(|l| !same_list(l)) {
             ops.extend(self.finish());
         }
         let need = |v: Option<String>, what: &str| {
@@ -846,6 +850,66 @@ mod tests {
                 after: None,
                 gap: false
             }
+        );
+    }
+
+    /// The recorder writes a checkpoint when a transaction commits, which can
+    /// be halfway through a relist: the checkpoint keeps its place, and the
+    /// list is still one list.
+    #[test]
+    fn a_checkpoint_between_a_lists_items_leaves_the_list_whole() {
+        let mut r = Rebuild::new(7);
+        let item = |seq: i64| Row {
+            name: Some(format!("o-{seq}")),
+            object: Some("{}".into()),
+            resource_version: Some(seq.to_string()),
+            list_resource_version: Some("40".into()),
+            list_at: Some(1_100),
+            ..row(seq, "baseline")
+        };
+        let checkpoint = Row {
+            resource_version: Some("39".into()),
+            info: Some(r#"{"reason":"event","events":9}"#.into()),
+            ..row(3, "checkpoint")
+        };
+        let coverage = Row {
+            info: Some(r#"{"available":false,"reason":"forbidden"}"#.into()),
+            ..row(5, "coverage")
+        };
+        let mut ops = Vec::new();
+        for row in [item(1), item(2), checkpoint, item(4), coverage, item(6)] {
+            ops.extend(r.row(row).unwrap());
+            assert!(!r.idle(), "the list is open until a row not of it");
+        }
+        let gap = Row {
+            info: Some(r#"{"from":1000,"from_rv":"39","reason":"410"}"#.into()),
+            ..row(7, "gap")
+        };
+        ops.extend(r.row(gap).unwrap());
+        assert!(r.idle());
+        let kinds: Vec<&str> = ops
+            .iter()
+            .map(|op| match op {
+                Op::BaselineItem { .. } => "item",
+                Op::CheckpointAs { .. } => "checkpoint",
+                Op::Coverage { .. } => "coverage",
+                Op::BaselineEnd { items: 4, .. } => "end of 4",
+                Op::Gap { .. } => "gap",
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "item",
+                "item",
+                "checkpoint",
+                "item",
+                "coverage",
+                "item",
+                "end of 4",
+                "gap"
+            ]
         );
     }
 

@@ -157,7 +157,8 @@ fn deployment(name: &str, uid: usize, rv: usize, step: usize) -> Vec<u8> {
 }
 
 /// One history: a list of `listed` Deployments, then `versions` changes of each of
-/// the first three, a 410 gap in the middle, and a clean stop.
+/// the first three, a 410 gap in the middle (its relist with a checkpoint among
+/// its items), and a clean stop.
 fn history_ops(
     stream: krply::journal::StreamId,
     listed: usize,
@@ -212,6 +213,17 @@ fn history_ops(
                 },
             });
             for i in 0..listed {
+                if i == listed / 2 {
+                    // The writer committed halfway through the list: the
+                    // events before the gap get their checkpoint between its
+                    // items.
+                    ops.push(Op::Checkpoint {
+                        stream,
+                        at: T0 + (step * 1000 + 2) as i64,
+                        rv: rv.to_string(),
+                        reason: CheckpointReason::Event,
+                    });
+                }
                 let (v, b) = if i < 3 {
                     (rv - 2 + i, deployment(&name(i), i, rv - 2 + i, step))
                 } else {
