@@ -25,7 +25,7 @@ fn assert_one_error(out: &common::Output, code: i32, contains: &str) {
 #[test]
 fn unknown_resource_is_worded_like_kubectl() {
     let env = Env::shop();
-    let out = env.run(&["record", "frobnicators", "--for", "1s"]);
+    let out = env.run(&["record", "frobnicators", "--for", common::REFUSED_WITHIN]);
     assert_one_error(
         &out,
         1,
@@ -80,7 +80,7 @@ fn unreachable_server() {
         "--server",
         "http://127.0.0.1:9",
         "--for",
-        "1s",
+        common::REFUSED_WITHIN,
     ]);
     assert_one_error(&out, 1, "cannot reach the API server at http://127.0.0.1:9");
 }

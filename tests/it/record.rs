@@ -500,7 +500,7 @@ fn for_stops_by_itself_with_a_summary() {
 #[test]
 fn secrets_are_refused_or_stored_only_as_digests() {
     let env = Env::shop();
-    let refused = env.run(&["record", "secrets", "--for", "1s"]);
+    let refused = env.run(&["record", "secrets", "--for", common::REFUSED_WITHIN]);
     assert_eq!(refused.code, Some(1));
     assert!(
         refused

@@ -19,6 +19,12 @@ pub const DEADLINE: Duration = Duration::from_secs(30);
 
 /// How long one command may run.
 pub const COMMAND_DEADLINE: Duration = Duration::from_secs(90);
+/// `record --for` for a run expected to fail while it starts (unknown resource,
+/// unreachable server, refused credentials): the error ends it, this only bounds
+/// it. A short `--for` can end a slow start-up on a loaded machine first, and that
+/// is a clean stop with exit 0 ("stopped before recording started"), not the
+/// error the test is about. Below [`COMMAND_DEADLINE`].
+pub const REFUSED_WITHIN: &str = "60s";
 
 /// A private HOME, kubeconfig and journal for one test, and the real binary
 /// run in it; the simulator's [`Env`] and the real control plane's
