@@ -121,7 +121,7 @@ impl History<'_> {
         let mut tried = false;
         let mut counted = 0;
         let bounds = &self.bounds;
-        let objects = pipeline::pipeline(
+        let mut objects = pipeline::pipeline(
             "diff",
             |send| {
                 // This thread finds the candidates as it scans the window, and
@@ -188,7 +188,6 @@ impl History<'_> {
                 Ok(())
             },
         )?;
-        let mut objects = objects;
         objects.sort_by(|(ia, a), (ib, b)| {
             (&a.namespace, &a.kind, &a.name, ia).cmp(&(&b.namespace, &b.kind, &b.name, ib))
         });
