@@ -132,6 +132,7 @@ fn build_journal(store: &Path, start: i64) {
                 name: format!("app-{i}"),
                 uid: uid(i),
                 resource_version: (1000 + i).to_string(),
+                diff_digest: None,
             },
             body: serde_json::to_vec(&body).unwrap(),
         })

@@ -209,6 +209,10 @@ pub struct ObjectMeta {
     pub name: String,
     pub uid: String,
     pub resource_version: String,
+    /// A digest of what a default diff compares in this version
+    /// ([`crate::diff::compared_digest`]), comparable only within this
+    /// process; `None` when not taken.
+    pub diff_digest: Option<u64>,
 }
 
 /// The largest object krply reads or stores: a watch line longer than this is a

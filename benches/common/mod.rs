@@ -96,11 +96,13 @@ pub fn history_journal_over(
             d
         })
         .collect();
-    let meta = |d: &Value| ObjectMeta {
+    // As the recorder reads it, with the digest of what a default diff compares.
+    let meta = |d: &Value, body: &[u8]| ObjectMeta {
         namespace: ns.into(),
         name: d["metadata"]["name"].as_str().unwrap().into(),
         uid: d["metadata"]["uid"].as_str().unwrap().into(),
         resource_version: d["metadata"]["resourceVersion"].as_str().unwrap().into(),
+        diff_digest: krply::diff::compared_digest(body),
     };
     for d in &mut objs {
         rv += 1;
@@ -116,7 +118,7 @@ pub fn history_journal_over(
         tx.blocking_send(Op::BaselineItem {
             stream,
             at: start,
-            meta: meta(d),
+            meta: meta(d, &body),
             body,
         })
         .unwrap();
@@ -162,7 +164,7 @@ pub fn history_journal_over(
             stream,
             at,
             watch_type: WatchType::Modified,
-            meta: meta(d),
+            meta: meta(d, &body),
             body,
         })
         .unwrap();

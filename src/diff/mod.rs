@@ -34,6 +34,7 @@
 //! Inputs are compared by reference; only the values of reported changes are cloned
 //! ([`changed_paths`] clones none). Matching a list by identity hashes its keys once.
 
+mod digest;
 mod lists;
 mod noise;
 mod owner;
@@ -52,6 +53,7 @@ mod tests;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use digest::compared_digest;
 pub use noise::{
     LAST_APPLIED_ANNOTATION, REVISION_ANNOTATION, TEMPLATE_GENERATION_ANNOTATION, is_noise,
     strip_noise,

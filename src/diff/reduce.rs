@@ -52,7 +52,7 @@ where
 }
 
 /// A member name, borrowed from the document unless it had escapes.
-struct Key<'a>(Cow<'a, str>);
+pub(super) struct Key<'a>(pub(super) Cow<'a, str>);
 
 impl<'de> serde::Deserialize<'de> for Key<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -146,7 +146,7 @@ impl History<'_> {
                     }
                     let mut jobs = Vec::with_capacity(batch.len());
                     for c in batch {
-                        if let Some(pair) = read_pair(self.reading(), &c, scope, names)? {
+                        if let Some(pair) = read_pair(self.reading(), &c, scope, names, opts)? {
                             jobs.push((c.index, Job::Read(Box::new(pair))));
                         }
                     }
@@ -176,7 +176,7 @@ impl History<'_> {
                                 bounds,
                                 highest: *highest,
                             };
-                            read_pair(reading, &c, scope, names)?
+                            read_pair(reading, &c, scope, names, opts)?
                         }
                     };
                     if let Some(pair) = pair
@@ -329,12 +329,14 @@ struct Worker {
 pub(super) const READ_BESIDE_FROM: usize = 4_096;
 
 /// Both ends of one candidate, undecoded; `None` when the question is not
-/// about it, or they are the same version, or it is absent at both.
+/// about it, or they are the same version, or it is absent at both, or (as
+/// the recorder marked its changes) they differ in nothing `opts` compares.
 fn read_pair<'h>(
     reading: Reading<'_>,
     c: &Candidate<'h>,
     scope: &Scope,
     names: &NameFilter,
+    opts: &DiffOptions,
 ) -> Result<Option<Pair<'h>>, HistoryError> {
     let (stream, t1, t2) = (c.stream, c.t1, c.t2);
     let Some(o) = reading.journal.object(c.object)? else {
@@ -344,9 +346,18 @@ fn read_pair<'h>(
         return Ok(None);
     }
     let before = reading.object_at(stream, o.id, t1)?;
-    let after = reading.object_at(stream, o.id, t2)?;
+    // Most changes on a busy cluster are status only: when every record from
+    // one end to the other is marked so, neither version needs reading
+    // (docs/journal.md, "Status-only changes").
+    let (after, status_only) = match before.version() {
+        Some(b) if !opts.include_status => reading.object_after(stream, o.id, b, t2)?,
+        _ => (reading.object_at(stream, o.id, t2)?, false),
+    };
     let (b, a) = (before.version(), after.version());
-    if b.is_none() && a.is_none() || matches!((b, a), (Some(b), Some(a)) if b.body == a.body) {
+    if status_only
+        || b.is_none() && a.is_none()
+        || matches!((b, a), (Some(b), Some(a)) if b.body == a.body)
+    {
         return Ok(None);
     }
     let found_by_relist = reading.found_by_relist(stream, o.id, t1, t2)?;

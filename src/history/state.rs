@@ -54,13 +54,50 @@ impl Reading<'_> {
         let version = self
             .journal
             .object_version_at(object, at, bound, &stream.lists)?;
-        Ok(match version {
-            None => ObjectState::Absent,
-            // Seen before the latest list and not in it: gone by then.
-            Some(v) if v.seq < baseline.token => ObjectState::Absent,
-            Some(v) if v.deleted() => ObjectState::Absent,
-            Some(v) => ObjectState::Present(v),
-        })
+        Ok(state(baseline.token, version))
+    }
+
+    /// The state of one object of `stream` at `at`, given its version
+    /// `before` at an earlier time; and whether every record from that one to
+    /// this is marked status-only (docs/journal.md, "Status-only changes").
+    pub fn object_after(
+        &self,
+        stream: &StreamHistory,
+        object: i64,
+        before: &VersionRow,
+        at: i64,
+    ) -> Result<(ObjectState, bool), HistoryError> {
+        let Some(baseline) = stream.baseline_at(at) else {
+            return Ok((ObjectState::Unknown, false));
+        };
+        let bound = self.bounds.at(at).min(self.highest);
+        let (version, status_only) =
+            match self
+                .journal
+                .object_version_since(object, at, bound, &stream.lists, before.seq)?
+            {
+                Some((v, status_only)) => (Some(v), status_only),
+                None => (
+                    self.journal
+                        .object_version_at(object, at, bound, &stream.lists)?,
+                    false,
+                ),
+            };
+        let state = state(baseline.token, version);
+        let status_only = status_only && state.version().is_some();
+        Ok((state, status_only))
+    }
+}
+
+/// An object's state from its last version by then, under the latest list
+/// (whose token is `token`).
+fn state(token: i64, version: Option<VersionRow>) -> ObjectState {
+    match version {
+        None => ObjectState::Absent,
+        // Seen before the latest list and not in it: gone by then.
+        Some(v) if v.seq < token => ObjectState::Absent,
+        Some(v) if v.deleted() => ObjectState::Absent,
+        Some(v) => ObjectState::Present(v),
     }
 }
 

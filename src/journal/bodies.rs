@@ -155,6 +155,9 @@ struct ObjState {
     unpacked: Vec<(i64, usize)>,
     /// Deltas against `keyframe` stored in this run, packable or not.
     deltas: usize,
+    /// The digest of what a default diff compares in the last version, when
+    /// this run stored it (docs/journal.md, "Status-only changes").
+    diff_digest: Option<u64>,
 }
 
 fn hash(raw: &[u8]) -> u64 {
@@ -177,6 +180,9 @@ pub struct BodyStore {
 pub struct Stored {
     pub body: i64,
     pub previous: Option<i64>,
+    /// Whether a default diff finds nothing changed since the object's
+    /// previous version: both digests known and equal.
+    pub same_for_diff: bool,
 }
 
 impl BodyStore {
@@ -222,10 +228,20 @@ impl BodyStore {
         self.objects.remove(&object);
     }
 
+    /// Forgets the diff digest of an object whose last version was an item
+    /// of a list that failed: readers skip such items, so the next version is
+    /// not compared with it.
+    pub fn forget_diff_digest(&mut self, object: i64) {
+        if let Some(s) = self.objects.get_mut(&object) {
+            s.diff_digest = None;
+        }
+    }
+
     /// Stores `raw` as the next body of `object` in `stream`. An unchanged body
     /// (same resourceVersion, same bytes) is not stored again; a changed one
     /// becomes a delta against the object's keyframe while that is clearly
-    /// smaller, else a new keyframe.
+    /// smaller, else a new keyframe. `diff_digest` is the version's
+    /// [`crate::diff::compared_digest`], when taken.
     pub fn store(
         &mut self,
         tx: &Transaction<'_>,
@@ -233,19 +249,27 @@ impl BodyStore {
         object: i64,
         resource_version: &str,
         raw: &[u8],
+        diff_digest: Option<u64>,
     ) -> Result<Stored, JournalError> {
         self.load(tx, object)?;
         let digest = hash(raw);
         // Taken out and put back: no copy of the state per event.
         let state = self.objects.remove(&object);
         let previous = state.as_ref().map(|s| s.body);
-        if let Some(s) = state {
+        let same_for_diff =
+            diff_digest.is_some() && state.as_ref().is_some_and(|s| s.diff_digest == diff_digest);
+        if let Some(mut s) = state {
             // A new resourceVersion always means new bytes, so only a relist
             // compares.
             if s.resource_version == resource_version && s.hash == digest {
                 let body = s.body;
+                s.diff_digest = diff_digest;
                 self.objects.insert(object, s);
-                return Ok(Stored { body, previous });
+                return Ok(Stored {
+                    body,
+                    previous,
+                    same_for_diff,
+                });
             }
             let base = self.keyframe_raw(tx, &s.keyframe)?;
             let delta = self
@@ -282,9 +306,14 @@ impl BodyStore {
                         keyframe: s.keyframe,
                         unpacked,
                         deltas: s.deltas + 1,
+                        diff_digest,
                     },
                 );
-                return Ok(Stored { body: id, previous });
+                return Ok(Stored {
+                    body: id,
+                    previous,
+                    same_for_diff,
+                });
             }
         }
         let dict = self.dict_for(tx, stream, raw)?;
@@ -309,9 +338,14 @@ impl BodyStore {
                 },
                 unpacked: Vec::new(),
                 deltas: 0,
+                diff_digest,
             },
         );
-        Ok(Stored { body: id, previous })
+        Ok(Stored {
+            body: id,
+            previous,
+            same_for_diff,
+        })
     }
 
     /// Packs deltas of one keyframe (`ids`, oldest first) into one frame: their
@@ -540,6 +574,9 @@ impl BodyStore {
                 // would mean reading the object's whole history.
                 unpacked: Vec::new(),
                 deltas: 0,
+                // Digests are of this process only: the next version is
+                // compared as usual.
+                diff_digest: None,
             },
         );
         Ok(())

@@ -182,6 +182,12 @@ impl Rebuild {
                 name: need(row.name.clone(), "name")?,
                 uid: row.uid.clone().unwrap_or_default(),
                 resource_version: row.resource_version.clone().unwrap_or_default(),
+                // As the recorder takes it: the copy marks the same status-only
+                // changes (docs/journal.md, "Status-only changes").
+                diff_digest: row
+                    .object
+                    .as_deref()
+                    .and_then(|o| crate::diff::compared_digest(o.as_bytes())),
             })
         };
         let info = |row: &Row| need(row.info.clone(), "info");

@@ -612,6 +612,11 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
             if let Some(s) = cx.streams.get_mut(&stream) {
                 s.open_list = None;
             }
+            // Readers skip the items of a list that failed: what comes next
+            // for these objects is not compared with them.
+            for (_, &object) in cx.objects.iter().filter(|((s, _, _), _)| *s == stream) {
+                cx.bodies.forget_diff_digest(object);
+            }
             Ok(())
         }
         Op::Gap { stream, at, info } => {
@@ -721,9 +726,14 @@ fn apply_event(
         s.totals.duplicates += 1;
         return Ok(());
     }
-    let stored = cx
-        .bodies
-        .store(tx, stream, object, &meta.resource_version, &body)?;
+    let stored = cx.bodies.store(
+        tx,
+        stream,
+        object,
+        &meta.resource_version,
+        &body,
+        meta.diff_digest,
+    )?;
     if cx.feed.as_mut().is_some_and(|f| f.admit()) {
         let before = match (watch_type, stored.previous) {
             (WatchType::Modified, Some(prev)) => Some(cx.bodies.read(tx, prev)?),
@@ -741,10 +751,13 @@ fn apply_event(
     }
     let seq = take_seq(cx.next_seq);
     cx.zone.add(seq, at);
+    // A change a default diff does not see is marked (docs/journal.md,
+    // "Status-only changes"): 1 costs no byte more than NULL.
+    let status_only = (watch_type == WatchType::Modified && stored.same_for_diff).then_some(1);
     tx.prepare_cached(
         "INSERT INTO records(seq, stream_id, kind, observed_at, watch_type, object_id,
-                             body_id, resource_version)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                             body_id, resource_version, aux)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -756,6 +769,7 @@ fn apply_event(
             object,
             stored.body,
             meta.resource_version,
+            status_only,
         ])
     })
     .map_err(err)?;
@@ -814,7 +828,14 @@ fn apply_baseline_item(
     let object = object_id(tx, cx.objects, stream, &meta).map_err(err)?;
     let body_id = cx
         .bodies
-        .store(tx, stream, object, &meta.resource_version, &body)?
+        .store(
+            tx,
+            stream,
+            object,
+            &meta.resource_version,
+            &body,
+            meta.diff_digest,
+        )?
         .body;
     let seq = take_seq(cx.next_seq);
     cx.zone.add(seq, at);
@@ -973,6 +994,7 @@ mod tests {
             name: name.into(),
             uid: format!("uid-{name}"),
             resource_version: rv.into(),
+            diff_digest: None,
         }
     }
 
@@ -1493,5 +1515,122 @@ mod tests {
         assert_eq!(cov.windows[0].to, Some(400));
         assert_eq!(cov.windows[0].to_rv.as_deref(), Some("9"));
         assert_eq!(cov.gaps, 1);
+    }
+
+    /// A ConfigMap version as the recorder reads it: identity and diff digest.
+    fn read(name: &str, rv: &str, data: &str, status: &str) -> (ObjectMeta, Vec<u8>) {
+        let body = format!(
+            r#"{{"metadata":{{"name":"{name}","namespace":"shop","resourceVersion":"{rv}"}},"data":{{"k":"{data}"}},"status":{{"s":"{status}"}}}}"#
+        )
+        .into_bytes();
+        let meta = crate::recorder::wire::object_meta(&body).unwrap();
+        assert!(meta.diff_digest.is_some());
+        (meta, body)
+    }
+
+    /// (name, resourceVersion, aux) of every event, in order.
+    fn marks(path: &std::path::Path) -> Vec<(String, String, Option<i64>)> {
+        let conn = Connection::open(path).unwrap();
+        let mut stmt = conn
+            .prepare(
+                "SELECT o.name, r.resource_version, r.aux FROM records r
+                 JOIN objects o ON o.id = r.object_id WHERE r.kind = 1 ORDER BY r.seq",
+            )
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    #[test]
+    fn a_status_only_change_is_marked_against_the_record_before_it() {
+        let (dir, stream) = configmap_stream();
+        let path = dir.path().join("journal.db");
+        let item = |name: &str, rv: &str, data: &str| {
+            let (meta, body) = read(name, rv, data, "listed");
+            Op::BaselineItem {
+                stream,
+                at: 1,
+                meta,
+                body,
+            }
+        };
+        let change = |at: i64, watch_type: WatchType, name: &str, rv: &str, data: &str| {
+            let (meta, body) = read(name, rv, data, &format!("at {at}"));
+            Op::Event {
+                stream,
+                at,
+                watch_type,
+                meta,
+                body,
+            }
+        };
+        let m = WatchType::Modified;
+        write_all(
+            &path,
+            vec![
+                item("a", "1", "x"),
+                item("b", "2", "x"),
+                Op::BaselineEnd {
+                    stream,
+                    at: 1,
+                    list_rv: "2".into(),
+                    items: 2,
+                },
+                // Status only, against the list item, then against the event.
+                change(2, m, "a", "3", "x"),
+                change(3, m, "a", "4", "x"),
+                // Data changed; then status only against the changed data.
+                change(4, m, "b", "5", "y"),
+                change(5, m, "b", "6", "y"),
+                // Without a digest: compared as usual.
+                Op::Event {
+                    stream,
+                    at: 6,
+                    watch_type: m,
+                    meta: meta("a", "7"),
+                    body: read("a", "7", "x", "none").1,
+                },
+                change(7, m, "a", "8", "x"),
+                // A list that fails: its items are skipped by readers.
+                item("a", "9", "z"),
+                Op::BaselineAbort { stream },
+                change(8, m, "a", "10", "z"),
+                change(9, m, "a", "11", "z"),
+                // Deleted, then created again the same.
+                change(10, WatchType::Deleted, "a", "12", "z"),
+                change(11, WatchType::Added, "a", "13", "z"),
+                change(12, m, "a", "14", "z"),
+            ],
+        );
+        let mark = |name: &str, rv: &str, aux: Option<i64>| (name.to_string(), rv.to_string(), aux);
+        assert_eq!(
+            marks(&path),
+            vec![
+                mark("a", "3", Some(1)),
+                mark("a", "4", Some(1)),
+                mark("b", "5", None),
+                mark("b", "6", Some(1)),
+                mark("a", "7", None),
+                mark("a", "8", None),
+                mark("a", "10", None),
+                mark("a", "11", Some(1)),
+                mark("a", "12", None),
+                mark("a", "13", None),
+                mark("a", "14", Some(1)),
+            ]
+        );
+        // A new run remembers no digest: its first change of each object is
+        // compared as usual.
+        write_all(
+            &path,
+            vec![change(13, m, "a", "15", "z"), change(14, m, "a", "16", "z")],
+        );
+        let all = marks(&path);
+        assert_eq!(
+            all[all.len() - 2..],
+            [mark("a", "15", None), mark("a", "16", Some(1))]
+        );
     }
 }

@@ -104,7 +104,9 @@ struct MetaFields {
 /// Reads the identity fields of an object without decoding the rest: the scan
 /// stops right after `metadata` (which servers put near the front), so a large
 /// object is not parsed a second time. `raw` must already be valid JSON (it
-/// comes out of a `RawValue`), which is why stopping early is safe.
+/// comes out of a `RawValue`), which is why stopping early is safe. Also takes
+/// the digest of what a default diff compares, which the writer uses to mark
+/// status-only changes (docs/journal.md, "Status-only changes").
 pub fn object_meta(raw: &[u8]) -> Result<ObjectMeta, Malformed> {
     let mut found = None;
     let mut de = serde_json::Deserializer::from_slice(raw);
@@ -123,6 +125,7 @@ pub fn object_meta(raw: &[u8]) -> Result<ObjectMeta, Malformed> {
         name,
         uid: f.uid.unwrap_or_default(),
         resource_version: f.resource_version.unwrap_or_default(),
+        diff_digest: crate::diff::compared_digest(raw),
     })
 }
 

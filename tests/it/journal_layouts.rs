@@ -172,6 +172,7 @@ fn history_ops(
         name: name.into(),
         uid: format!("00000000-0000-4000-8000-{uid:012}"),
         resource_version: rv.to_string(),
+        diff_digest: None,
     };
     let name = |i: usize| format!("svc-{i}");
     let mut ops = Vec::new();
@@ -510,44 +511,121 @@ fn a_packed_history_imported_across_a_kill_answers_the_same() {
 
 /// A diff of many objects has each comparing thread read on a connection of its
 /// own; read on the history's one connection, every answer is the same: changed,
-/// added and deleted objects, with and without status, whole objects too.
+/// added and deleted objects, with and without status, whole objects too. And a
+/// journal whose recorder marked status-only changes (so `diff` leaves them out
+/// unread) answers as one where nothing is marked.
 #[test]
 fn a_diff_read_on_several_connections_answers_as_on_one() {
     use krply::diff::DiffOptions;
     use krply::history::History;
-    use krply::history::diff::NameFilter;
+    use krply::history::diff::{Change, NameFilter};
+    use krply::journal::Journal;
+    use krply::time::{Millis, TimeWindow};
+
+    let listed = 600;
+    let (marked, unmarked) = (Sandbox::new(), Sandbox::new());
+    let status_only = write_many_changes(&marked.store, listed, true);
+    assert_eq!(write_many_changes(&unmarked.store, listed, false), 0);
+    // First changes: i % 3 == 0 only in status. Second: those again in status
+    // only, i % 3 == 2 the same again; i % 3 == 1 back to how they were listed.
+    let alive = (0..listed).filter(|i| i % 10 != 9);
+    assert_eq!(
+        status_only,
+        alive.clone().filter(|i| i % 3 == 0).count() * 2
+            + alive.clone().filter(|i| i % 3 == 2).count()
+    );
+    let scope = krply::history::Scope {
+        namespace: Some("shop".into()),
+        types: None,
+    };
+    let window = TimeWindow::new(Millis::from_ms(T0 + 500), Millis::from_ms(T0 + 4_000)).unwrap();
+    for (include_status, keep_objects) in [(false, false), (true, false), (false, true)] {
+        let opts = DiffOptions { include_status };
+        let answer = |store: &std::path::Path, one: bool| {
+            let journal = Journal::open(store).unwrap();
+            let mut history = History::load(&journal, BUILT_CLUSTER, T0 + 10_000).unwrap();
+            // Several: the first 256 on the history's connection, the rest on
+            // connections beside it.
+            history.read_beside_from(if one { usize::MAX } else { 256 });
+            let names = NameFilter::default();
+            history
+                .diff(&scope, &names, &window, &opts, keep_objects)
+                .unwrap()
+                .objects
+        };
+        let one = answer(&unmarked.store, true);
+        let changes = |kind: Change| one.iter().filter(|d| d.change == kind).count();
+        assert_eq!(changes(Change::Added), 40);
+        assert_eq!(changes(Change::Deleted), listed / 10);
+        let status_changed = if include_status { [0, 2] } else { [2, 2] };
+        assert_eq!(
+            changes(Change::Modified),
+            alive
+                .clone()
+                .filter(|i| status_changed.contains(&(i % 3)))
+                .count(),
+            "status {include_status}"
+        );
+        for (store, several, what) in [
+            (&unmarked.store, false, "several connections"),
+            (&marked.store, true, "marked, one connection"),
+            (&marked.store, false, "marked, several connections"),
+        ] {
+            assert!(
+                answer(store, !several) == one,
+                "{what}: status {include_status}, objects {keep_objects}"
+            );
+        }
+    }
+}
+
+/// Writes 600 listed Deployments and two rounds of changes, every tenth
+/// deleted and 40 added, with the recorder's diff digests or without; returns
+/// how many events the writer marked as status-only.
+fn write_many_changes(store: &std::path::Path, listed: usize, digests: bool) -> usize {
     use krply::journal::Journal;
     use krply::journal::records::CheckpointReason;
     use krply::journal::writer::{Op, Writer, WriterOptions};
     use krply::model::{ObjectMeta, WatchType};
-    use krply::time::{Millis, TimeWindow};
-    let sb = Sandbox::new();
-    std::fs::create_dir_all(sb.store.parent().unwrap()).unwrap();
-    let journal = Journal::open_or_create(&sb.store).unwrap();
+
+    std::fs::create_dir_all(store.parent().unwrap()).unwrap();
+    let journal = Journal::open_or_create(store).unwrap();
     journal
         .register_cluster(BUILT_CLUSTER, "https://127.0.0.1:6443", None)
         .unwrap();
     let stream = journal
         .register_stream(BUILT_CLUSTER, &crate::common::deployment_stream("shop"))
         .unwrap();
-    let meta = |i: usize, rv: usize| ObjectMeta {
-        namespace: "shop".into(),
-        name: format!("svc-{i}"),
-        uid: format!("00000000-0000-4000-8000-{i:012}"),
-        resource_version: rv.to_string(),
+    // A version at `step`; with `status`, its status says so too.
+    let version = |i: usize, rv: usize, (step, status): (usize, usize)| {
+        let mut body = deployment(&format!("svc-{i}"), i, rv, step);
+        if status > 0 {
+            let mut v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            v["status"]["observedGeneration"] = status.into();
+            body = serde_json::to_vec(&v).unwrap();
+        }
+        let meta = ObjectMeta {
+            namespace: "shop".into(),
+            name: format!("svc-{i}"),
+            uid: format!("00000000-0000-4000-8000-{i:012}"),
+            resource_version: rv.to_string(),
+            diff_digest: digests
+                .then(|| krply::diff::compared_digest(&body))
+                .flatten(),
+        };
+        (meta, body)
     };
-    let body = |i: usize, rv: usize, step: usize| deployment(&format!("svc-{i}"), i, rv, step);
-    // 600 listed; then each of them changes: its resourceVersion only (i % 3
-    // == 0, no change), a new image (1), replicas (2), each with its status;
-    // every tenth is deleted and 40 more are added.
-    let listed = 600;
+    // 600 listed; then each of them changes: its status only (i % 3 == 0), a
+    // new image (1), replicas (2), each with its status; every tenth is
+    // deleted and 40 more are added.
     let mut ops = Vec::new();
     for i in 0..listed {
+        let (meta, body) = version(i, 10 + i, (0, 0));
         ops.push(Op::BaselineItem {
             stream,
             at: T0,
-            meta: meta(i, 10 + i),
-            body: body(i, 10 + i, 0),
+            meta,
+            body,
         });
     }
     ops.push(Op::BaselineEnd {
@@ -561,16 +639,29 @@ fn a_diff_read_on_several_connections_answers_as_on_one() {
         rv += 1;
         let at = T0 + 1_000 + i as i64;
         let (watch_type, step) = match i {
-            i if i >= listed => (WatchType::Added, 0),
-            i if i % 10 == 9 => (WatchType::Deleted, 0),
-            i => (WatchType::Modified, [0, 3, 1][i % 3]),
+            i if i >= listed => (WatchType::Added, (0, 0)),
+            i if i % 10 == 9 => (WatchType::Deleted, (0, 0)),
+            i => (WatchType::Modified, [(0, 1), (3, 0), (1, 0)][i % 3]),
         };
+        let (meta, body) = version(i, rv, step);
         ops.push(Op::Event {
             stream,
             at,
             watch_type,
-            meta: meta(i, rv),
-            body: body(i, rv, step),
+            meta,
+            body,
+        });
+    }
+    // Again: status only, back to the listed spec, the same spec again.
+    for i in (0..listed).filter(|i| i % 10 != 9) {
+        rv += 1;
+        let (meta, body) = version(i, rv, [(0, 2), (0, 0), (1, 0)][i % 3]);
+        ops.push(Op::Event {
+            stream,
+            at: T0 + 2_000 + i as i64,
+            watch_type: WatchType::Modified,
+            meta,
+            body,
         });
     }
     ops.push(Op::Checkpoint {
@@ -591,42 +682,11 @@ fn a_diff_read_on_several_connections_answers_as_on_one() {
     }
     drop(tx);
     writer.finish().unwrap();
-
-    let journal = Journal::open(&sb.store).unwrap();
-    let scope = krply::history::Scope {
-        namespace: Some("shop".into()),
-        types: None,
-    };
-    let window = TimeWindow::new(Millis::from_ms(T0 + 500), Millis::from_ms(T0 + 4_000)).unwrap();
-    for (include_status, keep_objects) in [(false, false), (true, false), (false, true)] {
-        let opts = DiffOptions { include_status };
-        let answer = |one: bool| {
-            let mut history = History::load(&journal, BUILT_CLUSTER, T0 + 10_000).unwrap();
-            // Several: the first 256 on the history's connection, the rest on
-            // connections beside it.
-            history.read_beside_from(if one { usize::MAX } else { 256 });
-            let names = NameFilter::default();
-            history
-                .diff(&scope, &names, &window, &opts, keep_objects)
-                .unwrap()
-                .objects
-        };
-        let (several, one) = (answer(false), answer(true));
-        let changes = |kind: krply::history::diff::Change| {
-            several.iter().filter(|d| d.change == kind).count()
-        };
-        use krply::history::diff::Change;
-        assert_eq!(changes(Change::Added), 40);
-        assert_eq!(changes(Change::Deleted), listed / 10);
-        let modified = (0..listed).filter(|i| i % 10 != 9 && i % 3 != 0).count();
-        assert_eq!(
-            changes(Change::Modified),
-            modified,
-            "status {include_status}"
-        );
-        assert!(
-            several == one,
-            "status {include_status}, objects {keep_objects}"
-        );
-    }
+    let conn = rusqlite::Connection::open(store).unwrap();
+    conn.query_row(
+        "SELECT count(*) FROM records WHERE kind = 1 AND aux = 1",
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .unwrap() as usize
 }

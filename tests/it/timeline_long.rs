@@ -34,6 +34,7 @@ fn meta(d: &Value) -> ObjectMeta {
         name: d["metadata"]["name"].as_str().unwrap().into(),
         uid: d["metadata"]["uid"].as_str().unwrap().into(),
         resource_version: d["metadata"]["resourceVersion"].as_str().unwrap().into(),
+        diff_digest: krply::diff::compared_digest(&serde_json::to_vec(d).unwrap()),
     }
 }
 
