@@ -12,7 +12,7 @@ use crate::diff::{
     DiffOptions, FieldChange, FieldPath, diff_objects, field_manager, parse_managed_for,
     reduce_pair_managed, render_pair,
 };
-use crate::journal::versions::{Decoder, ObjectRow, StoredBody};
+use crate::journal::versions::{Decoder, ObjectRow, StoredBody, WindowRecord};
 use crate::journal::{Journal, StreamId};
 use crate::time::TimeWindow;
 use serde_json::Value;
@@ -126,7 +126,7 @@ impl History<'_> {
             |send| {
                 // This thread finds the candidates as it scans the window, and
                 // the comparing threads start on the first ones meanwhile.
-                self.candidates(&streams, &ids, since, until, &mut |batch| {
+                self.candidates(&streams, &ids, since, until, opts, &mut |batch| {
                     counted += batch.len();
                     if !tried && counted >= self.beside_from {
                         tried = true;
@@ -206,13 +206,16 @@ impl History<'_> {
     /// Finds the objects that may differ, each with the stretch of the window
     /// its stream answers for (whether the question is about them is up to
     /// [`read_pair`]), and hands them to `found` in batches until it returns
-    /// false.
+    /// false. For a default diff, an object whose every change in its stretch
+    /// the recorder marked status-only is not handed over at all, when the
+    /// records say so without looking up its versions ([`Quiet`]).
     fn candidates<'h>(
         &'h self,
         streams: &[&'h StreamHistory],
         ids: &HashSet<StreamId>,
         since: i64,
         until: i64,
+        opts: &DiffOptions,
         found: &mut dyn FnMut(Vec<Candidate<'h>>) -> Result<bool, HistoryError>,
     ) -> Result<(), HistoryError> {
         // Each stream answers for the part of the window it covers: changes
@@ -237,22 +240,44 @@ impl History<'_> {
                 );
             }
         }
+        let mut quiet = Quiet::new(self, &spans, (since, until), opts)?;
         let mut seen: HashMap<StreamId, HashSet<i64>> = HashMap::new();
         let mut batch = Vec::with_capacity(BATCH);
         let mut going = true;
-        self.journal
-            .visit_touched(ids, since, until, |stream, object| {
-                let Some(span) = spans.get(&stream) else {
-                    return Ok(true);
-                };
-                if seen.entry(stream).or_default().insert(object) {
-                    batch.push(Candidate { object, ..*span });
-                    if batch.len() >= BATCH {
-                        going = found(std::mem::take(&mut batch))?;
+        let mut send = |batch: &mut Vec<Candidate<'h>>, c: Candidate<'h>| {
+            batch.push(c);
+            if batch.len() >= BATCH {
+                going = found(std::mem::take(batch))?;
+            }
+            Ok::<_, HistoryError>(going)
+        };
+        self.journal.visit_window(ids, since, until, |r| {
+            let Some(span) = spans.get(&r.stream) else {
+                return Ok(true);
+            };
+            if let Some(now) = quiet.take(&r, span) {
+                for c in now {
+                    if !send(&mut batch, c)? {
+                        return Ok(false);
                     }
                 }
-                Ok::<_, HistoryError>(going)
-            })?;
+                return Ok(true);
+            }
+            let asked = r.observed_at > since && r.observed_at <= until;
+            if asked && seen.entry(r.stream).or_default().insert(r.object) {
+                let c = Candidate {
+                    object: r.object,
+                    ..*span
+                };
+                return send(&mut batch, c);
+            }
+            Ok::<_, HistoryError>(true)
+        })?;
+        for c in quiet.finish() {
+            if !send(&mut batch, c)? {
+                break;
+            }
+        }
         // A relist in the window can drop objects without a record of theirs
         // in it (deleted during a gap): everything present at t1 may differ.
         for span in spans.values().filter(|_| going) {
@@ -418,6 +443,191 @@ impl Reading<'_> {
             });
         }
         Ok(found)
+    }
+}
+
+/// The objects of a default diff whose every change in their stream's
+/// stretch `(t1, t2]` the recorder marked status-only, found from the window's
+/// records alone (docs/journal.md, "Status-only changes"): an object whose
+/// records in the zones that meet the window come, in `seq` order, as
+/// records up to t1, then marked MODIFIED events in the stretch, then records
+/// after t2. The last of those events is its version at t2, the record before
+/// the first is its version at t1, and every mark links one to the next, so
+/// the two differ only in what a default diff leaves out.
+///
+/// That holds when the zones are [`orderly`](crate::journal::zones::orderly)
+/// for the window (no record outside the zones read falls among them), the
+/// records come in `seq` order, and the stream has no list in its stretch (a
+/// relist may have found the object gone). The writer keeps the rest true: it
+/// marks an event only after a record of the same run with a digest, which is
+/// never a DELETED event, an item of a list that failed, or a record from
+/// before a list the object was missing from. Any other object is handed to
+/// the comparing threads, as soon as that is known.
+struct Quiet<'s, 'h> {
+    since: i64,
+    until: i64,
+    /// Streams whose objects may wait, with the token of their list at t1.
+    streams: HashMap<StreamId, i64>,
+    objects: HashMap<i64, Track>,
+    spans: &'s HashMap<StreamId, Candidate<'h>>,
+    last_seq: i64,
+    /// Records came out of `seq` order: every object is a candidate as soon
+    /// as it has a record in the window, as in other streams.
+    unordered: bool,
+}
+
+/// What [`Quiet`] knows of one object so far.
+enum Track {
+    /// Only records outside the stretch: `asked` once one was in the window
+    /// the question asks about, `late` once one came after t2.
+    Outside {
+        stream: StreamId,
+        asked: bool,
+        late: bool,
+    },
+    /// Then only marked events in the stretch, from the one at `first`; `late`
+    /// once a record after t2 came.
+    Waiting {
+        stream: StreamId,
+        first: i64,
+        late: bool,
+    },
+    /// Handed to the comparing threads.
+    Sent,
+}
+
+impl<'s, 'h> Quiet<'s, 'h> {
+    fn new(
+        history: &History<'_>,
+        spans: &'s HashMap<StreamId, Candidate<'h>>,
+        (since, until): (i64, i64),
+        opts: &DiffOptions,
+    ) -> Result<Quiet<'s, 'h>, HistoryError> {
+        let mut streams = HashMap::new();
+        if !opts.include_status
+            && crate::journal::zones::orderly(&history.journal.zone_list()?, since, until)
+        {
+            for (id, span) in spans {
+                let (t1, t2) = (span.t1, span.t2);
+                let baselines = &span.stream.baselines;
+                if !baselines
+                    .iter()
+                    .any(|b| b.observed_at > t1 && b.observed_at <= t2)
+                    && let Some(b) = span.stream.baseline_at(t1)
+                {
+                    streams.insert(*id, b.token);
+                }
+            }
+        }
+        Ok(Quiet {
+            since,
+            until,
+            streams,
+            objects: HashMap::new(),
+            spans,
+            last_seq: i64::MIN,
+            unordered: false,
+        })
+    }
+
+    /// Takes a record of a stream whose objects may wait, and returns the
+    /// objects that are now to be compared; `None` for a record of another
+    /// stream.
+    fn take(&mut self, r: &WindowRecord, span: &Candidate<'h>) -> Option<Vec<Candidate<'h>>> {
+        if !self.streams.contains_key(&r.stream) {
+            return None;
+        }
+        let mut out = Vec::new();
+        if r.seq <= self.last_seq && !self.unordered {
+            self.unordered = true;
+            for (&object, track) in &mut self.objects {
+                if let Track::Outside {
+                    stream,
+                    asked: true,
+                    ..
+                }
+                | Track::Waiting { stream, .. } = *track
+                    && let Some(span) = self.spans.get(&stream)
+                {
+                    out.push(Candidate { object, ..*span });
+                    *track = Track::Sent;
+                }
+            }
+        }
+        self.last_seq = self.last_seq.max(r.seq);
+        let (t1, t2, at) = (span.t1, span.t2, r.observed_at);
+        let asked = at > self.since && at <= self.until;
+        let c = Candidate {
+            object: r.object,
+            ..*span
+        };
+        let track = self.objects.entry(r.object).or_insert(Track::Outside {
+            stream: r.stream,
+            asked: false,
+            late: false,
+        });
+        let compare = match track {
+            Track::Sent => false,
+            _ if self.unordered => asked,
+            Track::Outside { asked: a, late, .. } => {
+                if at > t1 && at <= t2 {
+                    if r.status_only && !*late {
+                        *track = Track::Waiting {
+                            stream: r.stream,
+                            first: r.seq,
+                            late: false,
+                        };
+                        false
+                    } else {
+                        true
+                    }
+                } else {
+                    *a |= asked;
+                    *late |= at > t2;
+                    false
+                }
+            }
+            Track::Waiting { late, .. } => {
+                if at > t2 {
+                    *late = true;
+                    false
+                } else {
+                    // One at t1 or before once the stretch began, one in it
+                    // after one from after it, or a change a diff may see.
+                    at <= t1 || *late || !r.status_only
+                }
+            }
+        };
+        if compare {
+            *track = Track::Sent;
+            out.push(c);
+        }
+        Some(out)
+    }
+
+    /// The objects still to compare once every record was taken: those asked
+    /// about that never came into their stretch, and the waiting ones whose
+    /// version at t1 may be older than the stream's list then.
+    fn finish(self) -> Vec<Candidate<'h>> {
+        let (streams, spans) = (self.streams, self.spans);
+        let compare = |track: &Track| match *track {
+            Track::Outside { asked, .. } => asked,
+            Track::Waiting { stream, first, .. } => {
+                streams.get(&stream).is_none_or(|&token| token >= first)
+            }
+            Track::Sent => false,
+        };
+        self.objects
+            .into_iter()
+            .filter(|(_, track)| compare(track))
+            .filter_map(|(object, track)| match track {
+                Track::Outside { stream, .. } | Track::Waiting { stream, .. } => Some(Candidate {
+                    object,
+                    ..*spans.get(&stream)?
+                }),
+                Track::Sent => None,
+            })
+            .collect()
     }
 }
 

@@ -64,6 +64,18 @@ pub struct ObjectRow {
 const VERSION_COLUMNS: &str =
     "seq, stream_id, object_id, kind, observed_at, watch_type, resource_version, body_id, aux";
 
+/// One object record of [`Journal::visit_window`].
+#[derive(Debug, Clone, Copy)]
+pub struct WindowRecord {
+    pub seq: i64,
+    pub stream: StreamId,
+    pub object: i64,
+    pub observed_at: i64,
+    /// A MODIFIED event the writer marked as changing nothing a default diff
+    /// compares (docs/journal.md, "Status-only changes").
+    pub status_only: bool,
+}
+
 /// The most marked versions [`Journal::object_version_since`] steps over
 /// before it answers "not known", and the versions are compared instead. A
 /// row costs about 1.3 µs to step over, a comparison about 40 µs; but an
@@ -319,6 +331,56 @@ impl Journal {
             }
         }
         Ok(())
+    }
+
+    /// Calls `visit` for each object record of `streams` in the zones whose
+    /// times meet `(after, until]`, observed in the window or not, in zone
+    /// order (which is `seq` order when the zones are
+    /// [`super::zones::orderly`]), until it returns false.
+    pub fn visit_window<E: From<JournalError>>(
+        &self,
+        streams: &HashSet<StreamId>,
+        after: i64,
+        until: i64,
+        mut visit: impl FnMut(WindowRecord) -> Result<bool, E>,
+    ) -> Result<(), E> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(&format!(
+                // CROSS JOIN keeps the zones outside, so records come zone by
+                // zone, each zone's in seq order (docs/journal.md, "Zones").
+                "SELECT r.seq, r.stream_id, r.object_id, r.observed_at,
+                        r.kind = {} AND r.watch_type IS {} AND r.aux IS 1
+                 FROM zones z CROSS JOIN records r
+                   ON r.seq BETWEEN z.first_seq AND z.last_seq
+                 WHERE z.max_at > ?1 AND z.min_at <= ?2 AND r.object_id IS NOT NULL
+                 ORDER BY z.first_seq, r.seq",
+                kind::EVENT,
+                WatchType::Modified.code()
+            ))
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query(params![after, until]).map_err(|e| self.err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let record = (|| {
+                Ok::<_, rusqlite::Error>(WindowRecord {
+                    seq: row.get(0)?,
+                    stream: row.get(1)?,
+                    object: row.get(2)?,
+                    observed_at: row.get(3)?,
+                    status_only: row.get(4)?,
+                })
+            })()
+            .map_err(|e| self.err(e))?;
+            if streams.contains(&record.stream) && !visit(record)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every zone as `(first_seq, last_seq, min_at, max_at)`.
+    pub fn zone_list(&self) -> Result<Vec<(i64, i64, i64, i64)>, JournalError> {
+        super::zones::all(self.conn()).map_err(|e| self.err(e))
     }
 
     /// Per object of `streams` with live events observed in `(after, until]`:

@@ -16,7 +16,7 @@ use super::zones::{self, Zone};
 use super::{Journal, JournalError, StreamId};
 use crate::model::{ObjectMeta, WatchType};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -288,6 +288,8 @@ struct StreamState {
     events: u64,
     /// The list token of the baseline being written.
     open_list: Option<i64>,
+    /// The objects of that list so far.
+    listed: HashSet<i64>,
     last_rv: String,
     /// Events of this stream in the current transaction.
     dirty: bool,
@@ -590,6 +592,15 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
                 .get_mut(&stream)
                 .expect("stream state loaded above");
             let token = s.open_list.take().unwrap_or(seq);
+            // An object the list did not have is gone: what comes next for it
+            // is not compared with what came before (docs/journal.md,
+            // "Status-only changes").
+            let listed = std::mem::take(&mut s.listed);
+            for (_, &object) in cx.objects.iter().filter(|((s, _, _), _)| *s == stream) {
+                if !listed.contains(&object) {
+                    cx.bodies.forget_diff_digest(object);
+                }
+            }
             let info = serde_json::to_string(&BaselineInfo { items }).unwrap_or_default();
             tx.prepare_cached(
                 "INSERT INTO records(seq, stream_id, kind, observed_at, resource_version, aux, info)
@@ -611,6 +622,7 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
         Op::BaselineAbort { stream } => {
             if let Some(s) = cx.streams.get_mut(&stream) {
                 s.open_list = None;
+                s.listed.clear();
             }
             // Readers skip the items of a list that failed: what comes next
             // for these objects is not compared with them.
@@ -726,14 +738,13 @@ fn apply_event(
         s.totals.duplicates += 1;
         return Ok(());
     }
-    let stored = cx.bodies.store(
-        tx,
-        stream,
-        object,
-        &meta.resource_version,
-        &body,
-        meta.diff_digest,
-    )?;
+    // Nothing after a deletion is compared with it.
+    let digest = meta
+        .diff_digest
+        .filter(|_| watch_type != WatchType::Deleted);
+    let stored = cx
+        .bodies
+        .store(tx, stream, object, &meta.resource_version, &body, digest)?;
     if cx.feed.as_mut().is_some_and(|f| f.admit()) {
         let before = match (watch_type, stored.previous) {
             (WatchType::Modified, Some(prev)) => Some(cx.bodies.read(tx, prev)?),
@@ -844,6 +855,7 @@ fn apply_baseline_item(
         .get_mut(&stream)
         .expect("stream state loaded above");
     let token = *s.open_list.get_or_insert(seq);
+    s.listed.insert(object);
     tx.prepare_cached(
         "INSERT INTO records(seq, stream_id, kind, observed_at, object_id, body_id,
                              resource_version, aux)
@@ -929,6 +941,7 @@ fn stream_state<'a>(
         slot.insert(StreamState {
             events,
             open_list: None,
+            listed: HashSet::new(),
             last_rv: last_rv.clone(),
             dirty: false,
             dirty_at: 0,
@@ -1631,6 +1644,68 @@ mod tests {
         assert_eq!(
             all[all.len() - 2..],
             [mark("a", "15", None), mark("a", "16", Some(1))]
+        );
+    }
+
+    #[test]
+    fn a_list_without_an_object_and_its_deletion_end_its_marks() {
+        let (dir, stream) = configmap_stream();
+        let path = dir.path().join("journal.db");
+        let item = |name: &str, rv: &str| {
+            let (meta, body) = read(name, rv, "x", "listed");
+            Op::BaselineItem {
+                stream,
+                at: 1,
+                meta,
+                body,
+            }
+        };
+        let end = |items| Op::BaselineEnd {
+            stream,
+            at: 1,
+            list_rv: "0".into(),
+            items,
+        };
+        let change = |watch_type: WatchType, name: &str, rv: &str| {
+            let (meta, body) = read(name, rv, "x", rv);
+            Op::Event {
+                stream,
+                at: 2,
+                watch_type,
+                meta,
+                body,
+            }
+        };
+        let m = WatchType::Modified;
+        write_all(
+            &path,
+            vec![
+                item("a", "1"),
+                item("b", "2"),
+                end(2),
+                change(m, "a", "3"),
+                // A relist that no longer has `a`: it was gone by then.
+                item("b", "4"),
+                end(1),
+                change(m, "a", "5"),
+                change(m, "a", "6"),
+                change(m, "b", "7"),
+                // Nothing after a deletion is compared with it.
+                change(WatchType::Deleted, "b", "8"),
+                change(m, "b", "9"),
+            ],
+        );
+        let mark = |name: &str, rv: &str, aux: Option<i64>| (name.to_string(), rv.to_string(), aux);
+        assert_eq!(
+            marks(&path),
+            vec![
+                mark("a", "3", Some(1)),
+                mark("a", "5", None),
+                mark("a", "6", Some(1)),
+                mark("b", "7", Some(1)),
+                mark("b", "8", None),
+                mark("b", "9", None),
+            ]
         );
     }
 }

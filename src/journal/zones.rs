@@ -170,9 +170,70 @@ pub fn bounds(conn: &Connection) -> rusqlite::Result<SeqBounds> {
     Ok(SeqBounds::new(zones))
 }
 
+/// Whether the zones put every object record outside `(since, until]` on the
+/// right side of it: the zones that meet the window do not overlap, the ones
+/// before them (in `seq`) end by `since`, and the ones after begin after
+/// `until`. Then an object's records in the zones that meet the window, read
+/// in `seq` order, hold its version at `since` (or the record before them
+/// does) and its version at `until`: what lets `diff` leave status-only
+/// changes out without looking up versions (docs/journal.md, "Status-only
+/// changes"). `zones` are `(first_seq, last_seq, min_at, max_at)`, in any order.
+pub fn orderly(zones: &[(i64, i64, i64, i64)], since: i64, until: i64) -> bool {
+    let meets = |z: &&(i64, i64, i64, i64)| z.3 > since && z.2 <= until;
+    let mut inside: Vec<(i64, i64)> = zones.iter().filter(meets).map(|z| (z.0, z.1)).collect();
+    inside.sort_unstable();
+    let (Some(lo), Some(hi)) = (inside.first().map(|z| z.0), inside.last().map(|z| z.1)) else {
+        return true;
+    };
+    inside.windows(2).all(|w| w[0].1 < w[1].0)
+        && zones
+            .iter()
+            .filter(|z| !meets(z))
+            .all(|&(first, last, min_at, max_at)| {
+                last < lo && max_at <= since || first > hi && min_at > until
+            })
+}
+
+/// Every zone as `(first_seq, last_seq, min_at, max_at)`, for [`orderly`].
+pub fn all(conn: &Connection) -> rusqlite::Result<Vec<(i64, i64, i64, i64)>> {
+    conn.prepare_cached("SELECT first_seq, last_seq, min_at, max_at FROM zones")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zones_are_orderly_when_nothing_outside_the_window_is_among_it() {
+        // (first_seq, last_seq, min_at, max_at)
+        let zones = [
+            (1, 10, 0, 50),
+            (11, 20, 60, 90),
+            (21, 30, 95, 120),
+            (31, 40, 130, 150),
+        ];
+        assert!(orderly(&zones, 55, 120));
+        assert!(orderly(&zones, 0, 1_000));
+        assert!(orderly(&zones, 1_000, 2_000), "no zone meets it");
+        // The first zone meets the window at its end, the third begins after it.
+        assert!(orderly(&zones, 40, 92));
+        let stepped = [(1, 10, 0, 50), (11, 20, 60, 90), (21, 30, 10, 20)];
+        assert!(
+            !orderly(&stepped, 55, 100),
+            "older records after the window"
+        );
+        let imported = [(1, 10, 60, 90), (11, 20, 200, 210), (21, 30, 0, 20)];
+        assert!(!orderly(&imported, 100, 300), "an import of older history");
+        let overlapping = [(1, 20, 60, 90), (11, 30, 70, 95)];
+        assert!(!orderly(&overlapping, 55, 100));
+        let between = [(1, 10, 60, 70), (11, 20, 0, 10), (21, 30, 80, 90)];
+        assert!(
+            !orderly(&between, 55, 100),
+            "old records between window zones"
+        );
+    }
 
     fn zone(first: i64, last: i64, records: i64, min_at: i64, max_at: i64) -> Zone {
         Zone {

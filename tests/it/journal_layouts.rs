@@ -583,38 +583,12 @@ fn a_diff_read_on_several_connections_answers_as_on_one() {
 /// deleted and 40 added, with the recorder's diff digests or without; returns
 /// how many events the writer marked as status-only.
 fn write_many_changes(store: &std::path::Path, listed: usize, digests: bool) -> usize {
-    use krply::journal::Journal;
     use krply::journal::records::CheckpointReason;
-    use krply::journal::writer::{Op, Writer, WriterOptions};
-    use krply::model::{ObjectMeta, WatchType};
+    use krply::journal::writer::Op;
+    use krply::model::WatchType;
 
-    std::fs::create_dir_all(store.parent().unwrap()).unwrap();
-    let journal = Journal::open_or_create(store).unwrap();
-    journal
-        .register_cluster(BUILT_CLUSTER, "https://127.0.0.1:6443", None)
-        .unwrap();
-    let stream = journal
-        .register_stream(BUILT_CLUSTER, &crate::common::deployment_stream("shop"))
-        .unwrap();
-    // A version at `step`; with `status`, its status says so too.
-    let version = |i: usize, rv: usize, (step, status): (usize, usize)| {
-        let mut body = deployment(&format!("svc-{i}"), i, rv, step);
-        if status > 0 {
-            let mut v: serde_json::Value = serde_json::from_slice(&body).unwrap();
-            v["status"]["observedGeneration"] = status.into();
-            body = serde_json::to_vec(&v).unwrap();
-        }
-        let meta = ObjectMeta {
-            namespace: "shop".into(),
-            name: format!("svc-{i}"),
-            uid: format!("00000000-0000-4000-8000-{i:012}"),
-            resource_version: rv.to_string(),
-            diff_digest: digests
-                .then(|| krply::diff::compared_digest(&body))
-                .flatten(),
-        };
-        (meta, body)
-    };
+    let stream = shop_stream(store);
+    let version = |i, rv, step| shop_version(i, rv, step, digests);
     // 600 listed; then each of them changes: its status only (i % 3 == 0), a
     // new image (1), replicas (2), each with its status; every tenth is
     // deleted and 40 more are added.
@@ -670,12 +644,59 @@ fn write_many_changes(store: &std::path::Path, listed: usize, digests: bool) -> 
         rv: rv.to_string(),
         reason: CheckpointReason::Stop,
     });
+    write_ops(store, ops)
+}
+
+/// A new journal at `store` with the built cluster and its `shop` Deployments.
+fn shop_stream(store: &std::path::Path) -> krply::journal::StreamId {
+    use krply::journal::Journal;
+    std::fs::create_dir_all(store.parent().unwrap()).unwrap();
+    let journal = Journal::open_or_create(store).unwrap();
+    journal
+        .register_cluster(BUILT_CLUSTER, "https://127.0.0.1:6443", None)
+        .unwrap();
+    journal
+        .register_stream(BUILT_CLUSTER, &crate::common::deployment_stream("shop"))
+        .unwrap()
+}
+
+/// Deployment `svc-i` at `step`, as the recorder reads it (with the diff
+/// digest, or without); with a `status`, its status says so too.
+fn shop_version(
+    i: usize,
+    rv: usize,
+    (step, status): (usize, usize),
+    digests: bool,
+) -> (krply::model::ObjectMeta, Vec<u8>) {
+    let mut body = deployment(&format!("svc-{i}"), i, rv, step);
+    if status > 0 {
+        let mut v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        v["status"]["observedGeneration"] = status.into();
+        body = serde_json::to_vec(&v).unwrap();
+    }
+    let meta = krply::model::ObjectMeta {
+        namespace: "shop".into(),
+        name: format!("svc-{i}"),
+        uid: format!("00000000-0000-4000-8000-{i:012}"),
+        resource_version: rv.to_string(),
+        diff_digest: digests
+            .then(|| krply::diff::compared_digest(&body))
+            .flatten(),
+    };
+    (meta, body)
+}
+
+/// Writes `ops` through the journal writer, a transaction for what is queued;
+/// returns how many events it marked as status-only.
+fn write_ops(store: &std::path::Path, ops: Vec<krply::journal::writer::Op>) -> usize {
+    use krply::journal::Journal;
+    use krply::journal::writer::{Writer, WriterOptions};
     let options = WriterOptions {
         pack: true,
         commit_window: std::time::Duration::ZERO,
         ..WriterOptions::default()
     };
-    let writer = Writer::start_with(journal, options).unwrap();
+    let writer = Writer::start_with(Journal::open(store).unwrap(), options).unwrap();
     let tx = writer.sender();
     for op in ops {
         tx.blocking_send(op).unwrap();
@@ -689,4 +710,156 @@ fn write_many_changes(store: &std::path::Path, listed: usize, digests: bool) -> 
         |r| r.get::<_, i64>(0),
     )
     .unwrap() as usize
+}
+
+/// Status-only changes marked by the writer, around what could make a mark
+/// mean something else: a relist that finds objects gone, a list that
+/// fails, a deletion, a clock that steps back. Over windows that start and
+/// end among them, the marked journal answers every diff as the unmarked one.
+#[test]
+fn marked_changes_answer_as_unmarked_ones_around_relists_and_clock_steps() {
+    use krply::diff::DiffOptions;
+    use krply::history::History;
+    use krply::history::diff::NameFilter;
+    use krply::journal::Journal;
+    use krply::journal::records::{CheckpointReason, GapInfo};
+    use krply::journal::writer::Op;
+    use krply::model::WatchType;
+    use krply::time::{Millis, TimeWindow};
+
+    let n = 40;
+    let history = |store: &std::path::Path, digests: bool| {
+        let stream = shop_stream(store);
+        let version = |i, rv, step| shop_version(i, rv, step, digests);
+        let mut ops = Vec::new();
+        let mut rv = 100;
+        let mut list =
+            |ops: &mut Vec<Op>, at: i64, objects: &[usize], status: usize, ends: bool| {
+                for &i in objects {
+                    rv += 1;
+                    let (meta, body) = version(i, rv, (0, status));
+                    ops.push(Op::BaselineItem {
+                        stream,
+                        at,
+                        meta,
+                        body,
+                    });
+                }
+                ops.push(if ends {
+                    Op::BaselineEnd {
+                        stream,
+                        at,
+                        list_rv: rv.to_string(),
+                        items: objects.len() as u64,
+                    }
+                } else {
+                    Op::BaselineAbort { stream }
+                });
+            };
+        let all: Vec<usize> = (0..n).collect();
+        let kept: Vec<usize> = (0..n).filter(|i| i % 8 != 7).collect();
+        list(&mut ops, T0, &all, 0, true);
+        let mut rv = 10_000;
+        let mut change = |ops: &mut Vec<Op>, i: usize, at: i64, watch_type, step| {
+            rv += 1;
+            let (meta, body) = version(i, rv, step);
+            ops.push(Op::Event {
+                stream,
+                at,
+                watch_type,
+                meta,
+                body,
+            });
+        };
+        let m = WatchType::Modified;
+        for i in 0..n {
+            change(&mut ops, i, T0 + 1_000 + i as i64, m, (0, 1));
+        }
+        // A 410, and a relist that no longer finds every eighth.
+        ops.push(Op::Gap {
+            stream,
+            at: T0 + 2_000,
+            info: GapInfo {
+                from: T0 + 1_900,
+                from_rv: None,
+                reason: "410 Expired: too old".into(),
+            },
+        });
+        list(&mut ops, T0 + 2_500, &kept, 2, true);
+        for &i in &kept {
+            change(&mut ops, i, T0 + 3_000 + i as i64, m, (0, 3));
+        }
+        // A list that fails halfway, then one that completes.
+        list(&mut ops, T0 + 4_000, &kept[..kept.len() / 2], 4, false);
+        list(&mut ops, T0 + 4_500, &kept, 5, true);
+        // Every fifth (from the second) gets a new image.
+        let image = |i: usize| if i % 5 == 1 { 3 } else { 0 };
+        for &i in &kept {
+            change(&mut ops, i, T0 + 5_000 + i as i64, m, (image(i), 6));
+        }
+        // The clock steps back: later records, earlier times. Every fifth
+        // (from the first) gets a new image then, the others change status.
+        for &i in &kept {
+            let step = if i % 5 == 0 { 3 } else { image(i) };
+            change(&mut ops, i, T0 + 4_800 + i as i64, m, (step, 7));
+        }
+        // One is deleted and comes back the same.
+        change(&mut ops, 1, T0 + 5_900, WatchType::Deleted, (0, 7));
+        change(&mut ops, 1, T0 + 5_950, WatchType::Added, (0, 7));
+        for &i in &kept {
+            change(&mut ops, i, T0 + 6_000 + i as i64, m, (0, 8));
+        }
+        ops.push(Op::Checkpoint {
+            stream,
+            at: T0 + 7_000,
+            rv: rv.to_string(),
+            reason: CheckpointReason::Stop,
+        });
+        write_ops(store, ops)
+    };
+    let (marked, unmarked) = (Sandbox::new(), Sandbox::new());
+    assert!(history(&marked.store, true) > n);
+    assert_eq!(history(&unmarked.store, false), 0);
+    let scope = krply::history::Scope {
+        namespace: Some("shop".into()),
+        types: None,
+    };
+    let mut shown = 0;
+    for (from, to) in [
+        (500, 1_500),
+        (500, 3_500),
+        (1_500, 3_500),
+        (2_200, 2_700),
+        (3_500, 4_700),
+        (4_200, 5_500),
+        (4_700, 4_900),
+        (4_850, 4_950),
+        (4_900, 5_100),
+        (5_500, 6_500),
+        (5_920, 6_100),
+        (500, 7_000),
+    ] {
+        let window = TimeWindow::new(Millis::from_ms(T0 + from), Millis::from_ms(T0 + to)).unwrap();
+        for include_status in [false, true] {
+            let opts = DiffOptions { include_status };
+            let answer = |store: &std::path::Path| {
+                let journal = Journal::open(store).unwrap();
+                let history = History::load(&journal, BUILT_CLUSTER, T0 + 10_000).unwrap();
+                let d = history
+                    .diff(&scope, &NameFilter::default(), &window, &opts, false)
+                    .unwrap();
+                (d.objects, d.completeness)
+            };
+            let (a, b) = (answer(&marked.store), answer(&unmarked.store));
+            assert!(
+                a.0 == b.0,
+                "({from}, {to}], status {include_status}: {} against {} objects",
+                a.0.len(),
+                b.0.len()
+            );
+            assert_eq!(format!("{:?}", a.1), format!("{:?}", b.1));
+            shown += a.0.len();
+        }
+    }
+    assert!(shown > 0);
 }
