@@ -11,6 +11,10 @@
 //!   `metadata.annotations["deprecated.daemonset.template.generation"]`;
 //! - top-level `status`, unless [`DiffOptions::include_status`] is set.
 //!
+//! The recorder's status-only marks rest on this list (docs/journal.md,
+//! "Status-only changes"): a path may be added to it, but one taken off it needs
+//! readers to ignore the marks written before.
+//!
 //! Everything below a noise path is noise too. A container that holds noise (the whole
 //! object, `metadata`, `metadata.annotations`) is reported without its noise when it is
 //! added, removed or changes type; if nothing but noise is left of it, nothing is reported.
