@@ -71,11 +71,13 @@ fuzz_target!(|data: &[u8]| {
     let stream = journal
         .register_stream("fuzz", &spec())
         .expect("register the stream");
-    let meta = |rv: &str| ObjectMeta {
+    // With the diff digest the recorder would take of the body (any bytes).
+    let meta = |rv: &str, body: &[u8]| ObjectMeta {
         namespace: namespace.clone(),
         name: name.clone(),
         uid: "u".into(),
         resource_version: rv.into(),
+        diff_digest: krply::diff::compared_digest(body),
     };
     let writer = Writer::start(journal).expect("start the writer");
     let tx = writer.sender();
@@ -83,7 +85,7 @@ fuzz_target!(|data: &[u8]| {
         Op::BaselineItem {
             stream,
             at: 1_000,
-            meta: meta("10"),
+            meta: meta("10", &listed),
             body: listed.clone(),
         },
         Op::BaselineEnd {
@@ -96,7 +98,7 @@ fuzz_target!(|data: &[u8]| {
             stream,
             at: 2_000,
             watch_type: WatchType::Modified,
-            meta: meta("11"),
+            meta: meta("11", &event),
             body: event.clone(),
         },
         Op::Gap {
