@@ -1541,6 +1541,36 @@ mod tests {
         (meta, body)
     }
 
+    /// A ConfigMap of a list, as the recorder reads it.
+    fn listed(stream: StreamId, name: &str, rv: &str, data: &str) -> Op {
+        let (meta, body) = read(name, rv, data, "listed");
+        Op::BaselineItem {
+            stream,
+            at: 1,
+            meta,
+            body,
+        }
+    }
+
+    /// A ConfigMap of a watch event at `at`, as the recorder reads it.
+    fn watched(
+        stream: StreamId,
+        at: i64,
+        watch_type: WatchType,
+        name: &str,
+        rv: &str,
+        data: &str,
+    ) -> Op {
+        let (meta, body) = read(name, rv, data, &format!("at {at}"));
+        Op::Event {
+            stream,
+            at,
+            watch_type,
+            meta,
+            body,
+        }
+    }
+
     /// (name, resourceVersion, aux) of every event, in order.
     fn marks(path: &std::path::Path) -> Vec<(String, String, Option<i64>)> {
         let conn = Connection::open(path).unwrap();
@@ -1560,24 +1590,9 @@ mod tests {
     fn a_status_only_change_is_marked_against_the_record_before_it() {
         let (dir, stream) = configmap_stream();
         let path = dir.path().join("journal.db");
-        let item = |name: &str, rv: &str, data: &str| {
-            let (meta, body) = read(name, rv, data, "listed");
-            Op::BaselineItem {
-                stream,
-                at: 1,
-                meta,
-                body,
-            }
-        };
-        let change = |at: i64, watch_type: WatchType, name: &str, rv: &str, data: &str| {
-            let (meta, body) = read(name, rv, data, &format!("at {at}"));
-            Op::Event {
-                stream,
-                at,
-                watch_type,
-                meta,
-                body,
-            }
+        let item = |name: &str, rv: &str, data: &str| listed(stream, name, rv, data);
+        let change = |at, watch_type, name: &str, rv: &str, data: &str| {
+            watched(stream, at, watch_type, name, rv, data)
         };
         let m = WatchType::Modified;
         write_all(
@@ -1651,30 +1666,17 @@ mod tests {
     fn a_list_without_an_object_and_its_deletion_end_its_marks() {
         let (dir, stream) = configmap_stream();
         let path = dir.path().join("journal.db");
-        let item = |name: &str, rv: &str| {
-            let (meta, body) = read(name, rv, "x", "listed");
-            Op::BaselineItem {
-                stream,
-                at: 1,
-                meta,
-                body,
-            }
-        };
+        let item = |name: &str, rv: &str| listed(stream, name, rv, "x");
         let end = |items| Op::BaselineEnd {
             stream,
             at: 1,
             list_rv: "0".into(),
             items,
         };
-        let change = |watch_type: WatchType, name: &str, rv: &str| {
-            let (meta, body) = read(name, rv, "x", rv);
-            Op::Event {
-                stream,
-                at: 2,
-                watch_type,
-                meta,
-                body,
-            }
+        // Each a new status.
+        let change = |watch_type, name: &str, rv: &str| {
+            let at = rv.parse().unwrap();
+            watched(stream, at, watch_type, name, rv, "x")
         };
         let m = WatchType::Modified;
         write_all(

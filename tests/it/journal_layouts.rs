@@ -617,26 +617,14 @@ fn write_many_changes(store: &std::path::Path, listed: usize, digests: bool) -> 
             i if i % 10 == 9 => (WatchType::Deleted, (0, 0)),
             i => (WatchType::Modified, [(0, 1), (3, 0), (1, 0)][i % 3]),
         };
-        let (meta, body) = version(i, rv, step);
-        ops.push(Op::Event {
-            stream,
-            at,
-            watch_type,
-            meta,
-            body,
-        });
+        ops.push(event_op(stream, at, watch_type, version(i, rv, step)));
     }
     // Again: status only, back to the listed spec, the same spec again.
     for i in (0..listed).filter(|i| i % 10 != 9) {
         rv += 1;
-        let (meta, body) = version(i, rv, [(0, 2), (0, 0), (1, 0)][i % 3]);
-        ops.push(Op::Event {
-            stream,
-            at: T0 + 2_000 + i as i64,
-            watch_type: WatchType::Modified,
-            meta,
-            body,
-        });
+        let version = version(i, rv, [(0, 2), (0, 0), (1, 0)][i % 3]);
+        let at = T0 + 2_000 + i as i64;
+        ops.push(event_op(stream, at, WatchType::Modified, version));
     }
     ops.push(Op::Checkpoint {
         stream,
@@ -658,6 +646,22 @@ fn shop_stream(store: &std::path::Path) -> krply::journal::StreamId {
     journal
         .register_stream(BUILT_CLUSTER, &crate::common::deployment_stream("shop"))
         .unwrap()
+}
+
+/// A watch event carrying `version`.
+fn event_op(
+    stream: krply::journal::StreamId,
+    at: i64,
+    watch_type: krply::model::WatchType,
+    (meta, body): (krply::model::ObjectMeta, Vec<u8>),
+) -> krply::journal::writer::Op {
+    krply::journal::writer::Op::Event {
+        stream,
+        at,
+        watch_type,
+        meta,
+        body,
+    }
 }
 
 /// Deployment `svc-i` at `step`, as the recorder reads it (with the diff
@@ -762,14 +766,7 @@ fn marked_changes_answer_as_unmarked_ones_around_relists_and_clock_steps() {
         let mut rv = 10_000;
         let mut change = |ops: &mut Vec<Op>, i: usize, at: i64, watch_type, step| {
             rv += 1;
-            let (meta, body) = version(i, rv, step);
-            ops.push(Op::Event {
-                stream,
-                at,
-                watch_type,
-                meta,
-                body,
-            });
+            ops.push(event_op(stream, at, watch_type, version(i, rv, step)));
         };
         let m = WatchType::Modified;
         for i in 0..n {
