@@ -16,6 +16,7 @@
 //!   that skips part of its source's history gets a gap there, so a missing
 //!   day is never read as a quiet one.
 
+use super::bodies::is_surely_new;
 use super::records::{CheckpointInfo, CoverageInfo, GapInfo};
 use super::schema::IMPORTED_PREFIX;
 use super::segments::{FORMAT, META_KEY, SegmentMeta};
@@ -168,9 +169,21 @@ impl Rebuild {
         };
         // A checkpoint or coverage record is the writer's bookkeeping, written
         // when a transaction commits: one can sit between the items of a list
-        // (docs/at-scale.md, "Importing segments"), and leaves it open.
+        // (docs/at-scale.md, "Importing segments"), and leaves it open. One
+        // observed after the list, or at its time with a resourceVersion not
+        // older than the list's, came after the list's end: the list ends
+        // before it, as it did in the journal the rows come from.
         let bookkeeping = matches!(row.record.as_str(), "checkpoint" | "coverage");
-        if !bookkeeping && self.list.as_ref().is_some_and(|l| !same_list(l)) {
+        let after = |l: &(String, i64, u64)| {
+            row.at > l.1
+                || row.at == l.1
+                    && row
+                        .resource_version
+                        .as_deref()
+                        .is_some_and(|rv| rv == l.0 || is_surely_new(&l.0, rv))
+        };
+        let ends = |l: &(String, i64, u64)| if bookkeeping { after(l) } else { !same_list(l) };
+        if self.list.as_ref().is_some_and(ends) {
             ops.extend(self.finish());
         }
         let need = |v: Option<String>, what: &str| {
@@ -862,6 +875,57 @@ mod tests {
     /// The recorder writes a checkpoint when a transaction commits, which can
     /// be halfway through a relist: the checkpoint keeps its place, and the
     /// list is still one list.
+    #[test]
+    fn a_checkpoint_after_a_list_comes_after_its_end() {
+        let item = |seq: i64| Row {
+            name: Some(format!("o-{seq}")),
+            object: Some("{}".into()),
+            resource_version: Some(seq.to_string()),
+            list_resource_version: Some("40".into()),
+            list_at: Some(1_100),
+            ..row(seq, "baseline")
+        };
+        let checkpoint = |at: i64, rv: &str| Row {
+            at,
+            resource_version: Some(rv.into()),
+            info: Some(r#"{"reason":"bookmark","events":9}"#.into()),
+            ..row(3, "checkpoint")
+        };
+        // (time, resourceVersion) of a checkpoint after two items; whether it
+        // comes after the list's end.
+        for (at, rv, after) in [
+            (1_150, "41", true),
+            (1_150, "not-a-number", true),
+            (1_100, "41", true),
+            (1_100, "40", true),
+            (1_100, "39", false),
+            (1_100, "not-a-number", false),
+            (1_050, "41", false),
+        ] {
+            let mut r = Rebuild::new(7);
+            let mut ops = Vec::new();
+            for row in [item(1), item(2), checkpoint(at, rv)] {
+                ops.extend(r.row(row).unwrap());
+            }
+            ops.extend(r.finish());
+            let kinds: Vec<&str> = ops
+                .iter()
+                .map(|op| match op {
+                    Op::BaselineItem { .. } => "item",
+                    Op::CheckpointAs { .. } => "checkpoint",
+                    Op::BaselineEnd { items: 2, .. } => "end",
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            let expected = if after {
+                ["item", "item", "end", "checkpoint"]
+            } else {
+                ["item", "item", "checkpoint", "end"]
+            };
+            assert_eq!(kinds, expected, "a checkpoint at {at} with {rv}");
+        }
+    }
+
     #[test]
     fn a_checkpoint_between_a_lists_items_leaves_the_list_whole() {
         let mut r = Rebuild::new(7);

@@ -243,6 +243,14 @@ fn history_ops(
                 list_rv: rv.to_string(),
                 items: listed as u64,
             });
+            // A bookmark right after the list: complete up to a later
+            // resourceVersion than the list's.
+            ops.push(Op::Checkpoint {
+                stream,
+                at: at + 100,
+                rv: (rv + 1).to_string(),
+                reason: CheckpointReason::Bookmark,
+            });
         }
     }
     ops.push(Op::Checkpoint {
@@ -314,6 +322,8 @@ fn history_written_with_and_without_packs_answers_the_same() {
 
     let at = |ms: i64| jiff::Timestamp::from_millisecond(ms).unwrap().to_string();
     let mid = at(T0 + (versions as i64 / 2) * 1000 + 100);
+    // After the relist and the bookmark that follows it.
+    let relisted = at(T0 + (versions as i64 / 2) * 1000 + 700);
     let late = at(T0 + (versions as i64 - 2) * 1000 + 100);
     let end = at(T0 + versions as i64 * 1000 + 950);
     let scope = ["--cluster-id", BUILT_CLUSTER, "-n", "shop"];
@@ -333,6 +343,7 @@ fn history_written_with_and_without_packs_answers_the_same() {
         vec!["get", "deployment/svc-1", "--at", &mid, "-o", "json"],
         vec!["get", "deployment/svc-1", "--at", &late, "-o", "yaml"],
         vec!["snapshot", "--at", &mid, "-o", "json"],
+        vec!["snapshot", "--at", &relisted, "-o", "json"],
         vec!["log", "--since", &mid, "--until", &end],
         vec!["coverage", "-o", "json"],
     ];
@@ -492,6 +503,8 @@ fn a_packed_history_imported_across_a_kill_answers_the_same() {
 
     let at = |ms: i64| jiff::Timestamp::from_millisecond(ms).unwrap().to_string();
     let mid = at(T0 + (versions as i64 / 2) * 1000 + 100);
+    // After the relist and the bookmark that follows it.
+    let relisted = at(T0 + (versions as i64 / 2) * 1000 + 700);
     let late = at(T0 + (versions as i64 - 2) * 1000 + 100);
     let end = at(T0 + versions as i64 * 1000 + 950);
     let scope = ["--cluster-id", BUILT_CLUSTER, "-n", "shop"];
@@ -502,6 +515,7 @@ fn a_packed_history_imported_across_a_kill_answers_the_same() {
         vec!["get", "deployment/svc-1", "--at", &mid, "-o", "json"],
         vec!["get", "deployment/svc-1", "--at", &late, "-o", "yaml"],
         vec!["snapshot", "--at", &mid, "-o", "json"],
+        vec!["snapshot", "--at", &relisted, "-o", "json"],
         vec!["log", "--since", &late, "--until", &end],
         vec!["coverage", "-o", "json"],
     ] {
