@@ -872,19 +872,10 @@ mod tests {
         );
     }
 
-    /// The recorder writes a checkpoint when a transaction commits, which can
-    /// be halfway through a relist: the checkpoint keeps its place, and the
-    /// list is still one list.
+    /// A checkpoint from after a list (observed later, or at the list's time
+    /// with a resourceVersion not older) follows the list's end.
     #[test]
     fn a_checkpoint_after_a_list_comes_after_its_end() {
-        let item = |seq: i64| Row {
-            name: Some(format!("o-{seq}")),
-            object: Some("{}".into()),
-            resource_version: Some(seq.to_string()),
-            list_resource_version: Some("40".into()),
-            list_at: Some(1_100),
-            ..row(seq, "baseline")
-        };
         let checkpoint = |at: i64, rv: &str| Row {
             at,
             resource_version: Some(rv.into()),
@@ -904,7 +895,7 @@ mod tests {
         ] {
             let mut r = Rebuild::new(7);
             let mut ops = Vec::new();
-            for row in [item(1), item(2), checkpoint(at, rv)] {
+            for row in [list_item(1), list_item(2), checkpoint(at, rv)] {
                 ops.extend(r.row(row).unwrap());
             }
             ops.extend(r.finish());
@@ -926,17 +917,13 @@ mod tests {
         }
     }
 
+    /// The recorder writes a checkpoint when a transaction commits, which can
+    /// be halfway through a relist: the checkpoint keeps its place, and the
+    /// list is still one list.
     #[test]
     fn a_checkpoint_between_a_lists_items_leaves_the_list_whole() {
         let mut r = Rebuild::new(7);
-        let item = |seq: i64| Row {
-            name: Some(format!("o-{seq}")),
-            object: Some("{}".into()),
-            resource_version: Some(seq.to_string()),
-            list_resource_version: Some("40".into()),
-            list_at: Some(1_100),
-            ..row(seq, "baseline")
-        };
+        let item = list_item;
         let checkpoint = Row {
             resource_version: Some("39".into()),
             info: Some(r#"{"reason":"event","events":9}"#.into()),
@@ -981,6 +968,18 @@ mod tests {
                 "gap"
             ]
         );
+    }
+
+    /// An item of the list at 1,100 with resourceVersion 40.
+    fn list_item(seq: i64) -> Row {
+        Row {
+            name: Some(format!("o-{seq}")),
+            object: Some("{}".into()),
+            resource_version: Some(seq.to_string()),
+            list_resource_version: Some("40".into()),
+            list_at: Some(1_100),
+            ..row(seq, "baseline")
+        }
     }
 
     fn row(seq: i64, record: &str) -> Row {
