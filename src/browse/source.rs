@@ -9,8 +9,8 @@ use crate::history::diff::NameFilter;
 use crate::history::state::ObjectState;
 use crate::history::timeline::TimelineAnswer;
 use crate::history::{History, HistoryError, Scope};
+use crate::journal::IdSet;
 use crate::render::bars::BarRow;
-use std::collections::HashSet;
 
 /// The streams in `scope`, grouped by namespace (cluster-wide streams first),
 /// then by resource.
@@ -39,7 +39,7 @@ pub fn objects(
     until: i64,
 ) -> Result<Vec<ObjectLine>, HistoryError> {
     let streams = history.streams_during(scope, Some((since, until)));
-    let ids: HashSet<_> = streams.iter().map(|s| s.info.id).collect();
+    let ids: IdSet<_> = streams.iter().map(|s| s.info.id).collect();
     let per = history.journal.window_changes(&ids, since, until)?;
     let rows = history.objects(&per.keys().copied().collect())?;
     let names = NameFilter::default();

@@ -13,10 +13,9 @@ use crate::diff::{
     reduce_pair_managed, render_pair,
 };
 use crate::journal::versions::{Decoder, ObjectRow, StoredBody, WindowRecord};
-use crate::journal::{Journal, StreamId};
+use crate::journal::{IdMap, IdSet, Journal, StreamId};
 use crate::time::TimeWindow;
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -113,7 +112,7 @@ impl History<'_> {
         let (since, until) = (window.since().as_ms(), window.until().as_ms());
         let streams = self.streams_during(scope, Some((since, until)));
         let completeness = self.completeness(scope, &streams, Some(since), until);
-        let ids: HashSet<_> = streams.iter().map(|s| s.info.id).collect();
+        let ids: IdSet<_> = streams.iter().map(|s| s.info.id).collect();
         // Connections for the comparing threads, opened once there are enough
         // candidates: each thread then reads its own candidates.
         let pool: Mutex<Vec<(i64, Journal)>> = Mutex::new(Vec::new());
@@ -212,7 +211,7 @@ impl History<'_> {
     fn candidates<'h>(
         &'h self,
         streams: &[&'h StreamHistory],
-        ids: &HashSet<StreamId>,
+        ids: &IdSet<StreamId>,
         since: i64,
         until: i64,
         opts: &DiffOptions,
@@ -220,7 +219,7 @@ impl History<'_> {
     ) -> Result<(), HistoryError> {
         // Each stream answers for the part of the window it covers: changes
         // count from its first baseline, and end where its watch ended.
-        let mut spans: HashMap<StreamId, Candidate<'h>> = HashMap::new();
+        let mut spans: IdMap<StreamId, Candidate<'h>> = IdMap::default();
         for (index, stream) in streams.iter().enumerate() {
             let Some(from) = stream.from() else { continue };
             let t1 = since.max(from);
@@ -241,7 +240,7 @@ impl History<'_> {
             }
         }
         let mut quiet = Quiet::new(self, &spans, (since, until), opts)?;
-        let mut seen: HashMap<StreamId, HashSet<i64>> = HashMap::new();
+        let mut seen: IdMap<StreamId, IdSet<i64>> = IdMap::default();
         let mut batch = Vec::with_capacity(BATCH);
         let mut going = true;
         let mut send = |batch: &mut Vec<Candidate<'h>>, c: Candidate<'h>| {
@@ -467,9 +466,9 @@ struct Quiet<'s, 'h> {
     since: i64,
     until: i64,
     /// Streams whose objects may wait, with the token of their list at t1.
-    streams: HashMap<StreamId, i64>,
-    objects: HashMap<i64, Track>,
-    spans: &'s HashMap<StreamId, Candidate<'h>>,
+    streams: IdMap<StreamId, i64>,
+    objects: IdMap<i64, Track>,
+    spans: &'s IdMap<StreamId, Candidate<'h>>,
     last_seq: i64,
     /// Records came out of `seq` order: every object is a candidate as soon
     /// as it has a record in the window, as in other streams.
@@ -499,11 +498,11 @@ enum Track {
 impl<'s, 'h> Quiet<'s, 'h> {
     fn new(
         history: &History<'_>,
-        spans: &'s HashMap<StreamId, Candidate<'h>>,
+        spans: &'s IdMap<StreamId, Candidate<'h>>,
         (since, until): (i64, i64),
         opts: &DiffOptions,
     ) -> Result<Quiet<'s, 'h>, HistoryError> {
-        let mut streams = HashMap::new();
+        let mut streams = IdMap::default();
         if !opts.include_status
             && crate::journal::zones::orderly(&history.journal.zone_list()?, since, until)
         {
@@ -523,7 +522,7 @@ impl<'s, 'h> Quiet<'s, 'h> {
             since,
             until,
             streams,
-            objects: HashMap::new(),
+            objects: IdMap::default(),
             spans,
             last_seq: i64::MIN,
             unordered: false,

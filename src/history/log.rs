@@ -12,6 +12,7 @@ use super::diff::{Field, NameFilter};
 use super::timeline::EntryType;
 use super::{Between, History, HistoryError, Scope};
 use crate::diff::DiffOptions;
+use crate::journal::IdSet;
 use crate::journal::read::GapWindow;
 use crate::time::TimeWindow;
 use std::collections::HashSet;
@@ -178,7 +179,7 @@ impl History<'_> {
         let (since, until) = (window.since().as_ms(), window.until().as_ms());
         let streams = self.streams_during(scope, Some((since, until)));
         let completeness = self.completeness(scope, &streams, Some(since), until);
-        let ids: HashSet<_> = streams.iter().map(|s| s.info.id).collect();
+        let ids: IdSet<_> = streams.iter().map(|s| s.info.id).collect();
         let touched = self.journal.touched_objects(&ids, since, until)?;
         let mut entries = Vec::new();
         for stream in &streams {

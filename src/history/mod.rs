@@ -21,7 +21,7 @@ pub mod timeline;
 
 use crate::journal::read::{Coverage, StreamInfo, StreamState};
 use crate::journal::versions::{BaselineRef, BodyReader, ObjectRow, VersionRow};
-use crate::journal::{Journal, JournalError, StreamId};
+use crate::journal::{IdSet, Journal, JournalError, StreamId};
 use crate::model::ResourceType;
 use std::collections::{HashMap, HashSet};
 
@@ -48,7 +48,7 @@ pub struct StreamHistory {
     pub coverage: Coverage,
     pub baselines: Vec<BaselineRef>,
     /// Tokens of the lists that completed (items of other lists are ignored).
-    pub lists: HashSet<i64>,
+    pub lists: IdSet<i64>,
 }
 
 impl StreamHistory {

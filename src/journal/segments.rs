@@ -13,7 +13,7 @@
 
 use super::export::{ExportOptions, Line, visit};
 use super::read::StreamInfo;
-use super::{Journal, JournalError};
+use super::{IdSet, Journal, JournalError};
 use crate::history::History;
 use crate::model::StreamSpec;
 use crate::time::Millis;
@@ -26,7 +26,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -511,7 +511,7 @@ fn actors(
         if !history.has_audit() {
             continue;
         }
-        let ids: HashSet<_> = history.streams.iter().map(|s| s.info.id).collect();
+        let ids: IdSet<_> = history.streams.iter().map(|s| s.info.id).collect();
         let after = opts.records.since.map_or(i64::MIN, |s| s - 1);
         let until = opts.records.until.unwrap_or(i64::MAX);
         for id in journal.touched_objects(&ids, after, until)? {

@@ -6,7 +6,7 @@ use super::codec::{Codec, DecoderDict, KeyframeCache, PreparedKeyframe};
 use super::records::BaselineInfo;
 use super::schema::BodyRow;
 use super::schema::kind;
-use super::{Journal, JournalError, StreamId};
+use super::{IdSet, Journal, JournalError, StreamId};
 use crate::model::WatchType;
 use rusqlite::{OptionalExtension, params};
 use std::collections::{HashMap, HashSet};
@@ -205,7 +205,7 @@ impl Journal {
         object: i64,
         at: i64,
         seq_bound: i64,
-        lists: &HashSet<i64>,
+        lists: &IdSet<i64>,
     ) -> Result<Option<VersionRow>, JournalError> {
         // `seq_bound` ([`super::zones::SeqBounds`]) skips the object's records
         // observed after `at` without reading them.
@@ -242,7 +242,7 @@ impl Journal {
         object: i64,
         at: i64,
         seq_bound: i64,
-        lists: &HashSet<i64>,
+        lists: &IdSet<i64>,
         floor: i64,
     ) -> Result<Option<(VersionRow, bool)>, JournalError> {
         let mut stmt = self
@@ -291,7 +291,7 @@ impl Journal {
     /// Objects of `streams` with a version observed in `(after, until]`.
     pub fn touched_objects(
         &self,
-        streams: &HashSet<StreamId>,
+        streams: &IdSet<StreamId>,
         after: i64,
         until: i64,
     ) -> Result<HashSet<i64>, JournalError> {
@@ -307,7 +307,7 @@ impl Journal {
     /// observed in `(after, until]`, in journal order, until it returns false.
     pub fn visit_touched<E: From<JournalError>>(
         &self,
-        streams: &HashSet<StreamId>,
+        streams: &IdSet<StreamId>,
         after: i64,
         until: i64,
         mut visit: impl FnMut(StreamId, i64) -> Result<bool, E>,
@@ -339,7 +339,7 @@ impl Journal {
     /// [`super::zones::orderly`]), until it returns false.
     pub fn visit_window<E: From<JournalError>>(
         &self,
-        streams: &HashSet<StreamId>,
+        streams: &IdSet<StreamId>,
         after: i64,
         until: i64,
         mut visit: impl FnMut(WindowRecord) -> Result<bool, E>,
@@ -388,7 +388,7 @@ impl Journal {
     /// read through the zones like [`Journal::touched_objects`], integers only.
     pub fn window_changes(
         &self,
-        streams: &HashSet<StreamId>,
+        streams: &IdSet<StreamId>,
         after: i64,
         until: i64,
     ) -> Result<HashMap<i64, (usize, i64)>, JournalError> {

@@ -1386,7 +1386,7 @@ mod tests {
             })
             .unwrap();
         assert!(zones >= 3 && biggest <= ZONE_RECORDS, "{zones} zones");
-        let ids = HashSet::from([stream]);
+        let ids: crate::journal::IdSet<_> = [stream].into_iter().collect();
         let total = (3 * n) as i64 * 10;
         for (after, until) in [
             (0, total),
