@@ -100,24 +100,23 @@ pub fn run(global: &GlobalArgs, args: DiffArgs) -> CliResult {
         only_by(&mut result, user);
     }
     let paint = global.paint();
-    let text = match format {
-        Format::Json | Format::Yaml => {
-            let out = DiffOut {
+    match format {
+        Format::Json | Format::Yaml => super::out_structured(
+            format,
+            &DiffOut {
                 head: answer::WindowHead::new(&reader, &window, &result.completeness),
                 objects: result.objects.iter().map(object_out).collect(),
-            };
-            render::structured(format, &out)
-        }
+            },
+        )?,
         Format::Unified => {
             answer::warn(&result.completeness, paint);
-            unified(&result, &opts, paint)
+            super::out(&unified(&result, &opts, paint))?
         }
         _ => {
             answer::warn(&result.completeness, paint);
-            text(&result, &reader, &window, paint)
+            super::out(&text(&result, &reader, &window, paint))?
         }
-    };
-    super::out(&text)?;
+    }
     answer::strict(&result.completeness, args.strict.strict)
 }
 

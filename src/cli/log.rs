@@ -8,7 +8,7 @@ use crate::diff::DiffOptions;
 use crate::error::CliResult;
 use crate::history::diff::{Field, fields_after, shorten};
 use crate::history::log::{LogAnswer, LogEntry, LogType};
-use crate::render::{self, Format, Paint};
+use crate::render::{Format, Paint};
 use crate::time::Millis;
 use clap::Args;
 use serde::Serialize;
@@ -91,21 +91,20 @@ pub fn run(global: &GlobalArgs, args: LogArgs) -> CliResult {
             .entries
             .retain(|e| e.kind == LogType::Gap || e.by.is(user));
     }
-    let text = match format {
-        Format::Json | Format::Yaml => {
-            let out = LogOut {
+    match format {
+        Format::Json | Format::Yaml => super::out_structured(
+            format,
+            &LogOut {
                 head: answer::WindowHead::new(&reader, &window, &result.completeness),
                 entries: result.entries.iter().map(entry_out).collect(),
-            };
-            render::structured(format, &out)
-        }
+            },
+        )?,
         _ => {
             let paint = global.paint();
             answer::warn(&result.completeness, paint);
-            text(&result, reader.namespace.is_none(), paint)
+            super::out(&text(&result, reader.namespace.is_none(), paint))?
         }
-    };
-    super::out(&text)?;
+    }
     answer::strict(&result.completeness, args.strict.strict)
 }
 

@@ -222,11 +222,25 @@ fn run(cli: Cli) -> CliResult {
 /// Writes command output to stdout. A closed pipe (`| head`) ends the command
 /// quietly with exit 0, as Unix tools do, through the normal return path.
 pub fn out(text: &str) -> CliResult {
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|_| stdout.flush())
-    {
+    out_with(|w| w.write_all(text.as_bytes()))
+}
+
+/// Writes `value` as `-o json` or `-o yaml` asks. JSON is written as it is
+/// rendered, as kubectl writes a list: an answer of thousands of objects is
+/// not built whole in memory first.
+pub fn out_structured<T: serde::Serialize>(format: crate::render::Format, value: &T) -> CliResult {
+    if format == crate::render::Format::Json {
+        out_with(|w| crate::render::write_json(value, w))
+    } else {
+        out(&crate::render::yaml(value))
+    }
+}
+
+/// Writes command output to stdout as `write` makes it, buffered; a closed
+/// pipe ends the command as for [`out`].
+fn out_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> CliResult {
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    match write(&mut stdout).and_then(|_| stdout.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(CliError::closed()),
         Err(e) => Err(CliError::runtime(format!("cannot write output: {e}")).caused_by(e)),

@@ -122,15 +122,13 @@ pub fn run(global: &GlobalArgs, args: SnapshotArgs) -> CliResult {
             .hint("`kubectl krply snapshot --list` shows the saved ones; pick another name"));
         }
     }
-    let text = match format {
-        Format::Json => render::json(&out),
-        Format::Yaml => render::yaml(&out),
+    match format {
+        Format::Json | Format::Yaml => super::out_structured(format, &out)?,
         _ => {
             answer::warn(&snap.completeness, global.paint());
-            table(&out, global.paint())
+            super::out(&table(&out, global.paint()))?
         }
-    };
-    super::out(&text)?;
+    }
     answer::strict(&snap.completeness, args.strict.strict)
 }
 

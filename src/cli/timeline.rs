@@ -91,9 +91,10 @@ pub fn run(global: &GlobalArgs, args: TimelineArgs) -> CliResult {
         t.entries
             .retain(|e| e.kind == EntryType::Gap || e.by.is(user));
     }
-    let text = match format {
-        Format::Json | Format::Yaml => {
-            let out = TimelineOut {
+    match format {
+        Format::Json | Format::Yaml => super::out_structured(
+            format,
+            &TimelineOut {
                 cluster: &reader.cluster.id,
                 kind: &t.kind,
                 namespace: &t.namespace,
@@ -101,15 +102,13 @@ pub fn run(global: &GlobalArgs, args: TimelineArgs) -> CliResult {
                 complete: t.completeness.complete(),
                 warnings: t.completeness.warnings(),
                 entries: t.entries.iter().map(entry_out).collect(),
-            };
-            render::structured(format, &out)
-        }
+            },
+        )?,
         _ => {
             answer::warn(&t.completeness, global.paint());
-            table(&t.entries, global.paint())
+            super::out(&table(&t.entries, global.paint()))?
         }
-    };
-    super::out(&text)?;
+    }
     answer::strict(&t.completeness, args.strict.strict)
 }
 

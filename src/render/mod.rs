@@ -98,6 +98,13 @@ pub fn json<T: Serialize>(value: &T) -> String {
     s
 }
 
+/// Writes `value` as [`json`] makes it, as it goes: a large answer is not
+/// first built whole in memory.
+pub fn write_json<T: Serialize, W: std::io::Write>(value: &T, mut w: W) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut w, value).map_err(std::io::Error::from)?;
+    w.write_all(b"\n")
+}
+
 /// `value` as JSON for `-o json`, else as YAML (`-o yaml`).
 pub fn structured<T: Serialize>(format: Format, value: &T) -> String {
     if format == Format::Json {

@@ -150,6 +150,7 @@ fn missing_kubeconfig_entries_in_kubeconfig_list_are_skipped() {
 
 /// `kubectl krply export | head -1`: the reader goes away; the command stops
 /// quietly with exit 0 (through its normal return, not by exiting mid-write).
+/// The same for JSON answers, which are written as they are rendered.
 #[test]
 fn a_closed_pipe_ends_the_output_quietly() {
     use std::io::Read;
@@ -157,31 +158,45 @@ fn a_closed_pipe_ends_the_output_quietly() {
     let rec = env.start_recorder(&[]);
     env.wait_baselines(1);
     assert_eq!(rec.stop().code, Some(0));
-    let mut child = env
-        .command()
-        .arg("export")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = [0u8; 16];
-    child
-        .stdout
-        .as_mut()
-        .unwrap()
-        .read_exact(&mut first)
-        .unwrap();
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    for args in [
+        &["export"][..],
+        &[
+            "diff",
+            "-A",
+            "--since",
+            "1h",
+            "--include-status",
+            "-o",
+            "json",
+        ],
+        &["log", "-A", "--since", "1h", "-o", "json"],
+    ] {
+        let mut child = env
+            .command()
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 16];
+        child
+            .stdout
+            .as_mut()
+            .unwrap()
+            .read_exact(&mut first)
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
