@@ -184,7 +184,8 @@ mod tests {
                         "time": "2026-11-29T09:00:00Z",
                         "fieldsType": "FieldsV1",
                         "fieldsV1": {
-                            "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+                            // `.` last: pruned field sets must keep it wherever it comes.
+                            "f:metadata": {"f:labels": {"f:app": {}, ".": {}}},
                             "f:spec": {
                                 "f:replicas": {},
                                 "f:template": {"f:spec": {"f:containers": {

@@ -359,8 +359,9 @@ fn insert_removed<'a, V, W>(
 }
 
 /// Parses raw managedFields for finding the owners of `paths` only: each
-/// entry's `fieldsV1` keeps the nodes along those paths; every other node is
-/// an empty stand-in (so a node with children still has children). What
+/// entry's `fieldsV1` keeps the nodes along those paths, and of the other
+/// children of a node only its `.` and one empty stand-in (so a node with
+/// children still has children, and says whether it owns itself). What
 /// [`field_manager`](super::field_manager) answers for these paths is
 /// unchanged; the large parts of the field sets are skipped, not parsed.
 pub fn parse_managed_for(raw: &RawValue, paths: &[&FieldPath]) -> Option<Value> {
@@ -400,8 +401,9 @@ impl<'de> Visitor<'de> for Entries<'_> {
 }
 
 /// A managedFields entry (`entry`), or a FieldsV1 node with only the children
-/// on `paths` (their remaining segments) read; every other child is skipped and
-/// stands as `{}`. Values that are not objects are parsed whole.
+/// on `paths` (their remaining segments) read; every other child is skipped,
+/// and only `.` and the first of them stay, as `{}`. Values that are not
+/// objects are parsed whole.
 #[derive(Clone, Copy)]
 struct Pruned<'p> {
     entry: bool,
@@ -422,6 +424,8 @@ impl<'de> Visitor<'de> for Pruned<'_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
+        // Whether a child off the paths already stands in for the others.
+        let mut stood_in = false;
         while let Some(Key(k)) = map.next_key::<Key<'de>>()? {
             let value = if self.entry {
                 if k == "fieldsV1" {
@@ -436,6 +440,11 @@ impl<'de> Visitor<'de> for Pruned<'_> {
                 let rest = rest_of_paths(&k, self.paths);
                 if rest.is_empty() {
                     map.next_value::<serde::de::IgnoredAny>()?;
+                    // Owners read of a node off the paths only whether it has
+                    // children and whether it has `.` (docs/architecture.md §5).
+                    if k != "." && std::mem::replace(&mut stood_in, true) {
+                        continue;
+                    }
                     Value::Object(Map::new())
                 } else {
                     map.next_value_seed(Pruned {
