@@ -32,10 +32,22 @@ fn write_variant(env: &Env, name: &str, change: impl FnOnce(&mut Value)) -> Path
     path
 }
 
+/// `record cm` that must get as far as recording ([`Sandbox::record_until_listed`]).
+///
+/// [`Sandbox::record_until_listed`]: common::Sandbox::record_until_listed
 fn record_once(env: &Env, extra: &[&str]) -> Output {
-    let mut args = vec!["record", "cm", "--for", "300ms"];
+    record_once_with(env, extra, |_| {})
+}
+
+/// [`record_once`], with `prepare` changing the command first.
+fn record_once_with(
+    env: &Env,
+    extra: &[&str],
+    prepare: impl FnOnce(&mut std::process::Command),
+) -> Output {
+    let mut args = vec!["cm"];
     args.extend_from_slice(extra);
-    env.run(&args)
+    env.record_until_listed(&args, prepare)
 }
 
 /// `record` that is expected to fail while it starts. The error ends it; the
@@ -332,37 +344,32 @@ fn the_context_chooses_the_default_namespace() {
 #[test]
 fn proxies_are_chosen_as_kubectl_chooses_them() {
     let env = Env::shop();
-    let run = |vars: &[(&str, &str)]| {
-        let mut c = env.command();
-        c.env_remove("NO_PROXY");
-        for (k, v) in vars {
-            c.env(k, v);
+    let with = |vars: &'static [(&'static str, &'static str)]| {
+        move |c: &mut std::process::Command| {
+            c.env_remove("NO_PROXY");
+            for (k, v) in vars {
+                c.env(k, v);
+            }
         }
-        c.args(["record", "cm", "--for", "300ms"]).output().unwrap()
     };
-    let dead = "http://127.0.0.1:9";
+    const DEAD: &str = "http://127.0.0.1:9";
     // HTTPS_PROXY is for https:// servers only.
-    assert_eq!(run(&[("HTTPS_PROXY", dead)]).status.code(), Some(0));
+    assert_ok(&record_once_with(&env, &[], with(&[("HTTPS_PROXY", DEAD)])));
     // HTTP_PROXY applies to http:// servers...
-    let through = run(&[("HTTP_PROXY", dead)]);
-    assert_eq!(through.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&through.stderr).starts_with("error: cannot reach the API server")
-    );
+    let mut through = env.command();
+    with(&[("HTTP_PROXY", DEAD)])(&mut through);
+    through.args(["record", "cm", "--for", common::REFUSED_WITHIN]);
+    let through = common::run_bounded(through, "record through a dead proxy");
+    assert_error(&through, "cannot reach the API server");
     // ...unless NO_PROXY names the server, in any of its forms.
     for no_proxy in [
-        "127.0.0.1",
-        "localhost,127.0.0.0/8",
-        "*",
-        "example.com, 127.0.0.1",
+        &[("http_proxy", DEAD), ("no_proxy", "127.0.0.1")],
+        &[("http_proxy", DEAD), ("no_proxy", "localhost,127.0.0.0/8")],
+        &[("http_proxy", DEAD), ("no_proxy", "*")],
+        &[("http_proxy", DEAD), ("no_proxy", "example.com, 127.0.0.1")],
     ] {
-        let out = run(&[("http_proxy", dead), ("no_proxy", no_proxy)]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "NO_PROXY={no_proxy}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = record_once_with(&env, &[], with(no_proxy));
+        assert_eq!(out.code, Some(0), "{no_proxy:?}: {}", out.stderr);
     }
 }
 

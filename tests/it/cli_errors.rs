@@ -134,18 +134,10 @@ fn missing_kubeconfig_entries_in_kubeconfig_list_are_skipped() {
         env.dir.path().join("does-not-exist").display(),
         env.kubeconfig.display()
     );
-    let out = env
-        .command()
-        .env("KUBECONFIG", list)
-        .args(["record", "cm", "--for", "1s"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = env.record_until_listed(&["cm"], |c| {
+        c.env("KUBECONFIG", list);
+    });
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
 }
 
 /// `kubectl krply export | head -1`: the reader goes away; the command stops

@@ -81,13 +81,24 @@ impl Sandbox {
     /// Starts `record ARGS` in the background; each recorder of a test gets
     /// its own output and log files.
     pub fn start_recorder(&self, args: &[&str]) -> RecorderProc {
+        self.start_recorder_with(args, |_| {})
+    }
+
+    /// [`Sandbox::start_recorder`], with `prepare` changing the command first
+    /// (its environment, say).
+    pub fn start_recorder_with(
+        &self,
+        args: &[&str],
+        prepare: impl FnOnce(&mut Command),
+    ) -> RecorderProc {
         let n = self
             .recorders
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let log = self.dir.path().join(format!("record-{n}.log"));
         let out = self.dir.path().join(format!("record-{n}.out"));
-        let child = self
-            .command()
+        let mut command = self.command();
+        prepare(&mut command);
+        let child = command
             .arg("record")
             .args(args)
             .stdout(Stdio::from(
@@ -101,6 +112,26 @@ impl Sandbox {
             log,
             out,
         }
+    }
+
+    /// `record ARGS` that must get as far as recording: it runs until a new
+    /// list is in the journal (or it ends by itself), then stops, and fails
+    /// the test if it listed nothing. A short `--for` could end a slow
+    /// start-up first, which exits 0 without having connected at all.
+    pub fn record_until_listed(&self, args: &[&str], prepare: impl FnOnce(&mut Command)) -> Output {
+        let before = lists_recorded(&self.store);
+        let mut rec = self.start_recorder_with(args, prepare);
+        wait_for(
+            "a new list in the journal, or the recorder's end",
+            &mut || rec.exited() || lists_recorded(&self.store) > before,
+        );
+        let out = rec.stop_unless_exited();
+        assert!(
+            lists_recorded(&self.store) > before,
+            "the recorder listed nothing: {}",
+            out.stderr
+        );
+        out
     }
 
     /// kubectl (built from the same Kubernetes release as the server) with
@@ -365,6 +396,16 @@ pub fn baselines(j: &Journal, s: &StreamInfo) -> u64 {
         .unwrap_or(0)
 }
 
+/// Baselines (completed lists) in the journal at `store`, over every stream.
+pub fn lists_recorded(store: &Path) -> u64 {
+    let Ok(j) = Journal::open(store) else {
+        return 0;
+    };
+    j.streams(None)
+        .map(|streams| streams.iter().map(|s| baselines(&j, s)).sum())
+        .unwrap_or(0)
+}
+
 pub fn wait_for(what: &str, check: &mut dyn FnMut() -> bool) {
     wait_for_within(what, DEADLINE, check)
 }
@@ -416,6 +457,23 @@ impl RecorderProc {
             .status()
             .expect("kill runs");
         assert!(status.success(), "kill -{sig} failed");
+    }
+
+    /// Whether it has exited (by itself or by a signal).
+    pub fn exited(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_none_or(|c| !matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// Stops it with SIGINT unless it has exited already, and returns its
+    /// exit code, stdout and log.
+    pub fn stop_unless_exited(mut self) -> Output {
+        if !self.exited() {
+            // Not reaped yet: a recorder that exits now still takes the signal.
+            self.signal("INT");
+        }
+        self.wait()
     }
 
     /// Stops it with SIGINT and returns its exit code, stdout and log.
