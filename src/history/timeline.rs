@@ -6,7 +6,7 @@
 use super::actors::By;
 use super::complete::Completeness;
 use super::diff::{Field, fields_between};
-use super::pipeline::pipeline;
+use super::pipeline::{inline, pipeline};
 use super::{Between, History, HistoryError, Scope, StreamHistory};
 use crate::diff::DiffOptions;
 use crate::journal::read::GapWindow;
@@ -102,55 +102,59 @@ impl History<'_> {
         let mut keyframe: Option<Arc<StoredBody>> = None;
         // This thread reads stored bodies; the other cores decode and compare
         // them, in runs of consecutive versions so each is decoded about once.
-        let compared = pipeline(
-            &what,
-            |send| {
-                let mut run = Run::default();
-                for v in &versions {
-                    // A list that started after the previous version and completed
-                    // before this one did not see the object: it was gone by then,
-                    // whatever happened in the gap.
-                    if previous.is_some()
-                        && let Some(b) = stream
-                            .baselines
-                            .iter()
-                            .find(|b| b.token > last_seq && b.seq < v.seq)
-                    {
-                        entries.push(vanished(b.observed_at, &b.resource_version));
-                        previous = None;
-                    }
-                    let kind = EntryType::of(v.watch_type);
-                    last_seq = v.seq;
-                    if kind == EntryType::Deleted {
-                        // Nothing to compare, and nothing to compare with next.
-                        entries.push(entry(v, kind));
-                        previous = None;
-                        continue;
-                    }
-                    let body = Arc::new(self.journal.stored_body(v.body, keyframe.as_ref())?);
-                    if body.base.is_some() {
-                        keyframe.clone_from(&body.base);
-                    }
-                    if run.versions.is_empty() {
-                        run.start = previous.clone();
-                    }
-                    run.versions
-                        .push((previous.is_some().then_some(entries.len()), body.clone()));
+        // One run is compared here: threads would cost more than it.
+        let read = |send: &mut dyn FnMut(Run) -> bool| {
+            let mut run = Run::default();
+            for v in &versions {
+                // A list that started after the previous version and completed
+                // before this one did not see the object: it was gone by then,
+                // whatever happened in the gap.
+                if previous.is_some()
+                    && let Some(b) = stream
+                        .baselines
+                        .iter()
+                        .find(|b| b.token > last_seq && b.seq < v.seq)
+                {
+                    entries.push(vanished(b.observed_at, &b.resource_version));
+                    previous = None;
+                }
+                let kind = EntryType::of(v.watch_type);
+                last_seq = v.seq;
+                if kind == EntryType::Deleted {
+                    // Nothing to compare, and nothing to compare with next.
                     entries.push(entry(v, kind));
-                    previous = Some(body);
-                    if run.versions.len() >= TIMELINE_RUN && !send(std::mem::take(&mut run)) {
-                        // Every comparing thread has stopped (one failed).
-                        return Ok(());
-                    }
+                    previous = None;
+                    continue;
                 }
-                if !run.versions.is_empty() {
-                    send(run);
+                let body = Arc::new(self.journal.stored_body(v.body, keyframe.as_ref())?);
+                if body.base.is_some() {
+                    keyframe.clone_from(&body.base);
                 }
-                Ok(())
-            },
-            Decoder::default,
-            |decoder, run, out| compare_run(decoder, &run, opts, &defaults, &what, out),
-        )?;
+                if run.versions.is_empty() {
+                    run.start = previous.clone();
+                }
+                run.versions
+                    .push((previous.is_some().then_some(entries.len()), body.clone()));
+                entries.push(entry(v, kind));
+                previous = Some(body);
+                if run.versions.len() >= TIMELINE_RUN && !send(std::mem::take(&mut run)) {
+                    // Every comparing thread has stopped (one failed).
+                    return Ok(());
+                }
+            }
+            if !run.versions.is_empty() {
+                send(run);
+            }
+            Ok(())
+        };
+        let work = |decoder: &mut Decoder, run: Run, out: &mut Vec<_>| {
+            compare_run(decoder, &run, opts, &defaults, &what, out)
+        };
+        let compared = if versions.len() <= TIMELINE_RUN {
+            inline(read, Decoder::default, work)?
+        } else {
+            pipeline(&what, read, Decoder::default, work)?
+        };
         for (entry, fields) in compared {
             entries[entry].fields = fields;
         }
