@@ -201,7 +201,7 @@ impl History<'_> {
                 .collect();
             rows.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
             for o in rows {
-                let t = self.timeline(stream, &o, opts)?;
+                let t = self.timeline_within(stream, &o, opts, Some((since, until)))?;
                 // Whether the object existed just before an entry.
                 let mut present = false;
                 for e in t.entries {

@@ -86,7 +86,31 @@ impl History<'_> {
         object: &ObjectRow,
         opts: &DiffOptions,
     ) -> Result<TimelineAnswer, HistoryError> {
+        self.timeline_within(stream, object, opts, None)
+    }
+
+    /// [`History::timeline`]; with a `window` `(since, until]`, the field
+    /// changes only of the entries observed in it (`log` reads no others; the
+    /// rest are left without fields). A version's body is then read only when
+    /// it or the version after it is in the window: a window of 30 minutes
+    /// does not decode an object's whole history.
+    pub(super) fn timeline_within(
+        &self,
+        stream: &StreamHistory,
+        object: &ObjectRow,
+        opts: &DiffOptions,
+        window: Option<(i64, i64)>,
+    ) -> Result<TimelineAnswer, HistoryError> {
         let versions = self.versions(stream, object.id)?;
+        let asked = |v: &VersionRow| {
+            window.is_none_or(|(since, until)| v.observed_at > since && v.observed_at <= until)
+        };
+        // Whether each version's body is read: its entry is asked about, or
+        // the next version's is (and compares with it).
+        let read_body: Vec<bool> = (0..versions.len())
+            .map(|i| asked(&versions[i]) || versions.get(i + 1).is_some_and(asked))
+            .collect();
+        let reading = read_body.iter().filter(|&&r| r).count();
         let mut entries = Vec::new();
         let mut last_seq = i64::MIN;
         let api_version = stream.info.resource.api_version();
@@ -95,8 +119,10 @@ impl History<'_> {
             ("kind", stream.info.resource.kind.as_str()),
         ];
         let what = format!("{} {}", stream.info.name(), object.name);
+        // Whether the object was present after the previous version.
+        let mut present = false;
         // The previous present version, as stored (versions are compared where
-        // they differ only, see `diff::reduce_pair`).
+        // they differ only, see `diff::reduce_pair`), when its body was read.
         let mut previous: Option<Arc<StoredBody>> = None;
         // The keyframe the last body was a delta against (read once).
         let mut keyframe: Option<Arc<StoredBody>> = None;
@@ -105,17 +131,18 @@ impl History<'_> {
         // One run is compared here: threads would cost more than it.
         let read = |send: &mut dyn FnMut(Run) -> bool| {
             let mut run = Run::default();
-            for v in &versions {
+            for (v, &read_body) in versions.iter().zip(&read_body) {
                 // A list that started after the previous version and completed
                 // before this one did not see the object: it was gone by then,
                 // whatever happened in the gap.
-                if previous.is_some()
+                if present
                     && let Some(b) = stream
                         .baselines
                         .iter()
                         .find(|b| b.token > last_seq && b.seq < v.seq)
                 {
                     entries.push(vanished(b.observed_at, &b.resource_version));
+                    present = false;
                     previous = None;
                 }
                 let kind = EntryType::of(v.watch_type);
@@ -123,6 +150,15 @@ impl History<'_> {
                 if kind == EntryType::Deleted {
                     // Nothing to compare, and nothing to compare with next.
                     entries.push(entry(v, kind));
+                    present = false;
+                    previous = None;
+                    continue;
+                }
+                if !read_body {
+                    // Neither this entry nor the next is asked about: the
+                    // next version has no body before it to compare with.
+                    entries.push(entry(v, kind));
+                    present = true;
                     previous = None;
                     continue;
                 }
@@ -136,6 +172,7 @@ impl History<'_> {
                 run.versions
                     .push((previous.is_some().then_some(entries.len()), body.clone()));
                 entries.push(entry(v, kind));
+                present = true;
                 previous = Some(body);
                 if run.versions.len() >= TIMELINE_RUN && !send(std::mem::take(&mut run)) {
                     // Every comparing thread has stopped (one failed).
@@ -150,7 +187,7 @@ impl History<'_> {
         let work = |decoder: &mut Decoder, run: Run, out: &mut Vec<_>| {
             compare_run(decoder, &run, opts, &defaults, &what, out)
         };
-        let compared = if versions.len() <= TIMELINE_RUN {
+        let compared = if reading <= TIMELINE_RUN {
             inline(read, Decoder::default, work)?
         } else {
             pipeline(&what, read, Decoder::default, work)?
@@ -185,9 +222,7 @@ impl History<'_> {
             }
         }
         // Listed last, then missing from a later relist.
-        if previous.is_some()
-            && let Some(b) = stream.baselines.iter().find(|b| b.token > last_seq)
-        {
+        if present && let Some(b) = stream.baselines.iter().find(|b| b.token > last_seq) {
             entries.push(vanished(b.observed_at, &b.resource_version));
         }
 
