@@ -180,28 +180,30 @@ impl History<'_> {
         let streams = self.streams_during(scope, Some((since, until)));
         let completeness = self.completeness(scope, &streams, Some(since), until);
         let ids: IdSet<_> = streams.iter().map(|s| s.info.id).collect();
-        let touched = self.journal.touched_objects(&ids, since, until)?;
+        // Objects with a record in the window, read once for every stream.
+        let touched = self.objects(&self.journal.touched_objects(&ids, since, until)?)?;
         let mut entries = Vec::new();
         for stream in &streams {
-            // Objects with a record in the window, and, when a relist falls in
-            // it, those present before it (it may have found them gone).
-            let mut mine: HashSet<i64> = touched.clone();
+            // And, when a relist falls in the window, those present before it
+            // (it may have found them gone).
+            let mut before_list: HashSet<i64> = HashSet::new();
             if let Some(list) = stream
                 .baselines
                 .iter()
                 .find(|b| b.observed_at > since && b.observed_at <= until)
                 && let Some(present) = self.stream_at(stream, list.observed_at - 1)?
             {
-                mine.extend(present.keys());
+                before_list.extend(present.keys().filter(|id| !touched.contains_key(id)));
             }
-            let mut rows: Vec<_> = self
-                .objects(&mine)?
-                .into_values()
+            let before_list = self.objects(&before_list)?;
+            let mut rows: Vec<_> = touched
+                .values()
+                .chain(before_list.values())
                 .filter(|o| scope.holds(stream, o, names))
                 .collect();
             rows.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
             for o in rows {
-                let t = self.timeline_within(stream, &o, opts, Some((since, until)))?;
+                let t = self.timeline_within(stream, o, opts, Some((since, until)))?;
                 // Whether the object existed just before an entry.
                 let mut present = false;
                 for e in t.entries {
