@@ -120,6 +120,14 @@ impl Identity {
     }
 }
 
+/// Every member [`pair`] reads of an element: two lists whose elements keep
+/// these members (and nothing else) pair up as the whole lists do.
+pub(crate) fn identity_members() -> impl Iterator<Item = &'static str> {
+    IDENTITIES
+        .iter()
+        .flat_map(|i| std::iter::once(i.field).chain(i.qualifier))
+}
+
 /// Decides how to pair the elements of `old` and `new`.
 pub(crate) fn pair(old: &[Value], new: &[Value]) -> Pairing {
     for identity in &IDENTITIES {

@@ -339,6 +339,18 @@ proptest! {
     }
 
     #[test]
+    fn reducing_a_mutated_tree_changes_nothing(before in tree(), o in object(), seed in 1u64.., include_status: bool) {
+        // Mutations keep most of a tree, so lists pair up and are reduced item
+        // by item.
+        let opts = DiffOptions { include_status };
+        for before in [&before, &o] {
+            let after = mutate(before, &mut Rng(seed));
+            let (rb, ra) = reduce_pair(&before.to_string(), &after.to_string(), &opts, &[]).unwrap();
+            prop_assert_eq!(diff_objects(&rb, &ra, &opts), diff_objects(before, &after, &opts));
+        }
+    }
+
+    #[test]
     fn diff_with_itself_is_empty(v in tree(), o in object()) {
         prop_assert!(diff_objects(&v, &v, &DiffOptions::default()).is_empty());
         let all = DiffOptions { include_status: true };

@@ -5,10 +5,17 @@
 //! bytes are identical on both sides (and every noise path), and parses only
 //! what is left. [`diff_objects`](super::diff_objects) on the two reduced values
 //! reports exactly what it reports on the full ones: identical members produce
-//! no change, lists are kept whole (their items are matched by name there), and
-//! members present on one side only are kept whole.
+//! no change, and members present on one side only are kept whole.
+//!
+//! Two lists are reduced item by item when they pair up by index (see
+//! [`lists`](super::lists)): an item identical on both sides is kept as only the
+//! members pairing reads, and two objects that differ are reduced like any
+//! other, keeping those members too. So the reduced lists pair up as the whole
+//! ones do. Lists that pair up by identity (an item inserted, removed or
+//! moved) are kept whole.
 
 use super::DiffOptions;
+use super::lists::{self, Pairing};
 use super::noise::is_noise_path;
 use super::path::{FieldPath, PathSegment, SegRef};
 use serde::de::{MapAccess, Visitor};
@@ -73,6 +80,14 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
     }
 }
 
+/// A list's items left raw; `None` for anything else.
+fn items(raw: &RawValue) -> Option<Vec<&RawValue>> {
+    if !raw.get().starts_with('[') {
+        return None;
+    }
+    serde_json::from_str(raw.get()).ok()
+}
+
 fn members(raw: &RawValue) -> Option<Members<'_>> {
     let text = raw.get();
     if !text.starts_with('{') {
@@ -95,6 +110,15 @@ impl<V> Object<'_, V> {
 
 fn parse(raw: &RawValue) -> serde_json::Result<Value> {
     serde_json::from_str(raw.get())
+}
+
+/// A list whose items were left raw, parsed.
+fn parse_items(items: &[&RawValue]) -> serde_json::Result<Value> {
+    items
+        .iter()
+        .map(|i| parse(i))
+        .collect::<Result<_, _>>()
+        .map(Value::Array)
 }
 
 /// Both versions, reduced to what differs. `defaults` stand in for top-level
@@ -201,9 +225,7 @@ impl Top<'_> {
     fn to_value(&self) -> serde_json::Result<Value> {
         Ok(match self {
             Top::Scalar(v) => v.clone(),
-            Top::Array(items) => {
-                Value::Array(items.iter().map(|i| parse(i)).collect::<Result<_, _>>()?)
-            }
+            Top::Array(items) => parse_items(items)?,
             Top::Object(m) => Value::Object(members_value(m)?),
         })
     }
@@ -311,6 +333,20 @@ fn reduce_top<'a>(
                 }
             }
             (Some(vb), va) if vb.surely_equal(va) => {}
+            (Some(Top::Array(ib)), Top::Array(ia)) => {
+                let (rb, ra) = match k {
+                    Cow::Borrowed(key) => {
+                        path.push(SegRef::Key(key));
+                        let reduced = reduce_lists(ib, ia, path, opts);
+                        path.pop();
+                        reduced?
+                    }
+                    // An escaped key, which is rare: the lists whole.
+                    Cow::Owned(_) => (parse_items(ib)?, parse_items(ia)?),
+                };
+                out_b.insert(k.to_string(), rb);
+                out_a.insert(k.to_string(), ra);
+            }
             (Some(vb), va) => {
                 out_b.insert(k.to_string(), vb.to_value()?);
                 out_a.insert(k.to_string(), va.to_value()?);
@@ -540,6 +576,10 @@ fn reduce_members<'a>(
                     let (rb, ra) = reduce_members(&mb, &ma, path, opts)?;
                     out_b.insert(key.to_string(), Value::Object(rb));
                     out_a.insert(key.to_string(), Value::Object(ra));
+                } else if let (Some(ib), Some(ia)) = (items(vb), items(va)) {
+                    let (rb, ra) = reduce_lists(&ib, &ia, path, opts)?;
+                    out_b.insert(key.to_string(), rb);
+                    out_a.insert(key.to_string(), ra);
                 } else {
                     out_b.insert(key.to_string(), parse(vb)?);
                     out_a.insert(key.to_string(), parse(va)?);
@@ -553,6 +593,73 @@ fn reduce_members<'a>(
     }
     insert_removed(b, a, path, opts, &mut out_b, |v| parse(v))?;
     Ok((out_b, out_a))
+}
+
+/// Two lists (found at `path`) reduced to what differs, as the module
+/// documentation describes; kept whole when their items pair up by identity.
+fn reduce_lists<'a>(
+    b: &[&'a RawValue],
+    a: &[&'a RawValue],
+    path: &mut Vec<SegRef<'a>>,
+    opts: &DiffOptions,
+) -> serde_json::Result<(Value, Value)> {
+    let (mb, ma) = (item_members(b), item_members(a));
+    // What pairing reads of each item: its identity members, or (of an item
+    // that is not an object) nothing, as of null.
+    let stand_in = |m: &Option<Members<'_>>| -> serde_json::Result<Value> {
+        let Some(m) = m else { return Ok(Value::Null) };
+        let mut out = Map::new();
+        for field in lists::identity_members() {
+            if let Some(v) = m.get(field) {
+                out.insert(field.to_string(), parse(v)?);
+            }
+        }
+        Ok(Value::Object(out))
+    };
+    let sb: Vec<Value> = mb.iter().map(stand_in).collect::<Result<_, _>>()?;
+    let sa: Vec<Value> = ma.iter().map(stand_in).collect::<Result<_, _>>()?;
+    if matches!(lists::pair(&sb, &sa), Pairing::ByIdentity(_)) {
+        return Ok((parse_items(b)?, parse_items(a)?));
+    }
+    let (mut out_b, mut out_a) = (Vec::with_capacity(b.len()), Vec::with_capacity(a.len()));
+    for (i, (sb, sa)) in sb.into_iter().zip(sa).enumerate() {
+        if b[i].get() == a[i].get() {
+            out_b.push(sb);
+            out_a.push(sa);
+            continue;
+        }
+        let (Some(ib), Some(ia)) = (&mb[i], &ma[i]) else {
+            out_b.push(parse(b[i])?);
+            out_a.push(parse(a[i])?);
+            continue;
+        };
+        path.push(SegRef::Index(i));
+        let (mut rb, mut ra) = reduce_members(ib, ia, path, opts)?;
+        path.pop();
+        // The identity members, where they were the same on both sides.
+        for (side, stand_in) in [(&mut rb, sb), (&mut ra, sa)] {
+            if let Value::Object(identity) = stand_in {
+                for (field, value) in identity {
+                    side.entry(field).or_insert(value);
+                }
+            }
+        }
+        out_b.push(Value::Object(rb));
+        out_a.push(Value::Object(ra));
+    }
+    // Items past the end of the shorter list are added or removed whole.
+    let n = b.len().min(a.len());
+    for (raw, out) in [(&b[n..], &mut out_b), (&a[n..], &mut out_a)] {
+        for item in raw {
+            out.push(parse(item)?);
+        }
+    }
+    Ok((Value::Array(out_b), Value::Array(out_a)))
+}
+
+/// The members of each item that is an object, left raw.
+fn item_members<'a>(items: &[&'a RawValue]) -> Vec<Option<Members<'a>>> {
+    items.iter().map(|i| members(i)).collect()
 }
 
 #[cfg(test)]
@@ -607,6 +714,37 @@ mod tests {
     }
 
     #[test]
+    fn lists_that_pair_by_index_keep_only_what_differs() {
+        let pod = |image: &str| {
+            json!({"spec": {"containers": [
+                {"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"}]},
+                {"name": "proxy", "image": image, "ports": [{"containerPort": 80}]},
+            ]}})
+        };
+        let (before, after) = (pod("proxy:1"), pod("proxy:2"));
+        let opts = DiffOptions::default();
+        let (rb, ra) = reduce_pair(&before.to_string(), &after.to_string(), &opts, &[]).unwrap();
+        // The same container stands in by its name; the other keeps its name
+        // and what changed.
+        assert_eq!(
+            ra["spec"]["containers"],
+            json!([{"name": "app"}, {"image": "proxy:2", "name": "proxy"}])
+        );
+        assert_eq!(rb["spec"]["containers"][1]["image"], json!("proxy:1"));
+        same_as_full(&before, &after);
+
+        // Moved items pair by identity: both lists are kept whole.
+        let mut moved = after.clone();
+        moved["spec"]["containers"]
+            .as_array_mut()
+            .unwrap()
+            .reverse();
+        let (_, ra) = reduce_pair(&before.to_string(), &moved.to_string(), &opts, &[]).unwrap();
+        assert_eq!(ra["spec"]["containers"], moved["spec"]["containers"]);
+        same_as_full(&before, &moved);
+    }
+
+    #[test]
     fn missing_type_meta_is_filled() {
         let before = r#"{"metadata":{"name":"a"},"data":{"x":"1"}}"#;
         let after =
@@ -646,6 +784,25 @@ mod tests {
                 json!({"a\"b": 2, "c": {"d\\e": 2}}),
             ),
             (json!({"x": null}), json!({})),
+            (
+                json!({"l": [1, {"a": 1}, [2]]}),
+                json!({"l": [1, {"a": 2}, [3], 4]}),
+            ),
+            (json!({"l": [{"a": 1}, 2]}), json!({"l": [2, {"a": 1}]})),
+            (
+                json!({"l": [{"name": "x", "v": 1}, {"name": "y"}]}),
+                json!({"l": [{"name": "x", "v": 2}]}),
+            ),
+            (
+                json!({"l": [{"type": "A", "s": 1}, {"type": "B"}]}),
+                json!({"l": [{"type": "A", "s": 2}, {"type": "B"}, {"type": "C"}]}),
+            ),
+            (json!([{"name": "x"}]), json!([{"name": "x", "v": 1}])),
+            // Without its same name, the first item would pair by type.
+            (
+                json!({"l": [{"name": "x", "type": 1}, {"name": "y", "type": 3}]}),
+                json!({"l": [{"name": "x", "type": 2}, {"name": "y", "type": 3}]}),
+            ),
         ];
         for (b, a) in cases {
             same_as_full(&b, &a);
