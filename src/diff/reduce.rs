@@ -10,9 +10,10 @@
 //! Two lists are reduced item by item when they pair up by index (see
 //! [`lists`](super::lists)): an item identical on both sides is kept as only the
 //! members pairing reads, and two objects that differ are reduced like any
-//! other, keeping those members too. So the reduced lists pair up as the whole
-//! ones do. Lists that pair up by identity (an item inserted, removed or
-//! moved) are kept whole.
+//! other, keeping those members and every scalar member too. So the reduced
+//! lists pair up as the whole ones do, and an item that changed can still be
+//! found in managedFields by its merge keys. Lists that pair up by identity
+//! (an item inserted, removed or moved) are kept whole.
 
 use super::DiffOptions;
 use super::lists::{self, Pairing};
@@ -636,11 +637,24 @@ fn reduce_lists<'a>(
         path.push(SegRef::Index(i));
         let (mut rb, mut ra) = reduce_members(ib, ia, path, opts)?;
         path.pop();
-        // The identity members, where they were the same on both sides.
-        for (side, stand_in) in [(&mut rb, sb), (&mut ra, sa)] {
+        // The identity members, and every member that is a scalar, where they
+        // were the same on both sides: owners find a list item in
+        // managedFields by its merge keys (`k:{...}`), which are scalar
+        // members that need not be identity members (docs/architecture.md).
+        for (side, stand_in, item) in [(&mut rb, sb, ib), (&mut ra, sa, ia)] {
             if let Value::Object(identity) = stand_in {
                 for (field, value) in identity {
                     side.entry(field).or_insert(value);
+                }
+            }
+            for (k, _) in &item.0 {
+                match item.get(k) {
+                    Some(v)
+                        if !v.get().starts_with(['{', '[']) && !side.contains_key(k.as_ref()) =>
+                    {
+                        side.insert(k.to_string(), parse(v)?);
+                    }
+                    _ => {}
                 }
             }
         }

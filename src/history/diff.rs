@@ -887,6 +887,55 @@ mod line_tests {
     }
 
     #[test]
+    fn an_item_of_a_reduced_list_is_found_by_merge_keys_that_are_not_its_identity() {
+        // Both constraints pair up by index; the changed one is found in
+        // managedFields by topologyKey and whenUnsatisfiable, neither of which
+        // pairing reads.
+        let deployment = |skew: i64| {
+            let constraint = |key: &str, skew: i64| json!({"topologyKey": key, "whenUnsatisfiable": "DoNotSchedule", "maxSkew": skew});
+            let owned = |key: &str| {
+                format!(r#"k:{{"topologyKey":"{key}","whenUnsatisfiable":"DoNotSchedule"}}"#)
+            };
+            json!({
+                "metadata": {"name": "web", "managedFields": [
+                    {"manager": "kubectl-edit", "operation": "Update", "fieldsType": "FieldsV1",
+                     "fieldsV1": {"f:spec": {"f:topologySpreadConstraints": {
+                         owned("zone"): {".": {}, "f:maxSkew": {}}}}}},
+                    {"manager": "helm", "operation": "Update", "fieldsType": "FieldsV1",
+                     "fieldsV1": {"f:spec": {"f:topologySpreadConstraints": {
+                         owned("host"): {".": {}, "f:maxSkew": {}}}}}},
+                ]},
+                "spec": {"topologySpreadConstraints": [constraint("host", 1), constraint("zone", skew)]},
+            })
+        };
+        let (before, after) = (deployment(1), deployment(2));
+        let opts = DiffOptions::default();
+        let fields =
+            fields_between(&before.to_string(), &after.to_string(), &opts, &[]).expect("fields");
+        let full: Vec<(String, Option<String>)> = crate::diff::diff_objects(&before, &after, &opts)
+            .into_iter()
+            .map(|c| {
+                (
+                    c.path.to_string(),
+                    crate::diff::field_manager(&after, &c.path),
+                )
+            })
+            .collect();
+        let reduced: Vec<(String, Option<String>)> = fields
+            .iter()
+            .map(|f| (f.change.path.to_string(), f.manager.clone()))
+            .collect();
+        assert_eq!(
+            reduced,
+            [(
+                "spec.topologySpreadConstraints[1].maxSkew".into(),
+                Some("kubectl-edit".into())
+            )]
+        );
+        assert_eq!(reduced, full);
+    }
+
+    #[test]
     fn fields_fit_their_room_and_count_what_did_not() {
         let fields: Vec<Field> = (0..6)
             .map(|i| {
