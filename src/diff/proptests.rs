@@ -204,6 +204,84 @@ fn mutate(value: &Value, rng: &mut Rng) -> Value {
     }
 }
 
+/// `value` with managedFields split between two managers, `m0` and `m1`: each
+/// member or list item goes to one of them (`rng` decides), down to the leaves.
+/// A list of objects that all have a scalar member with unique values is keyed
+/// by it (`k:{...}`), as server-side apply keys associative lists; any other
+/// list is owned whole.
+fn with_managers(value: &Value, rng: &mut Rng) -> Value {
+    let mut out = value.clone();
+    let Some(Value::Object(metadata)) = out.get_mut("metadata") else {
+        return out;
+    };
+    let mut sets = [Map::new(), Map::new()];
+    if let Value::Object(members) = value {
+        claim_members(members, &mut sets, rng);
+    }
+    let entries: Vec<Value> = sets
+        .into_iter()
+        .enumerate()
+        .map(|(i, set)| {
+            json!({"manager": format!("m{i}"), "operation": "Update",
+                   "fieldsType": "FieldsV1", "fieldsV1": set})
+        })
+        .collect();
+    metadata.insert("managedFields".into(), Value::Array(entries));
+    out
+}
+
+fn claim_members(members: &Map<String, Value>, sets: &mut [Map<String, Value>; 2], rng: &mut Rng) {
+    for (k, v) in members {
+        claim(format!("f:{k}"), v, sets, rng);
+    }
+}
+
+/// Gives the field `key` (holding `value`) to the managers in `sets`.
+fn claim(key: String, value: &Value, sets: &mut [Map<String, Value>; 2], rng: &mut Rng) {
+    let mut children = [Map::new(), Map::new()];
+    match value {
+        Value::Object(m) if !m.is_empty() => claim_members(m, &mut children, rng),
+        Value::Array(items) if merge_key(items).is_some() => {
+            let field = merge_key(items).unwrap_or_default();
+            for item in items {
+                let id = json!({field: item[field]});
+                let mut inner = [Map::new(), Map::new()];
+                if let Value::Object(m) = item {
+                    claim_members(m, &mut inner, rng);
+                }
+                inner[rng.below(2) as usize].insert(".".into(), json!({}));
+                for (child, inner) in children.iter_mut().zip(inner) {
+                    if !inner.is_empty() {
+                        child.insert(format!("k:{id}"), Value::Object(inner));
+                    }
+                }
+            }
+        }
+        _ => {
+            sets[rng.below(2) as usize].insert(key, json!({}));
+            return;
+        }
+    }
+    for (set, child) in sets.iter_mut().zip(children) {
+        if !child.is_empty() {
+            set.insert(key.clone(), Value::Object(child));
+        }
+    }
+}
+
+/// A member every item of `items` has, as a scalar with values unique in the
+/// list: its merge key.
+fn merge_key(items: &[Value]) -> Option<&str> {
+    let first = items.first()?.as_object()?;
+    first.keys().map(String::as_str).find(|k| {
+        let mut seen = std::collections::HashSet::new();
+        items.iter().all(|i| {
+            i.get(*k)
+                .is_some_and(|v| !v.is_object() && !v.is_array() && seen.insert(v.to_string()))
+        })
+    })
+}
+
 /// Applies reported changes to `before`. Changes are applied shallowest first; within a
 /// depth, list removals (by old index, highest first), then list additions (by new
 /// index, lowest first), then the rest. This is how callers may replay a diff too.
@@ -347,6 +425,27 @@ proptest! {
             let after = mutate(before, &mut Rng(seed));
             let (rb, ra) = reduce_pair(&before.to_string(), &after.to_string(), &opts, &[]).unwrap();
             prop_assert_eq!(diff_objects(&rb, &ra, &opts), diff_objects(before, &after, &opts));
+        }
+    }
+
+    #[test]
+    fn owners_of_reduced_changes_are_the_owners_of_full_ones(before in tree(), o in object(), seed in 1u64.., include_status: bool) {
+        let opts = DiffOptions { include_status };
+        let mut rng = Rng(seed);
+        for before in [&before, &o] {
+            let after = with_managers(&mutate(before, &mut rng), &mut rng);
+            let before = with_managers(before, &mut rng);
+            let fields = crate::history::diff::fields_between(&before.to_string(), &after.to_string(), &opts, &[]).unwrap();
+            let reduced: Vec<_> = fields.into_iter().map(|f| (f.change, f.manager)).collect();
+            let full: Vec<_> = diff_objects(&before, &after, &opts)
+                .into_iter()
+                .map(|c| {
+                    let owner = if c.after.is_some() { &after } else { &before };
+                    let manager = field_manager(owner, &c.path);
+                    (c, manager)
+                })
+                .collect();
+            prop_assert_eq!(reduced, full);
         }
     }
 
