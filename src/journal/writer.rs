@@ -1,11 +1,13 @@
 //! The single journal writer: a dedicated thread that owns the connection and
 //! turns [`Op`]s into records, batching whatever has queued into one transaction.
 //!
-//! Batching is a group commit: the thread blocks for the first op, lets more
-//! arrive for [`COMMIT_WINDOW`], then takes everything waiting (up to
-//! [`MAX_BATCH`]) into one transaction. Nothing waits longer than the window to
-//! become durable, and a busy cluster pays one commit (one WAL write of the
-//! touched pages) per window instead of one per event. Every transaction ends
+//! Batching is a group commit: the thread blocks for the first op, takes
+//! everything already waiting, and unless that is company enough
+//! ([`ENOUGH_COMPANY`]) lets more arrive for [`COMMIT_WINDOW`]; all of it (up
+//! to [`MAX_BATCH`]) goes into one transaction. Nothing waits longer than the
+//! window to become durable, and a busy cluster pays one commit (one WAL write
+//! of the touched pages) per window or per few hundred ops instead of one per
+//! event. Every transaction ends
 //! with a checkpoint for each stream whose events it holds, so an event and the
 //! checkpoint it advances are durable together.
 
@@ -28,6 +30,10 @@ pub const COMMIT_WINDOW: std::time::Duration = std::time::Duration::from_millis(
 /// relist of thousands of Deployments) a batch is cut by size, not count, so
 /// the bodies held at once stay small.
 pub const MAX_BATCH_BYTES: usize = 4 << 20;
+/// Ops already waiting that make a transaction worth committing without
+/// waiting out [`COMMIT_WINDOW`] (or an eighth of [`MAX_BATCH_BYTES`] of
+/// bodies): the window only gathers company to share a commit.
+pub const ENOUGH_COMPANY: usize = MAX_BATCH / 8;
 /// Room in the queue between the streams and the writer; a full queue makes the
 /// streams wait (back-pressure) instead of growing memory.
 pub const QUEUE: usize = 1024;
@@ -341,21 +347,12 @@ impl WriterState {
     ) -> Result<(), JournalError> {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         while let Some(first) = rx.blocking_recv() {
-            // A flush is waited on: commit it at once.
-            let urgent = matches!(first, Op::Flush(_));
             let mut bytes = first.body_len();
             batch.push(first);
-            if !urgent && !rx.is_closed() && !window.is_zero() {
+            take_waiting(&mut rx, &mut batch, &mut bytes);
+            if waits_for_company(&batch, bytes) && !rx.is_closed() && !window.is_zero() {
                 std::thread::sleep(window);
-            }
-            while batch.len() < MAX_BATCH && bytes < MAX_BATCH_BYTES {
-                match rx.try_recv() {
-                    Ok(op) => {
-                        bytes += op.body_len();
-                        batch.push(op);
-                    }
-                    Err(_) => break,
-                }
+                take_waiting(&mut rx, &mut batch, &mut bytes);
             }
             if let Err(e) = self.commit(&mut batch) {
                 rx.close();
@@ -978,6 +975,31 @@ fn object_id(
     Ok(id)
 }
 
+/// Whether a transaction of `ops` (with `bytes` of bodies) waits out the
+/// commit window for more. A flush is waited on: it is committed at once. So
+/// is a batch with company enough already: under load the queue refills
+/// while a transaction commits, and waiting out the window on top would cap
+/// how fast the writer goes.
+fn waits_for_company(ops: &[Op], bytes: usize) -> bool {
+    let urgent = ops.iter().any(|op| matches!(op, Op::Flush(_)));
+    let company = ops.len() >= ENOUGH_COMPANY || bytes >= MAX_BATCH_BYTES / 8;
+    !urgent && !company
+}
+
+/// Moves the ops already queued into `batch`, up to [`MAX_BATCH`] ops or
+/// [`MAX_BATCH_BYTES`] of bodies, counting their bytes into `bytes`.
+fn take_waiting(rx: &mut tokio::sync::mpsc::Receiver<Op>, batch: &mut Vec<Op>, bytes: &mut usize) {
+    while batch.len() < MAX_BATCH && *bytes < MAX_BATCH_BYTES {
+        match rx.try_recv() {
+            Ok(op) => {
+                *bytes += op.body_len();
+                batch.push(op);
+            }
+            Err(_) => break,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1233,6 +1255,31 @@ mod tests {
             meta: meta(name, rv),
             body: body(name, rv, rv),
         }
+    }
+
+    #[test]
+    fn a_transaction_waits_for_company_only_when_it_has_little() {
+        let (_dir, stream) = configmap_stream();
+        let events = |n: usize| -> Vec<Op> {
+            (0..n)
+                .map(|i| event(stream, i as i64, "cm", &i.to_string()))
+                .collect()
+        };
+        let bytes = |ops: &[Op]| ops.iter().map(Op::body_len).sum::<usize>();
+        let one = events(1);
+        assert!(waits_for_company(&one, bytes(&one)));
+        let few = events(ENOUGH_COMPANY - 1);
+        assert!(waits_for_company(&few, bytes(&few)));
+        // Under load: what queued while the last transaction committed.
+        let many = events(ENOUGH_COMPANY);
+        assert!(!waits_for_company(&many, bytes(&many)));
+        // One large object is company enough.
+        assert!(!waits_for_company(&one, MAX_BATCH_BYTES / 8));
+        // A flush is waited on.
+        let (ack, _) = std::sync::mpsc::sync_channel(1);
+        let mut flushed = events(1);
+        flushed.push(Op::Flush(ack));
+        assert!(!waits_for_company(&flushed, bytes(&flushed)));
     }
 
     #[test]
