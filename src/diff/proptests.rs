@@ -84,8 +84,9 @@ fn object() -> impl Strategy<Value = Value> {
         prop::option::of(annotations),
         prop::option::of(tree()),
         tree(),
+        constraints(),
     )
-        .prop_map(|(uid, rv, annotations, status, spec)| {
+        .prop_map(|(uid, rv, annotations, status, spec, constraints)| {
             let mut metadata = Map::new();
             metadata.insert("name".into(), json!("web"));
             if let Some(uid) = uid {
@@ -99,12 +100,30 @@ fn object() -> impl Strategy<Value = Value> {
             }
             let mut obj = Map::new();
             obj.insert("metadata".into(), Value::Object(metadata));
-            obj.insert("spec".into(), json!({"containers": spec}));
+            obj.insert(
+                "spec".into(),
+                json!({"containers": spec, "topologySpreadConstraints": constraints}),
+            );
             if let Some(status) = status {
                 obj.insert("status".into(), status);
             }
             Value::Object(obj)
         })
+}
+
+/// A list whose items are told apart by a member pairing does not read
+/// (`topologyKey`), as server-side apply keys topology spread constraints.
+fn constraints() -> impl Strategy<Value = Value> {
+    let keys =
+        prop::collection::btree_set(prop::sample::select(vec!["zone", "host", "rack"]), 1..4);
+    (keys, prop::collection::vec(leaf(), 3)).prop_map(|(keys, skews)| {
+        keys.into_iter()
+            .zip(skews)
+            .map(|(key, skew)| {
+                json!({"topologyKey": key, "whenUnsatisfiable": "DoNotSchedule", "maxSkew": skew})
+            })
+            .collect()
+    })
 }
 
 /// A tiny deterministic generator for mutations.
@@ -239,10 +258,12 @@ fn claim_members(members: &Map<String, Value>, sets: &mut [Map<String, Value>; 2
 /// Gives the field `key` (holding `value`) to the managers in `sets`.
 fn claim(key: String, value: &Value, sets: &mut [Map<String, Value>; 2], rng: &mut Rng) {
     let mut children = [Map::new(), Map::new()];
-    match value {
-        Value::Object(m) if !m.is_empty() => claim_members(m, &mut children, rng),
-        Value::Array(items) if merge_key(items).is_some() => {
-            let field = merge_key(items).unwrap_or_default();
+    let keyed = value
+        .as_array()
+        .and_then(|items| Some((items, merge_key(items)?)));
+    match (value, keyed) {
+        (Value::Object(m), _) if !m.is_empty() => claim_members(m, &mut children, rng),
+        (_, Some((items, field))) => {
             for item in items {
                 let id = json!({field: item[field]});
                 let mut inner = [Map::new(), Map::new()];
@@ -270,10 +291,14 @@ fn claim(key: String, value: &Value, sets: &mut [Map<String, Value>; 2], rng: &m
 }
 
 /// A member every item of `items` has, as a scalar with values unique in the
-/// list: its merge key.
+/// list: its merge key. One that pairing does not read comes first, as
+/// `topologyKey` does.
 fn merge_key(items: &[Value]) -> Option<&str> {
     let first = items.first()?.as_object()?;
-    first.keys().map(String::as_str).find(|k| {
+    let identity: Vec<&str> = lists::identity_members().collect();
+    let mut keys: Vec<&str> = first.keys().map(String::as_str).collect();
+    keys.sort_by_key(|k| identity.contains(k));
+    keys.into_iter().find(|k| {
         let mut seen = std::collections::HashSet::new();
         items.iter().all(|i| {
             i.get(*k)
