@@ -24,6 +24,8 @@ pub enum DemoError {
     Cluster(#[from] cluster::ClusterError),
     #[error(transparent)]
     Journal(#[from] JournalError),
+    #[error(transparent)]
+    Record(#[from] crate::recorder::RecordError),
     #[error("{0}")]
     Plan(String),
     #[error("the demo could not import its audit log: {0}")]

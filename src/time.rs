@@ -64,6 +64,11 @@ pub enum TimeError {
     /// `--since` lies after `--until`.
     #[error("--since ({since}) is after --until ({until})")]
     SinceAfterUntil { since: Millis, until: Millis },
+    /// A time after now: history answers are about the past.
+    #[error(
+        "time {input:?} is in the future (it is {now} now): the journal holds only what happened"
+    )]
+    InFuture { input: String, now: Millis },
 }
 
 /// Milliseconds since the Unix epoch (UTC).
@@ -189,7 +194,7 @@ pub fn parse_time_expr_in(
 ) -> Result<Millis, TimeError> {
     let input = s.trim();
     if let Some(at) = time_of_day(input, now, tz) {
-        return at;
+        return at.map(|(at, _)| at);
     }
     let owned = || input.to_owned();
     if input.eq_ignore_ascii_case("now") {
@@ -214,17 +219,45 @@ pub fn parse_time_expr_in(
     if at < 0 {
         return Err(TimeError::BeforeEpoch { input: owned() });
     }
+    if at > now.0 {
+        return Err(TimeError::InFuture {
+            input: owned(),
+            now,
+        });
+    }
     Ok(Millis(at))
 }
 
+/// When `s` is a time of day that falls on the day before `now`'s (in `tz`),
+/// a note saying so: `14:02` at 09:00 means yesterday's 14:02.
+pub fn yesterday_note(s: &str, now: Millis, tz: &jiff::tz::TimeZone) -> Option<String> {
+    let input = s.trim();
+    let (at, yesterday) = time_of_day(input, now, tz)?.ok()?;
+    if !yesterday {
+        return None;
+    }
+    let at = jiff::Timestamp::from_millisecond(at.0)
+        .ok()?
+        .to_zoned(tz.clone());
+    let now = jiff::Timestamp::from_millisecond(now.0)
+        .ok()?
+        .to_zoned(tz.clone());
+    Some(format!(
+        "{input} means yesterday's {input} ({}): it is only {} now",
+        at.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        now.strftime("%H:%M")
+    ))
+}
+
 /// `HH:MM` or `HH:MM:SS` as the most recent occurrence of that wall-clock
-/// time in `tz` at or before `now` (`None`: not that form). A time the clock
-/// skips on the day (a DST gap) is the instant it would have been.
+/// time in `tz` at or before `now` (`None`: not that form), and whether that
+/// was on the day before. A time the clock skips on the day (a DST gap) is the
+/// instant it would have been.
 fn time_of_day(
     input: &str,
     now: Millis,
     tz: &jiff::tz::TimeZone,
-) -> Option<Result<Millis, TimeError>> {
+) -> Option<Result<(Millis, bool), TimeError>> {
     let parts: Vec<&str> = input.split(':').collect();
     if !(2..=3).contains(&parts.len())
         || parts
@@ -247,7 +280,8 @@ fn time_of_day(
         let now_ts = jiff::Timestamp::from_millisecond(now.0).ok()?;
         let today = now_ts.to_zoned(tz.clone()).date();
         let mut at = today.to_datetime(wall).to_zoned(tz.clone()).ok()?;
-        if at.timestamp() > now_ts {
+        let yesterday = at.timestamp() > now_ts;
+        if yesterday {
             at = today
                 .yesterday()
                 .ok()?
@@ -255,15 +289,15 @@ fn time_of_day(
                 .to_zoned(tz.clone())
                 .ok()?;
         }
-        Some(Millis(at.timestamp().as_millisecond()))
+        Some((Millis(at.timestamp().as_millisecond()), yesterday))
     })();
     Some(match result {
         // Found by the time_expr fuzz target: just after the epoch, in a zone ahead
         // of UTC, the last such time of day fell on 1969-12-31.
-        Some(at) if at < Millis::EPOCH => Err(TimeError::BeforeEpoch {
+        Some((at, _)) if at < Millis::EPOCH => Err(TimeError::BeforeEpoch {
             input: input.to_owned(),
         }),
-        Some(at) => Ok(at),
+        Some(found) => Ok(found),
         None => Err(invalid()),
     })
 }

@@ -702,9 +702,11 @@ pub(crate) mod tests {
                 from_rv: Some(rv.into()),
                 to_rv: None,
                 reason: "410 Gone".into(),
+                seq: at,
             }),
             found_by_relist: None,
             by: Default::default(),
+            seq: at,
         }
     }
 

@@ -135,7 +135,7 @@ impl Session {
                                     String::new()
                                 },
                                 line.name,
-                                Millis::from_ms(at)
+                                crate::render::clock::clock().stamp(at)
                             );
                             app.open_yaml(title, &text, at);
                         }

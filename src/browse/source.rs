@@ -16,7 +16,7 @@ use crate::render::bars::BarRow;
 /// then by resource.
 pub fn streams(history: &History<'_>, scope: &Scope) -> Vec<StreamLine> {
     let mut out: Vec<StreamLine> = history
-        .streams_in(scope)
+        .streams_for(scope)
         .into_iter()
         .map(|s| StreamLine {
             cluster: s.info.cluster.clone(),
@@ -38,7 +38,7 @@ pub fn objects(
     since: i64,
     until: i64,
 ) -> Result<Vec<ObjectLine>, HistoryError> {
-    let streams = history.streams_during(scope, Some((since, until)));
+    let streams = history.streams_for(scope);
     let ids: IdSet<_> = streams.iter().map(|s| s.info.id).collect();
     let per = history.journal.window_changes(&ids, since, until)?;
     let rows = history.objects(&per.keys().copied().collect())?;
@@ -128,7 +128,8 @@ pub fn timeline(
     ) else {
         return Ok(None);
     };
-    Ok(Some(history.timeline(stream, &row, opts)?))
+    let tracked = history.track_row(stream, &row)?;
+    Ok(Some(history.timeline(&tracked, opts)?))
 }
 
 /// The object as `kubectl krply get --at T -o yaml` prints it (without
@@ -139,13 +140,17 @@ pub fn yaml_at(
     line: &ObjectLine,
     at: i64,
 ) -> Result<Option<String>, HistoryError> {
-    let Some(stream) = history.stream(line.last.stream) else {
+    let (Some(stream), Some(row)) = (
+        history.stream(line.last.stream),
+        history.journal.object(line.object)?,
+    ) else {
         return Ok(None);
     };
-    let ObjectState::Present(version) = history.object_at(stream, line.object, at)? else {
+    let tracked = history.track_row(stream, &row)?;
+    let ObjectState::Present(version) = history.tracked_at(&tracked, at)? else {
         return Ok(None);
     };
-    let mut value = history.object_json(stream, &version)?;
+    let mut value = history.object_json(tracked.stream_of(&version), &version)?;
     if let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
         meta.shift_remove("managedFields");
     }

@@ -7,7 +7,6 @@ use super::app::{App, ObjectLine, Screen, StreamLine};
 use crate::diff::{ChangeKind, render_pair};
 use crate::history::timeline::{Entry, EntryType};
 use crate::render::bars::{self, Cell as BarCell};
-use crate::time::Millis;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -41,25 +40,20 @@ impl Theme {
     }
 }
 
-/// `HH:MM:SS` (UTC) within the window's last day, else `MM-DD HH:MM`.
+/// `HH:MM:SS` within the window's last day, else `MM-DD HH:MM`, in the
+/// zone text is shown in.
 fn when(t: i64, until: i64) -> String {
-    let full = Millis::from_ms(t).to_string();
+    let clock = crate::render::clock::clock();
     if until - t < 24 * 3_600_000 {
-        full[11..19].to_string()
+        clock.time_s(t)
     } else {
-        full[5..16].replace('T', " ")
+        clock.short(t)
     }
 }
 
 /// `HH:MM:SS.mmm` with the date when it is not `until`'s.
 fn stamp(t: i64, until: i64) -> String {
-    let full = Millis::from_ms(t).to_string();
-    let until = Millis::from_ms(until).to_string();
-    if full[..10] == until[..10] {
-        full[11..23].to_string()
-    } else {
-        full[5..23].replace('T', " ")
-    }
+    crate::render::clock::clock().stamp_after(t, until)
 }
 
 /// Draws the whole screen.

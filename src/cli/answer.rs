@@ -127,16 +127,18 @@ pub fn warning_text(completeness: &Completeness, paint: Paint) -> String {
         "{} this answer is incomplete; the journal does not cover:\n",
         paint.yellow("warning:")
     );
+    let clock = crate::render::clock::clock();
+    let time = |t: i64| clock.stamp(t);
     for m in completeness.grouped() {
-        let line = format!("  {}", m.describe());
+        let line = format!("  {}", m.describe_with(&time));
         if line.chars().count() <= super::diff::TEXT_WIDTH {
             out.push_str(&line);
             out.push('\n');
             continue;
         }
         // Too wide: the stretch, the reason, then the streams it hit, wrapped.
-        let what = format!("  {}", m.what());
-        match m.when() {
+        let what = format!("  {}", m.what_with(&time));
+        match m.when_with(&time) {
             Some(when) if what.chars().count() > super::diff::TEXT_WIDTH => {
                 out.push_str(&format!("  {when}:\n    {}\n", m.reason));
             }

@@ -119,6 +119,10 @@ pub struct GlobalArgs {
     /// Only warnings and errors on stderr
     #[arg(short = 'q', long, global = true)]
     pub quiet: bool,
+    /// Show times in UTC instead of the local time zone (JSON and YAML are
+    /// always UTC)
+    #[arg(long, global = true)]
+    pub utc: bool,
 }
 
 impl GlobalArgs {
@@ -180,9 +184,15 @@ impl std::str::FromStr for TimeArg {
 }
 
 impl TimeArg {
-    /// The time this flag means at `now`.
+    /// The time this flag means at `now`. A time of day that means yesterday's
+    /// says so in a `note:` on stderr.
     pub fn at(&self, now: crate::time::Millis) -> CliResult<crate::time::Millis> {
-        Ok(crate::time::parse_time_expr(&self.0, now)?)
+        let at = crate::time::parse_time_expr(&self.0, now)?;
+        if let Some(note) = crate::time::yesterday_note(&self.0, now, &jiff::tz::TimeZone::system())
+        {
+            eprintln!("note: {note}");
+        }
+        Ok(at)
     }
 
     pub fn as_str(&self) -> &str {

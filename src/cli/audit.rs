@@ -199,9 +199,16 @@ fn text(out: &ImportOut, coverage: &[(i64, i64)]) -> String {
     } else {
         let spans: Vec<String> = merged
             .iter()
-            .map(|(f, t)| format!("{} to {}", Millis::from_ms(*f), Millis::from_ms(*t)))
+            .map(|&(f, t)| {
+                let clock = crate::render::clock::clock();
+                format!("{} to {}", clock.stamp(f), clock.stamp_after(t, f))
+            })
             .collect();
-        s.push_str(&format!("audit logs now cover {}\n", spans.join(", ")));
+        let zone = crate::render::clock::clock().zone(merged[0].0);
+        s.push_str(&format!(
+            "audit logs now cover {} ({zone})\n",
+            spans.join(", ")
+        ));
     }
     s
 }

@@ -43,7 +43,7 @@ pub fn run(global: &GlobalArgs, args: BrowseArgs) -> CliResult {
             namespace: reader.namespace.clone(),
             types: None,
         };
-        if history.streams_in(&scope).is_empty() {
+        if history.streams_for(&scope).is_empty() {
             let wher = match &reader.namespace {
                 Some(ns) => format!("namespace \"{ns}\""),
                 None => "any namespace".into(),

@@ -69,9 +69,12 @@ struct CoverageOut {
     audit: AuditOut,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 pub(super) struct AuditOut {
     pub covered: Vec<SpanOut>,
+    /// The same stretches, for text.
+    #[serde(skip)]
+    spans: Vec<(i64, i64)>,
 }
 
 #[derive(Serialize)]
@@ -86,14 +89,16 @@ impl AuditOut {
     }
 
     pub fn of(journal: &Journal, cluster: &str) -> CliResult<AuditOut> {
+        let spans = crate::audit::join::merge(&journal.audit_coverage(cluster)?);
         Ok(AuditOut {
-            covered: crate::audit::join::merge(&journal.audit_coverage(cluster)?)
-                .into_iter()
-                .map(|(f, t)| SpanOut {
+            covered: spans
+                .iter()
+                .map(|&(f, t)| SpanOut {
                     from: time(f),
                     to: time(t),
                 })
                 .collect(),
+            spans,
         })
     }
 
@@ -102,10 +107,11 @@ impl AuditOut {
         if self.covered.is_empty() {
             return String::new();
         }
+        let clock = render::clock::clock();
         let spans: Vec<String> = self
-            .covered
+            .spans
             .iter()
-            .map(|s| format!("{} to {}", s.from, s.to))
+            .map(|&(f, t)| format!("{} to {}", clock.stamp(f), clock.stamp_after(t, f)))
             .collect();
         format!("Audit logs cover: {}\n", spans.join(", "))
     }
@@ -260,13 +266,13 @@ fn time_bars(
     (since, until): (i64, i64),
     width: usize,
 ) -> String {
-    let day = |t: i64| time(t)[..10].to_string();
-    let one_day = day(since) == day(until);
+    let zone = render::clock::clock();
+    let one_day = zone.date(since) == zone.date(until);
     let clock = |t: i64| {
         if one_day {
-            time(t)[11..19].to_string()
+            zone.time_s(t)
         } else {
-            time(t)[5..16].replace('T', " ")
+            zone.short(t)
         }
     };
     let bar_rows: Vec<render::bars::BarRow> = rows
@@ -275,16 +281,18 @@ fn time_bars(
         .collect();
     let head = if one_day {
         format!(
-            "Coverage from {} to {} UTC on {}; -o wide: the table\n",
+            "Coverage from {} to {} on {} ({}); -o wide: the table\n",
             clock(since),
             clock(until),
-            day(since)
+            zone.date(since),
+            zone.zone(until)
         )
     } else {
         format!(
-            "Coverage from {} to {} UTC; -o wide: the table\n",
-            time(since)[..16].replace('T', " "),
-            time(until)[..16].replace('T', " ")
+            "Coverage from {} to {} ({}); -o wide: the table\n",
+            zone.minute(since),
+            zone.minute(until),
+            zone.zone(until)
         )
     };
     let mut out = head + &render::bars::bars(&bar_rows, since, until, width, paint, &clock);
@@ -320,11 +328,7 @@ fn time_bars(
         }
     }
     let at = |t: i64| {
-        if one_day {
-            time(t)[11..23].to_string()
-        } else {
-            time(t)
-        }
+        if one_day { zone.time(t) } else { zone.stamp(t) }
     };
     for h in holes {
         let reason = h.reason.split(": ").next().unwrap_or(&h.reason);
@@ -415,22 +419,9 @@ fn stream_out(c: &Coverage, rows: &[Coverage]) -> StreamOut {
     }
 }
 
-/// What the COVERAGE column says: `OK`, or what is missing.
+/// What the COVERAGE column says: `OK`, or what is missing, times as text
+/// shows them.
 pub fn describe(c: &Coverage) -> String {
-    describe_with(c, true)
-}
-
-/// [`describe`], with times of day without their `Z` when `zone` is false
-/// (a table that says once that its times are UTC).
-fn describe_with(c: &Coverage, zone: bool) -> String {
-    let short_time = |c: &Coverage, t: i64| {
-        let s = short_time(c, t);
-        if zone {
-            s
-        } else {
-            s.trim_end_matches('Z').to_string()
-        }
-    };
     if let Some((since, reason)) = &c.unavailable {
         return format!("unavailable since {} ({reason})", short_time(c, *since));
     }
@@ -461,10 +452,10 @@ fn describe_with(c: &Coverage, zone: bool) -> String {
 /// A time inside a table row: only the time of day when the row's FROM column
 /// already shows the date.
 fn short_time(c: &Coverage, t: i64) -> String {
-    let full = time(t);
-    match c.from.map(time) {
-        Some(from) if from.get(..11) == full.get(..11) => full[11..].to_string(),
-        _ => full,
+    let clock = render::clock::clock();
+    match c.from {
+        Some(from) => clock.stamp_after(t, from),
+        None => clock.stamp(t),
     }
 }
 
@@ -478,6 +469,7 @@ fn painted(cov: String, paint: render::Paint) -> String {
 }
 
 fn table(rows: &[Coverage], paint: render::Paint) -> String {
+    let clock = render::clock::clock();
     let body: Vec<Vec<String>> = rows
         .iter()
         .map(|c| {
@@ -494,12 +486,17 @@ fn table(rows: &[Coverage], paint: render::Paint) -> String {
                 c.last_rv.clone().unwrap_or_else(|| "-".into()),
                 c.events.to_string(),
                 c.gaps.to_string(),
-                c.from.map(time).unwrap_or_else(|| "-".into()),
-                c.to.map(time).unwrap_or_else(|| "-".into()),
+                c.from.map(|t| clock.stamp(t)).unwrap_or_else(|| "-".into()),
+                c.to.map(|t| clock.stamp(t)).unwrap_or_else(|| "-".into()),
                 cov,
             ]
         })
         .collect();
+    // The zone, named once: in the first time column's header.
+    let from_header = format!(
+        "FROM ({})",
+        clock.zone(rows.iter().find_map(|c| c.from).unwrap_or(0))
+    );
     render::table(
         &[
             "STREAM",
@@ -509,7 +506,7 @@ fn table(rows: &[Coverage], paint: render::Paint) -> String {
             "LAST-RV",
             "EVENTS",
             "GAPS",
-            "FROM",
+            &from_header,
             "TO",
             "COVERAGE",
         ],

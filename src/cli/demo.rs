@@ -130,7 +130,8 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     if let Some(object) = reader.journal.busiest_object(&ids)?
         && let Some(stream) = history.stream(object.stream)
     {
-        let t = history.timeline(stream, &object, &defaults)?;
+        let tracked = history.track_row(stream, &object)?;
+        let t = history.timeline(&tracked, &defaults)?;
         super::out(&format!(
             "\n{}\n{}",
             paint.bold(&format!(

@@ -52,6 +52,13 @@ struct ObjectOut<'a> {
     /// it: it happened at an unknown time `between`).
     observed: &'static str,
     between: Option<BetweenOut>,
+    /// For an added or deleted object a watch saw appear or go: when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    observed_at: Option<String>,
+    /// For an added object a watch saw appear: a later change that only a
+    /// relist found, at an unknown time in here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    changed_between: Option<BetweenOut>,
     /// Who created or deleted it (audit logs).
     #[serde(flatten)]
     by: &'a By,
@@ -134,6 +141,8 @@ fn object_out(o: &ObjectDiff) -> ObjectOut<'_> {
             "watch"
         },
         between: o.found_by_relist.map(BetweenOut::from),
+        observed_at: o.observed_at.map(|t| Millis::from_ms(t).to_string()),
+        changed_between: o.changed_between.map(BetweenOut::from),
         by: &o.by,
         fields: &o.fields,
     }
@@ -170,10 +179,13 @@ pub(super) fn text(
         Some(ns) => format!("namespace {ns}"),
         None => "every namespace".to_string(),
     };
+    let clock = crate::render::clock::clock();
+    let (since, until) = (window.since().as_ms(), window.until().as_ms());
     let mut out = format!(
-        "Changes in {scope} from {} to {}:\n",
-        window.since(),
-        window.until()
+        "Changes in {scope} from {} to {} ({}):\n",
+        clock.stamp(since),
+        clock.stamp_after(until, since),
+        clock.zone(until)
     );
     if result.objects.is_empty() {
         out.push_str(if result.completeness.nothing_recorded() {
@@ -197,13 +209,32 @@ pub(super) fn text(
                 .map(|t| format!("  {}", paint.dim(&t)))
                 .unwrap_or_default();
         out.push_str(&format!("\n{}  {label}{by}\n", paint.bold(&who(o, all))));
+        let happened = match o.change {
+            Change::Added => "created",
+            Change::Deleted => "deleted",
+            Change::Modified => "changed",
+        };
         if let Some(b) = o.found_by_relist {
             out.push_str(&format!(
                 "  {}\n",
                 paint.yellow(&format!(
-                    "changed at an unknown time between {} and {} (found by a relist)",
-                    Millis::from_ms(b.from),
-                    Millis::from_ms(b.to)
+                    "{happened} at an unknown time between {} and {} (found by a relist)",
+                    clock.stamp(b.from),
+                    clock.stamp_after(b.to, b.from)
+                ))
+            ));
+        } else if let Some(b) = o.changed_between {
+            // Created while a watch saw it, then changed while nobody did.
+            let created = o
+                .observed_at
+                .map(|t| format!("{happened} at {} (watched); ", clock.stamp(t)))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  {}\n",
+                paint.yellow(&format!(
+                    "{created}then changed at an unknown time between {} and {} (found by a relist)",
+                    clock.stamp(b.from),
+                    clock.stamp_after(b.to, b.from)
                 ))
             ));
         }

@@ -5,6 +5,7 @@ use super::args::{GlobalArgs, TimeArg};
 use super::reader::Reader;
 use crate::error::{CliError, CliResult};
 use crate::history::state::ObjectState;
+use crate::history::tracked::Tracked;
 use crate::render::{self, Format};
 use crate::time::Millis;
 use clap::Args;
@@ -38,17 +39,13 @@ pub fn run(global: &GlobalArgs, args: GetArgs) -> CliResult {
     let at = args.at.at(Millis::now())?;
     let reader = Reader::open(global)?;
     let history = reader.history()?;
-    let (stream, object) = super::object_arg::find(
-        &reader,
-        &history,
-        &args.object,
-        Some((at.as_ms(), at.as_ms())),
-    )?;
-    let state = history.object_at(stream, object.id, at.as_ms())?;
+    let tracked = super::object_arg::find(&reader, &history, &args.object)?;
+    let state = history.tracked_at(&tracked, at.as_ms())?;
     let version = match state {
         ObjectState::Present(v) => v,
-        other => return Err(not_there(&history, stream, &object, at, other)?),
+        other => return Err(not_there(&history, &tracked, at, other)?),
     };
+    let stream = tracked.stream_of(&version);
     let mut value = history.object_json(stream, &version)?;
     if !args.show_managed_fields
         && let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut())
@@ -57,14 +54,15 @@ pub fn run(global: &GlobalArgs, args: GetArgs) -> CliResult {
         meta.shift_remove("managedFields");
     }
     let scope = crate::history::Scope {
-        namespace: Some(object.namespace.clone()).filter(|n| !n.is_empty()),
-        types: Some(vec![stream.info.resource.clone()]),
+        namespace: Some(tracked.namespace.clone()).filter(|n| !n.is_empty()),
+        types: Some(vec![tracked.resource.clone()]),
     };
-    let completeness = history.completeness(&scope, &[stream], None, at.as_ms());
+    let streams: Vec<_> = tracked.members.iter().map(|(s, _)| *s).collect();
+    let completeness = history.completeness(&scope, &streams, None, at.as_ms());
     answer::warn(&completeness, global.paint());
     if history.has_audit() && !global.quiet {
         // Beside the object, not in it: the object stays exactly as recorded.
-        eprintln!("{}", made_by(&history, stream, object.id, &version)?);
+        eprintln!("{}", made_by(&history, stream, version.object, &version)?);
     }
     super::out(&match format {
         Format::Json => render::json(&value),
@@ -90,7 +88,7 @@ fn made_by(
     let what = format!(
         "resourceVersion {} (observed {})",
         version.resource_version,
-        Millis::from_ms(version.observed_at)
+        crate::render::clock::clock().stamp(version.observed_at)
     );
     let agent = |a: &crate::audit::Actor| {
         let mut parts = Vec::new();
@@ -124,24 +122,35 @@ fn made_by(
 /// Not present at T: say when it existed, if ever.
 fn not_there(
     history: &crate::history::History<'_>,
-    stream: &crate::history::StreamHistory,
-    object: &crate::journal::versions::ObjectRow,
+    tracked: &Tracked<'_>,
     at: Millis,
     state: ObjectState,
 ) -> CliResult<CliError> {
-    let name = format!("{}/{}", stream.info.resource.group_resource(), object.name);
+    let name = format!("{}/{}", tracked.resource.group_resource(), tracked.name);
+    let clock = crate::render::clock::clock();
+    let t = |m: Millis| clock.stamp(m.as_ms());
+    let at = format!("{} ({})", t(at), clock.zone(at.as_ms()));
     if state == ObjectState::Unknown {
-        let from = stream
-            .from()
-            .map(|t| Millis::from_ms(t).to_string())
-            .unwrap_or_else(|| "never".into());
+        let first = tracked
+            .members
+            .iter()
+            .filter_map(|(s, _)| s.from().map(|f| (f, s)))
+            .min_by_key(|(f, _)| *f);
+        let (from, stream) = match first {
+            Some((f, s)) => (t(Millis::from_ms(f)), s.info.name()),
+            None => ("never".into(), tracked.members[0].0.info.name()),
+        };
         return Ok(CliError::runtime(format!(
-            "the journal knows nothing of {} at {at}: recording of {} started at {from}",
-            name,
-            stream.info.name()
+            "the journal knows nothing of {name} at {at}: recording of {stream} started at {from}"
         )));
     }
-    let versions = history.journal.object_versions(object.id)?;
+    let mut versions = Vec::new();
+    for (stream, row) in &tracked.members {
+        if let Some(row) = row {
+            versions.extend(history.versions(stream, row.id)?);
+        }
+    }
+    versions.sort_by_key(|v| (v.observed_at, v.seq));
     let first = versions.first().map(|v| Millis::from_ms(v.observed_at));
     let last_present = versions
         .iter()
@@ -155,13 +164,18 @@ fn not_there(
         .map(|v| Millis::from_ms(v.observed_at));
     let when = match (first, deleted) {
         (Some(f), Some(d)) if d > f => {
-            format!("it was recorded from {f} until it was deleted at {d}")
+            format!(
+                "it was recorded from {} until it was deleted at {}",
+                t(f),
+                t(d)
+            )
         }
         (Some(f), _) => format!(
-            "it was recorded from {f}{}",
+            "it was recorded from {}{}",
+            t(f),
             last_present
                 .filter(|l| *l != f)
-                .map(|l| format!(" (last seen {l})"))
+                .map(|l| format!(" (last seen {})", t(l)))
                 .unwrap_or_default()
         ),
         (None, _) => "it was never recorded".into(),

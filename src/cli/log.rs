@@ -26,9 +26,10 @@ Examples:
   # One object, as JSON
   kubectl krply log deploy/frontend -n shop -o json
 
-Times are UTC, when the recorder observed each change. RELIST marks a change
-that only a relist after a gap found: it happened at an unknown time in the
-range shown. GAP lines are stretches the recording does not cover.")]
+Times are in the local time zone (UTC with --utc), when the recorder observed
+each change. RELIST marks a change that only a relist after a gap found: it
+happened at an unknown time in the range shown. GAP lines are stretches the
+recording does not cover.")]
 pub struct LogArgs {
     #[command(flatten)]
     pub window: answer::WindowArgs,
@@ -139,11 +140,11 @@ fn entry_out(e: &LogEntry) -> EntryOut<'_> {
     }
 }
 
-/// `HH:MM:SS.mmm` of a time, in UTC (the date is printed when it changes).
+/// The date and `HH:MM:SS.mmm` of a time, in the zone text is shown in (the
+/// date is printed when it changes).
 fn clock(t: i64) -> (String, String) {
-    let full = time(t);
-    let (date, rest) = full.split_once('T').unwrap_or((&full, ""));
-    (date.to_string(), rest.trim_end_matches('Z').to_string())
+    let c = crate::render::clock::clock();
+    (c.date(t), c.time(t))
 }
 
 /// One line per entry, oldest first, each within [`TEXT_WIDTH`] columns.
@@ -163,7 +164,8 @@ pub(super) fn text(result: &LogAnswer, all_namespaces: bool, paint: Paint) -> St
     for e in &result.entries {
         let (date, clock) = clock(e.observed_at);
         if date != day {
-            out.push_str(&paint.dim(&format!("{date} (UTC)\n")));
+            let zone = crate::render::clock::clock().zone(e.observed_at);
+            out.push_str(&paint.dim(&format!("{date} ({zone})\n")));
             day = date;
         }
         out.push_str(&line(e, &clock, all_namespaces, paint));

@@ -196,6 +196,7 @@ fn run(cli: Cli) -> CliResult {
             CliError::runtime(format!("cannot start the async runtime: {e}")).caused_by(e)
         })?;
     let global = cli.global;
+    crate::render::clock::use_zone(global.utc);
     runtime.block_on(async move {
         match cli.command {
             Command::Record(a) => record::run(&global, a).await,

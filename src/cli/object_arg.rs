@@ -3,19 +3,12 @@
 use super::reader::Reader;
 use crate::error::{CliError, CliResult};
 use crate::history::resolve::Target;
-use crate::history::{History, Scope, StreamHistory};
-use crate::journal::versions::ObjectRow;
+use crate::history::tracked::Tracked;
+use crate::history::{History, Scope};
 
-/// The object `arg` names in the reader's namespace, and its stream. Where both
-/// a namespace stream and an all-namespaces stream hold it, the first answers;
-/// where the stream is here more than once (imported), the lane that covers
-/// most of `window` does.
-pub fn find<'h>(
-    reader: &Reader,
-    history: &'h History<'_>,
-    arg: &str,
-    window: Option<(i64, i64)>,
-) -> CliResult<(&'h StreamHistory, ObjectRow)> {
+/// The object `arg` names in the reader's namespace, across every stream that
+/// covers it (docs/consistency.md, "Several streams over one object").
+pub fn find<'h>(reader: &Reader, history: &'h History<'_>, arg: &str) -> CliResult<Tracked<'h>> {
     let target = history.target(arg)?;
     let Target::Object(resource, name) = target else {
         return Err(CliError::usage(format!(
@@ -31,9 +24,9 @@ pub fn find<'h>(
         namespace: namespace.clone(),
         types: Some(vec![resource.clone()]),
     };
-    let streams = history.streams_during(&scope, window);
+    let streams = history.streams_for(&scope);
     let ids: Vec<_> = streams.iter().map(|s| s.info.id).collect();
-    let mut found = history
+    let found = history
         .journal
         .objects_named(&ids, namespace.as_deref(), &name)?;
     if found.is_empty() {
@@ -55,28 +48,19 @@ pub fn find<'h>(
             err.hint("`kubectl krply coverage` shows what is recorded; -n picks the namespace")
         );
     }
-    if namespace.is_none() && resource.namespaced {
-        let mut namespaces: Vec<&str> = found.iter().map(|o| o.namespace.as_str()).collect();
-        namespaces.sort();
-        namespaces.dedup();
-        if namespaces.len() > 1 {
-            return Err(CliError::usage(format!(
-                "{}/{name} exists in several namespaces ({}); pick one with -n",
-                resource.group_resource(),
-                namespaces.join(", ")
-            )));
-        }
+    let mut namespaces: Vec<&str> = found.iter().map(|o| o.namespace.as_str()).collect();
+    namespaces.sort();
+    namespaces.dedup();
+    if namespaces.len() > 1 {
+        return Err(CliError::usage(format!(
+            "{}/{name} exists in several namespaces ({}); pick one with -n",
+            resource.group_resource(),
+            namespaces.join(", ")
+        )));
     }
-    // Prefer the stream recorded for exactly this namespace.
-    found.sort_by_key(|o| {
-        history
-            .stream(o.stream)
-            .map(|s| s.info.namespace.is_none())
-            .unwrap_or(true)
-    });
-    let object = found.remove(0);
+    let object = &found[0];
     let stream = history
         .stream(object.stream)
         .ok_or_else(|| CliError::runtime("the object's stream is missing from the journal"))?;
-    Ok((stream, object))
+    Ok(history.track_row(stream, object)?)
 }

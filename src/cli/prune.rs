@@ -62,8 +62,9 @@ pub fn run(global: &GlobalArgs, args: PruneArgs) -> CliResult {
                 cut,
                 objects,
             } => format!(
-                "  {stream:<40} baseline of {objects} object(s) at {}\n",
-                Millis::from_ms(*cut)
+                "  {stream:<40} baseline of {objects} object(s) at {} ({})\n",
+                crate::render::clock::clock().stamp(*cut),
+                crate::render::clock::clock().zone(*cut)
             ),
             StreamPlan::Keep { stream, reason } => format!("  {stream:<40} kept: {reason}\n"),
         });

@@ -153,14 +153,15 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
     let mode = Mode::for_stderr(global.quiet);
     if mode != Mode::Quiet {
         eprintln!(
-            "recording {} stream(s) of {} ({}) into {}{}",
+            "recording {} stream(s) of {} ({}) into {}{}\ntimes shown in {}",
             plan.streams.len(),
             target.cluster_id,
             target.server,
             path.display(),
             duration
                 .map(|d| format!(" for {}", humantime(d)))
-                .unwrap_or_else(|| "; Ctrl-C stops".into())
+                .unwrap_or_else(|| "; Ctrl-C stops".into()),
+            crate::render::clock::clock().zone(crate::time::Millis::now().as_ms()),
         );
     }
     let options = RecordOptions {
@@ -193,7 +194,30 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
         let _ = stop.send(());
         let _ = thread.join();
     }
-    super::out(&summary_text(&summary?, &path))
+    let summary = summary.map_err(|e| match e {
+        recorder::RecordError::Journal(e) => CliError::from(e),
+        refused @ recorder::RecordError::AllRefused(_) => refused_error(refused),
+    })?;
+    super::out(&summary_text(&summary, &path))
+}
+
+/// Every stream refused before any list: one line with the first answer
+/// (which names the user, the verb and the resource), the other streams, and
+/// where the roles are.
+fn refused_error(e: recorder::RecordError) -> CliError {
+    let mut err = CliError::runtime(e.to_string());
+    if let recorder::RecordError::AllRefused(streams) = &e
+        && streams.len() > 1
+    {
+        let others: Vec<&str> = streams.iter().skip(1).map(|(n, _)| n.as_str()).collect();
+        err = err.hint(format!("also refused: {}", others.join(", ")));
+    }
+    err.hint(
+        "the recorder needs get, list and watch on what it records: docs/rbac/recorder-role.yaml \
+         (one namespace) and docs/rbac/recorder-clusterrole.yaml (-A) grant them; \
+         `kubectl auth can-i watch deployments -n NS` checks",
+    )
+    .caused_by(e)
 }
 
 /// The final summary: totals, the journal's path, and one line per stream.

@@ -232,7 +232,7 @@ pub(crate) fn plan_text(plan: &Plan, paint: Paint) -> String {
         plan.id,
         plan.source.cluster,
         plan.source.namespace,
-        plan.source.at,
+        local_time(&plan.source.at),
         plan.target.context.as_deref().map_or_else(
             || plan.target.server.clone(),
             |c| format!("context {c} ({})", plan.target.server)
@@ -467,5 +467,16 @@ async fn apply(global: &GlobalArgs, args: ApplyArgs) -> CliResult {
             "plan {} was not fully applied (see above)",
             plan.id
         )))
+    }
+}
+
+/// A plan's saved RFC 3339 time as text shows times, with the zone.
+fn local_time(at: &str) -> String {
+    match crate::time::Millis::parse_rfc3339(at) {
+        Ok(t) => {
+            let clock = crate::render::clock::clock();
+            format!("{} ({})", clock.stamp(t.as_ms()), clock.zone(t.as_ms()))
+        }
+        Err(_) => at.to_string(),
     }
 }

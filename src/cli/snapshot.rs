@@ -210,13 +210,14 @@ fn list(reader: &Reader, format: Format) -> CliResult {
         Format::Yaml => render::yaml(&serde_json::json!({ "snapshots": parsed })),
         _ if saved.is_empty() => "No saved snapshots.\n".to_string(),
         _ => {
+            let clock = crate::render::clock::clock();
             let rows: Vec<Vec<String>> = saved
                 .iter()
                 .zip(parsed.iter().map(Some).chain(std::iter::repeat(None)))
                 .map(|(s, p)| {
                     vec![
                         s.name.clone(),
-                        Millis::from_ms(s.at).to_string(),
+                        clock.stamp(s.at),
                         p.and_then(|p| p.namespace.clone())
                             .unwrap_or_else(|| "(all)".into()),
                         p.map_or("-".into(), |p| {
@@ -233,12 +234,13 @@ fn list(reader: &Reader, format: Format) -> CliResult {
                                 "no".into()
                             }
                         }),
-                        Millis::from_ms(s.created_at).to_string(),
+                        clock.stamp(s.created_at),
                     ]
                 })
                 .collect();
+            let at = format!("AT ({})", clock.zone(saved[0].at));
             render::table(
-                &["NAME", "AT", "NAMESPACE", "OBJECTS", "COMPLETE", "SAVED"],
+                &["NAME", &at, "NAMESPACE", "OBJECTS", "COMPLETE", "SAVED"],
                 &rows,
             )
         }

@@ -40,6 +40,11 @@ struct StatusOut {
     gaps: u64,
     first_observed: Option<String>,
     last_observed: Option<String>,
+    /// The same, for text.
+    #[serde(skip)]
+    first_ms: Option<i64>,
+    #[serde(skip)]
+    last_ms: Option<i64>,
     recorder: RecorderOut,
     /// Audit events kept (docs/audit.md), over every cluster, and the time
     /// the selected cluster's imported audit logs cover (left out when none
@@ -82,10 +87,12 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
         gaps: 0,
         first_observed: None,
         last_observed: None,
+        first_ms: None,
+        last_ms: None,
         recorder: RecorderOut { running, holder },
         audit: StatusAuditOut {
             events: 0,
-            coverage: super::coverage::AuditOut { covered: vec![] },
+            coverage: super::coverage::AuditOut::default(),
         },
     };
     // The selected cluster's streams as time bars, under the text.
@@ -109,6 +116,7 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
             out.gaps = s.gaps;
             out.first_observed = s.first_observed.map(|t| Millis::from_ms(t).to_string());
             out.last_observed = s.last_observed.map(|t| Millis::from_ms(t).to_string());
+            (out.first_ms, out.last_ms) = (s.first_observed, s.last_observed);
             out.audit.events = journal.audit_event_count()?;
             // The cluster answers are about, when one is selected.
             if let Ok(cluster) = super::reader::select_cluster(&journal, global) {
@@ -170,13 +178,15 @@ fn text(s: &StatusOut, paint: render::Paint) -> String {
         s.gaps.to_string()
     };
     t.push_str(&format!("Gaps:            {gaps}\n"));
+    let clock = render::clock::clock();
+    let when = |t: Option<i64>| t.map_or_else(|| "-".to_string(), |t| clock.stamp(t));
+    t.push_str(&format!("First observed:  {}\n", when(s.first_ms)));
     t.push_str(&format!(
-        "First observed:  {}\n",
-        s.first_observed.as_deref().unwrap_or("-")
-    ));
-    t.push_str(&format!(
-        "Last observed:   {}\n",
-        s.last_observed.as_deref().unwrap_or("-")
+        "Last observed:   {}{}\n",
+        when(s.last_ms),
+        s.last_ms
+            .map(|t| format!(" ({})", clock.zone(t)))
+            .unwrap_or_default()
     ));
     if s.audit.events > 0 || !s.audit.coverage.covered.is_empty() {
         t.push_str(&format!("Audit events:    {}\n", s.audit.events));

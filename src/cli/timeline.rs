@@ -81,12 +81,12 @@ pub fn run(global: &GlobalArgs, args: TimelineArgs) -> CliResult {
     let format = global.format(Format::Table, &[Format::Table, Format::Json, Format::Yaml])?;
     let reader = Reader::open(global)?;
     let history = reader.history()?;
-    let (stream, object) = super::object_arg::find(&reader, &history, &args.object, None)?;
+    let tracked = super::object_arg::find(&reader, &history, &args.object)?;
     let opts = DiffOptions {
         include_status: args.include_status,
     };
     answer::check_by(&args.by, &history)?;
-    let mut t = history.timeline(stream, &object, &opts)?;
+    let mut t = history.timeline(&tracked, &opts)?;
     if let Some(user) = &args.by {
         t.entries
             .retain(|e| e.kind == EntryType::Gap || e.by.is(user));
@@ -148,6 +148,7 @@ fn with_by(what: &str, by: &By, paint: Paint) -> String {
 }
 
 pub(super) fn table(entries: &[Entry], paint: Paint) -> String {
+    let clock = crate::render::clock::clock();
     let rows: Vec<Vec<String>> = entries
         .iter()
         .map(|e| {
@@ -170,7 +171,7 @@ pub(super) fn table(entries: &[Entry], paint: Paint) -> String {
                 // The reason below: the columns before this one take 44 of the 120.
                 (Some(g), _) => format!(
                     "not covered until {}\n({})",
-                    g.to.map(time).unwrap_or_else(|| "now".into()),
+                    g.to.map(|t| clock.stamp(t)).unwrap_or_else(|| "now".into()),
                     g.reason
                 ),
                 (None, EntryType::Baseline) if e.fields.is_empty() => "listed".into(),
@@ -205,21 +206,28 @@ pub(super) fn table(entries: &[Entry], paint: Paint) -> String {
                     "{changes}\n{}",
                     paint.yellow(&format!(
                         "(changed at an unknown time between {} and {})",
-                        time(b.from),
-                        time(b.to)
+                        clock.stamp(b.from),
+                        clock.stamp_after(b.to, b.from)
                     ))
                 ),
                 None => changes,
             };
             vec![
-                time(e.observed_at),
+                clock.stamp(e.observed_at),
                 e.resource_version.clone().unwrap_or_else(|| "-".into()),
                 kind,
                 changes,
             ]
         })
         .collect();
-    let mut out = render::table(&["OBSERVED", "RV", "TYPE", "CHANGES"], &rows);
+    // The zone, named once: in the time column's header.
+    let observed = format!(
+        "OBSERVED ({})",
+        entries
+            .first()
+            .map_or_else(|| clock.zone(0), |e| clock.zone(e.observed_at))
+    );
+    let mut out = render::table(&[&observed, "RV", "TYPE", "CHANGES"], &rows);
     if entries
         .iter()
         .any(|e| e.synthetic && e.kind != EntryType::Gap)

@@ -3,7 +3,7 @@
 //! was watched up to the window's end. Completeness is proven from baselines and
 //! durable points, never assumed from an absence of records.
 
-use super::{History, Scope, StreamHistory};
+use super::{History, Scope, StreamHistory, cover};
 use crate::journal::read::StreamState;
 use crate::time::Millis;
 
@@ -15,17 +15,31 @@ pub struct Missing {
     pub from: Option<i64>,
     pub to: Option<i64>,
     pub reason: String,
+    /// Where in the journal's order it starts: the `seq` of the record that
+    /// opened it, when one did (what the stream recorded before comes before
+    /// it, the list that ended it after, however close their times).
+    pub seq: Option<i64>,
 }
 
 impl Missing {
-    /// One line for a warning.
+    /// One line for a warning, times in RFC 3339 UTC (JSON).
     pub fn describe(&self) -> String {
-        format!("{}: {}", self.stream, self.what())
+        self.describe_with(&utc)
+    }
+
+    /// One line for a warning, times as `time` writes them.
+    pub fn describe_with(&self, time: &dyn Fn(i64) -> String) -> String {
+        format!("{}: {}", self.stream, self.what_with(time))
     }
 
     /// The stretch and why, without the stream.
     pub fn what(&self) -> String {
-        match self.when() {
+        self.what_with(&utc)
+    }
+
+    /// [`Missing::what`], times as `time` writes them.
+    pub fn what_with(&self, time: &dyn Fn(i64) -> String) -> String {
+        match self.when_with(time) {
             Some(when) => format!("{when} ({})", self.reason),
             None => self.reason.clone(),
         }
@@ -33,7 +47,11 @@ impl Missing {
 
     /// The stretch alone (`None` when the whole question is missing).
     pub fn when(&self) -> Option<String> {
-        let t = |t: i64| Millis::from_ms(t).to_string();
+        self.when_with(&utc)
+    }
+
+    /// [`Missing::when`], times as `time` writes them.
+    pub fn when_with(&self, t: &dyn Fn(i64) -> String) -> Option<String> {
         match (self.from, self.to) {
             (Some(a), Some(b)) => Some(format!("{} .. {} not covered", t(a), t(b))),
             (Some(a), None) => Some(format!("not covered since {}", t(a))),
@@ -41,6 +59,11 @@ impl Missing {
             (None, None) => None,
         }
     }
+}
+
+/// A time as JSON answers write it: RFC 3339 UTC.
+fn utc(t: i64) -> String {
+    Millis::from_ms(t).to_string()
 }
 
 /// Whether two reasons tell the same cause, told by different streams: equal
@@ -124,6 +147,7 @@ impl Completeness {
                     from,
                     to,
                     reason,
+                    seq: ms.iter().filter_map(|m| m.seq).min(),
                 }
             })
             .collect()
@@ -140,6 +164,13 @@ impl Completeness {
 impl History<'_> {
     /// Completeness of an answer about `(since, until]` (or the single instant
     /// `until` when `since` is `None`) drawing on `streams`.
+    ///
+    /// Streams of one type that cover the same objects count together
+    /// (docs/consistency.md, "Several streams over one object"): a stretch
+    /// one of them missed is missing only where none of the others without a
+    /// label selector watched it. A question about every namespace is covered
+    /// only by streams of every namespace: streams of some namespaces leave
+    /// the others unknown.
     pub fn completeness(
         &self,
         scope: &Scope,
@@ -154,12 +185,97 @@ impl History<'_> {
                 from: None,
                 to: None,
                 reason: NOTHING_RECORDED.into(),
+                seq: None,
             });
         }
-        for s in streams {
-            missing.extend(self.stream_missing(s, since, until));
+        let start = since.unwrap_or(until);
+        for (i, s) in streams.iter().enumerate() {
+            let same_type = |o: &&&StreamHistory| {
+                o.info.resource.group == s.info.resource.group
+                    && o.info.resource.resource == s.info.resource.resource
+            };
+            // The others that watched what this one holds, and every change of it.
+            let others: Vec<&cover::Holes> = streams
+                .iter()
+                .enumerate()
+                .filter(|(j, o)| *j != i && same_type(o))
+                .map(|(_, o)| o)
+                .filter(|o| o.info.selector.is_none() && holds_all_of(o, s, scope))
+                .map(|o| &o.holes)
+                .collect();
+            let own = self.stream_missing(s, since, until);
+            if others.is_empty() {
+                missing.extend(own);
+                continue;
+            }
+            let watched_by_none = cover::Holes::common(others);
+            for m in own {
+                missing.extend(uncovered_part(m, &watched_by_none, start, until));
+            }
+        }
+        if scope.namespace.is_none() {
+            missing.extend(self.unrecorded_namespaces(streams));
         }
         Completeness { missing }
+    }
+
+    /// For a question about every namespace: each namespaced type that only
+    /// streams of some namespaces recorded (no stream of every namespace
+    /// without a selector) leaves the other namespaces unknown.
+    fn unrecorded_namespaces(&self, streams: &[&StreamHistory]) -> Vec<Missing> {
+        let mut out = Vec::new();
+        let mut types: Vec<(&str, &str)> = Vec::new();
+        for s in streams.iter().filter(|s| s.info.resource.namespaced) {
+            let key = (
+                s.info.resource.group.as_str(),
+                s.info.resource.resource.as_str(),
+            );
+            if types.contains(&key) {
+                continue;
+            }
+            types.push(key);
+            let of_type: Vec<&&StreamHistory> = streams
+                .iter()
+                .filter(|o| {
+                    (
+                        o.info.resource.group.as_str(),
+                        o.info.resource.resource.as_str(),
+                    ) == key
+                })
+                .collect();
+            // A stream of every namespace reports its own holes.
+            if of_type
+                .iter()
+                .any(|o| o.info.namespace.is_none() && o.info.selector.is_none())
+            {
+                continue;
+            }
+            let mut namespaces: Vec<&str> = of_type
+                .iter()
+                .filter_map(|o| o.info.namespace.as_deref())
+                .collect();
+            if namespaces.is_empty() {
+                continue;
+            }
+            namespaces.sort_unstable();
+            namespaces.dedup();
+            let name = format!("{} in other namespaces", s.info.resource.group_resource());
+            let reason = format!(
+                "only namespace{} {} {} recorded; other namespaces were not",
+                if namespaces.len() == 1 { "" } else { "s" },
+                namespaces.join(", "),
+                if namespaces.len() == 1 { "was" } else { "were" },
+            );
+            let whole = Missing {
+                stream: name,
+                from: None,
+                to: None,
+                reason,
+                seq: None,
+            };
+            out.push(whole);
+        }
+        out
     }
 
     fn stream_missing(&self, s: &StreamHistory, since: Option<i64>, until: i64) -> Vec<Missing> {
@@ -173,6 +289,7 @@ impl History<'_> {
                 from: None,
                 to: None,
                 reason: format!("only objects matching the label selector {selector} are recorded"),
+                seq: None,
             });
         }
         let Some(from) = s.from() else {
@@ -185,6 +302,7 @@ impl History<'_> {
                 from: None,
                 to: None,
                 reason,
+                seq: None,
             });
             return out;
         };
@@ -194,6 +312,7 @@ impl History<'_> {
                 from: None,
                 to: Some(from),
                 reason: "recording started later".into(),
+                seq: None,
             });
         }
         for w in &s.coverage.windows {
@@ -205,6 +324,7 @@ impl History<'_> {
                     from: Some(w.from),
                     to: w.to,
                     reason: w.reason.clone(),
+                    seq: Some(w.seq),
                 });
             }
         }
@@ -217,6 +337,7 @@ impl History<'_> {
                 from: Some(*since_t),
                 to: None,
                 reason: format!("unavailable: {reason}"),
+                seq: None,
             });
         }
         if let Some(end) = s.end(self.now)
@@ -233,10 +354,63 @@ impl History<'_> {
                 from: Some(end),
                 to: Some(until),
                 reason: reason.into(),
+                seq: None,
             });
         }
         out
     }
+}
+
+/// Whether `other` holds every object of `stream` the question is about: it
+/// covers every namespace, or the one `stream` covers, or (for a question
+/// about one namespace) that one.
+fn holds_all_of(other: &StreamHistory, stream: &StreamHistory, scope: &Scope) -> bool {
+    if !stream.info.resource.namespaced {
+        return true;
+    }
+    match (&other.info.namespace, &stream.info.namespace) {
+        (None, _) => true,
+        (Some(a), Some(b)) => a == b,
+        (Some(a), None) => scope.namespace.as_ref() == Some(a),
+    }
+}
+
+/// The part of a missing stretch that `holes` (where no other stream
+/// watched) still leaves missing, in pieces; an open end stays open where the
+/// piece reaches it.
+fn uncovered_part(m: Missing, holes: &cover::Holes, start: i64, until: i64) -> Vec<Missing> {
+    let a = m.from.unwrap_or(start.min(until));
+    let b = m.to.unwrap_or(until);
+    // Only the part within the question can be covered by the others; a
+    // stretch that began before it or ends after it keeps its ends.
+    let (lo, hi) = (a.max(start.min(until)), b.min(until));
+    if lo > hi {
+        // Outside the question: kept as it was.
+        return vec![m];
+    }
+    holes
+        .within(lo, hi)
+        .into_iter()
+        .map(|(x, y)| {
+            let x = if x == lo { a } else { x };
+            let y = if y == hi { b } else { y };
+            Missing {
+                stream: m.stream.clone(),
+                from: if m.from.is_none() && x == a {
+                    None
+                } else {
+                    Some(x)
+                },
+                to: if m.to.is_none() && y == b {
+                    None
+                } else {
+                    Some(y)
+                },
+                reason: m.reason.clone(),
+                seq: m.seq.filter(|_| x == a),
+            }
+        })
+        .collect()
 }
 
 fn describe_scope(scope: &Scope) -> String {
@@ -267,6 +441,7 @@ mod cause_tests {
             from: Some(from),
             to: Some(to),
             reason: reason.into(),
+            seq: None,
         };
         let c = Completeness {
             missing: vec![

@@ -5,8 +5,9 @@
 
 use super::actors::By;
 use super::complete::Completeness;
+use super::merge::{self, Member, Seen};
 use super::pipeline;
-use super::state::{ObjectState, Reading};
+use super::state::Reading;
 use super::{Between, History, HistoryError, Scope, StreamHistory};
 use crate::diff::{
     DiffOptions, FieldChange, FieldPath, diff_objects, field_manager, parse_managed_for,
@@ -62,8 +63,14 @@ pub struct ObjectDiff {
     /// Field changes (for `modified`; empty for added and deleted objects).
     pub fields: Vec<Field>,
     /// Set when only a relist revealed the change (it happened while nobody
-    /// watched): when it happened is not known, only this stretch.
+    /// watched): when it happened is not known, only this stretch. For an
+    /// added object, its appearance; for a deleted one, its disappearance.
     pub found_by_relist: Option<Between>,
+    /// For an added or deleted object a watch saw appear or go: when.
+    pub observed_at: Option<i64>,
+    /// For an added object a watch saw appear: a later change that only a
+    /// relist found, at an unknown time in this stretch.
+    pub changed_between: Option<Between>,
     /// The object's row in the journal.
     pub object_id: i64,
     /// For an added or deleted object: who created or deleted it (when audit
@@ -110,8 +117,11 @@ impl History<'_> {
         keep_objects: bool,
     ) -> Result<DiffAnswer, HistoryError> {
         let (since, until) = (window.since().as_ms(), window.until().as_ms());
-        let streams = self.streams_during(scope, Some((since, until)));
-        let completeness = self.completeness(scope, &streams, Some(since), until);
+        let all = self.streams_for(scope);
+        let completeness = self.completeness(scope, &all, Some(since), until);
+        // A stream no other one shares objects with answers alone, on the
+        // pipeline below; streams that share objects are merged per object.
+        let (streams, shared) = alone_and_shared(&all);
         let ids: IdSet<_> = streams.iter().map(|s| s.info.id).collect();
         // Connections for the comparing threads, opened once there are enough
         // candidates: each thread then reads its own candidates.
@@ -187,6 +197,14 @@ impl History<'_> {
                 Ok(())
             },
         )?;
+        objects.extend(self.merged_diff(
+            &shared,
+            scope,
+            names,
+            (since, until),
+            opts,
+            keep_objects,
+        )?);
         objects.sort_by(|(ia, a), (ib, b)| {
             (&a.namespace, &a.kind, &a.name, ia).cmp(&(&b.namespace, &b.kind, &b.name, ib))
         });
@@ -320,6 +338,117 @@ impl History<'_> {
     }
 }
 
+impl History<'_> {
+    /// The differences of the objects that several of `shared` hold: each
+    /// object's versions merged across them ([`super::tracked`]), compared
+    /// between its states at both ends, in the order the pipeline's are.
+    fn merged_diff(
+        &self,
+        shared: &[&StreamHistory],
+        scope: &Scope,
+        names: &NameFilter,
+        (since, until): (i64, i64),
+        opts: &DiffOptions,
+        keep_objects: bool,
+    ) -> Result<Vec<(usize, ObjectDiff)>, HistoryError> {
+        if shared.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: IdSet<_> = shared.iter().map(|s| s.info.id).collect();
+        let mut candidates: std::collections::HashSet<i64> =
+            self.journal.touched_objects(&ids, since, until)?;
+        // A list in the window may have found objects gone without a record
+        // of theirs in it.
+        for s in shared {
+            for list in s
+                .baselines
+                .iter()
+                .filter(|b| b.observed_at > since && b.observed_at <= until)
+            {
+                if let Some(present) = self.stream_at(s, list.observed_at - 1)? {
+                    candidates.extend(present.keys());
+                }
+            }
+        }
+        let rows = self.objects(&candidates)?;
+        let mut keys: Vec<(usize, &ObjectRow)> = rows
+            .values()
+            .filter_map(|o| {
+                let i = shared.iter().position(|s| s.info.id == o.stream)?;
+                scope.holds(shared[i], o, names).then_some((i, o))
+            })
+            .collect();
+        keys.sort_by(|a, b| {
+            (&a.1.namespace, &a.1.name, a.0).cmp(&(&b.1.namespace, &b.1.name, b.0))
+        });
+        let mut done: std::collections::HashSet<(String, String, String, String)> =
+            Default::default();
+        let mut decoder = Decoder::default();
+        let mut out = Vec::new();
+        for (index, row) in keys {
+            let stream = shared[index];
+            let key = (
+                stream.info.resource.group.clone(),
+                stream.info.resource.resource.clone(),
+                row.namespace.clone(),
+                row.name.clone(),
+            );
+            if !done.insert(key) {
+                continue;
+            }
+            let tracked = self.track_row(stream, row)?;
+            let merged = self.merged(&tracked)?;
+            // Changes count from the first list of any stream that covers it.
+            let Some(first) = tracked.members.iter().filter_map(|(s, _)| s.from()).min() else {
+                continue;
+            };
+            let t1 = since.max(first);
+            let (b, a) = (
+                merged.state_at(&tracked, t1),
+                merged.state_at(&tracked, until),
+            );
+            let (b, a) = (b.version(), a.version());
+            if b.is_none() && a.is_none()
+                || matches!((b, a), (Some(b), Some(a)) if b.body == a.body)
+            {
+                continue;
+            }
+            let change = match (b, a) {
+                (None, Some(_)) => Change::Added,
+                (Some(_), None) => Change::Deleted,
+                _ => Change::Modified,
+            };
+            let read = |v: Option<&crate::journal::versions::VersionRow>| {
+                v.map(|v| self.journal.stored_body(v.body, None).map(Arc::new))
+                    .transpose()
+            };
+            let holder = a.or(b).map_or(stream, |v| tracked.stream_of(v));
+            let pair = Pair {
+                stream: holder,
+                object: row.clone(),
+                before: read(b)?,
+                after: read(a)?,
+                labels: labels(&merged.seen, t1, until, change),
+            };
+            if let Some(d) = compare(&mut decoder, &pair, opts, keep_objects)? {
+                out.push((index, d));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Streams that share no object with another of `all` (they answer alone),
+/// and those that do ([`StreamHistory::shares_objects_with`]).
+pub(super) fn alone_and_shared<'s>(
+    all: &[&'s StreamHistory],
+) -> (Vec<&'s StreamHistory>, Vec<&'s StreamHistory>) {
+    all.iter().partition(|s| {
+        !all.iter()
+            .any(|o| o.info.id != s.info.id && s.shares_objects_with(o))
+    })
+}
+
 /// An object that may differ, and the stretch `(t1, t2]` its stream answers for.
 #[derive(Clone, Copy)]
 struct Candidate<'h> {
@@ -384,7 +513,30 @@ fn read_pair<'h>(
     {
         return Ok(None);
     }
-    let found_by_relist = reading.found_by_relist(stream, o.id, t1, t2)?;
+    let change = match (b, a) {
+        (None, Some(_)) => Change::Added,
+        (Some(_), None) => Change::Deleted,
+        _ => Change::Modified,
+    };
+    // How the change came to be known: only a list in the stretch can have
+    // found part of it, and an appearance or a disappearance has a time.
+    let labels = if change != Change::Modified
+        || stream
+            .baselines
+            .iter()
+            .any(|l| l.observed_at > t1 && l.observed_at <= t2)
+    {
+        let versions = reading.versions(stream, o.id)?;
+        let member = Member {
+            whole: stream.info.selector.is_none(),
+            holes: &stream.holes,
+            lists: &stream.baselines,
+            versions: &versions,
+        };
+        labels(&merge::merge(&[member]), t1, t2, change)
+    } else {
+        Labels::default()
+    };
     let after = a
         .map(|v| reading.journal.stored_body(v.body, None).map(Arc::new))
         .transpose()?;
@@ -400,49 +552,72 @@ fn read_pair<'h>(
         object: o,
         before,
         after,
-        found_by_relist,
+        labels,
     }))
 }
 
-impl Reading<'_> {
-    /// Whether a relist in `(t1, t2]` found this object different from what
-    /// was known just before it (changed, appeared, or gone from the list):
-    /// then that part of the change happened at an unknown time, and this is
-    /// the stretch (from the earliest such gap to the latest such list).
-    /// `None` when the watch saw every change.
-    fn found_by_relist(
-        &self,
-        stream: &StreamHistory,
-        object: i64,
-        t1: i64,
-        t2: i64,
-    ) -> Result<Option<Between>, HistoryError> {
-        let mut found: Option<Between> = None;
-        for list in stream
-            .baselines
-            .iter()
-            .filter(|b| b.observed_at > t1 && b.observed_at <= t2)
-        {
-            let listed = self.object_at(stream, object, list.observed_at)?;
-            let known = self.object_at(stream, object, list.observed_at - 1)?;
-            // Every write gives an object a new resourceVersion; a list item's
-            // bytes may differ from the event's (no apiVersion/kind), its
-            // resourceVersion does not.
-            let rv = |s: &ObjectState| s.version().map(|v| v.resource_version.clone());
-            if rv(&listed) == rv(&known) {
-                continue;
+/// How a change between `t1` and `t2` came to be known.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Labels {
+    /// A relist found it (for an added object its appearance, for a deleted
+    /// one its disappearance, for a modified one any part of it): it
+    /// happened at an unknown time in this stretch.
+    pub found_by_relist: Option<Between>,
+    /// When a watch saw an added object appear or a deleted one go.
+    pub observed_at: Option<i64>,
+    /// For an object a watch saw appear: a later change only a relist found.
+    pub changed_between: Option<Between>,
+}
+
+/// The labels of a `change` between `t1` and `t2`, from the object's merged
+/// observations ([`merge::merge`]).
+pub fn labels(seen: &[Seen], t1: i64, t2: i64, change: Change) -> Labels {
+    let inside: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| s.observed_at() > t1 && s.observed_at() <= t2)
+        .collect();
+    let span = |found: &mut Option<Between>, b: Between| {
+        *found = Some(match *found {
+            None => b,
+            Some(f) => Between {
+                from: f.from.min(b.from),
+                to: f.to.max(b.to),
+            },
+        })
+    };
+    let mut out = Labels::default();
+    match change {
+        Change::Added => {
+            let Some(i) = inside.iter().position(|s| s.present()) else {
+                return out;
+            };
+            match inside[i].found_by_relist() {
+                Some(b) => out.found_by_relist = Some(b),
+                None => out.observed_at = Some(inside[i].observed_at()),
             }
-            let w = stream.relist_window(list.observed_at);
-            found = Some(match found {
-                None => w,
-                Some(f) => Between {
-                    from: f.from.min(w.from),
-                    to: f.to.max(w.to),
-                },
-            });
+            for s in &inside[i + 1..] {
+                if let Some(b) = s.found_by_relist() {
+                    span(&mut out.changed_between, b);
+                }
+            }
         }
-        Ok(found)
+        Change::Deleted => {
+            if let Some(gone) = inside.iter().rev().find(|s| !s.present()) {
+                match gone.found_by_relist() {
+                    Some(b) => out.found_by_relist = Some(b),
+                    None => out.observed_at = Some(gone.observed_at()),
+                }
+            }
+        }
+        Change::Modified => {
+            for s in &inside {
+                if let Some(b) = s.found_by_relist() {
+                    span(&mut out.found_by_relist, b);
+                }
+            }
+        }
     }
+    out
 }
 
 /// The objects of a default diff whose every change in their stream's
@@ -639,7 +814,7 @@ struct Pair<'h> {
     object: ObjectRow,
     before: Option<Arc<StoredBody>>,
     after: Option<Arc<StoredBody>>,
-    found_by_relist: Option<Between>,
+    labels: Labels,
 }
 
 /// Decodes one pair and compares it field by field. Without `keep_objects`,
@@ -717,7 +892,9 @@ fn compare(
         before: keep(&before)?,
         after: keep(&after)?,
         fields,
-        found_by_relist: p.found_by_relist,
+        found_by_relist: p.labels.found_by_relist,
+        observed_at: p.labels.observed_at,
+        changed_between: p.labels.changed_between,
         object_id: p.object.id,
         by: By::default(),
     }))

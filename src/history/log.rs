@@ -10,10 +10,12 @@
 use super::complete::Completeness;
 use super::diff::{Field, NameFilter};
 use super::timeline::EntryType;
-use super::{Between, History, HistoryError, Scope};
+use super::tracked::Tracked;
+use super::{Between, History, HistoryError, Scope, StreamHistory};
 use crate::diff::DiffOptions;
 use crate::journal::IdSet;
 use crate::journal::read::GapWindow;
+use crate::journal::versions::ObjectRow;
 use crate::time::TimeWindow;
 use std::collections::HashSet;
 
@@ -80,6 +82,10 @@ pub struct LogEntry {
     pub gap: Option<(GapWindow, Vec<String>)>,
     /// Who made the change, when audit logs were imported.
     pub by: super::actors::By,
+    /// Where it falls in the journal's order (see
+    /// [`super::timeline::Entry::seq`]); a gap that no record opened comes
+    /// last within its millisecond.
+    pub seq: i64,
 }
 
 pub struct LogAnswer {
@@ -137,6 +143,32 @@ impl History<'_> {
             }
         }
         gone.extend(before.keys().filter(|id| !after.contains_key(id)));
+        // Where another stream covers the same objects (a `record -A` beside
+        // this `-n shop`), what it watched is no finding.
+        if self
+            .covering_streams_of(stream)
+            .any(|s| s.info.id != stream.info.id)
+        {
+            let kept = |ids: &mut Vec<i64>| -> Result<(), HistoryError> {
+                let rows = self.objects(&ids.iter().copied().collect())?;
+                let mut out = Vec::new();
+                for id in ids.drain(..) {
+                    let Some(row) = rows.get(&id) else { continue };
+                    let tracked = self.track_row(stream, row)?;
+                    let merged = self.merged(&tracked)?;
+                    if merged.seen.iter().any(|s| {
+                        s.observed_at() == list.observed_at && s.found_by_relist().is_some()
+                    }) {
+                        out.push(id);
+                    }
+                }
+                *ids = out;
+                Ok(())
+            };
+            kept(&mut changed)?;
+            kept(&mut appeared)?;
+            kept(&mut gone)?;
+        }
         let ids: HashSet<i64> = changed
             .iter()
             .chain(&appeared)
@@ -177,96 +209,139 @@ impl History<'_> {
         opts: &DiffOptions,
     ) -> Result<LogAnswer, HistoryError> {
         let (since, until) = (window.since().as_ms(), window.until().as_ms());
-        let streams = self.streams_during(scope, Some((since, until)));
-        let completeness = self.completeness(scope, &streams, Some(since), until);
-        let ids: IdSet<_> = streams.iter().map(|s| s.info.id).collect();
-        // Objects with a record in the window, read once for every stream.
-        let touched = self.objects(&self.journal.touched_objects(&ids, since, until)?)?;
+        let all = self.streams_for(scope);
+        let completeness = self.completeness(scope, &all, Some(since), until);
+        let (alone, shared) = super::diff::alone_and_shared(&all);
         let mut entries = Vec::new();
-        for stream in &streams {
+        for streams in alone
+            .iter()
+            .map(std::slice::from_ref)
+            .chain([shared.as_slice()])
+        {
+            if streams.is_empty() {
+                continue;
+            }
+            let ids: IdSet<_> = streams.iter().map(|s| s.info.id).collect();
+            // Objects with a record in the window, read once for these streams.
+            let touched = self.objects(&self.journal.touched_objects(&ids, since, until)?)?;
             // And, when a relist falls in the window, those present before it
             // (it may have found them gone).
             let mut before_list: HashSet<i64> = HashSet::new();
-            if let Some(list) = stream
-                .baselines
-                .iter()
-                .find(|b| b.observed_at > since && b.observed_at <= until)
-                && let Some(present) = self.stream_at(stream, list.observed_at - 1)?
-            {
-                before_list.extend(present.keys().filter(|id| !touched.contains_key(id)));
+            for stream in streams {
+                for list in stream
+                    .baselines
+                    .iter()
+                    .filter(|b| b.observed_at > since && b.observed_at <= until)
+                {
+                    if let Some(present) = self.stream_at(stream, list.observed_at - 1)? {
+                        before_list.extend(present.keys().filter(|id| !touched.contains_key(id)));
+                    }
+                }
             }
             let before_list = self.objects(&before_list)?;
-            let mut rows: Vec<_> = touched
+            let mut rows: Vec<(&StreamHistory, &ObjectRow)> = touched
                 .values()
                 .chain(before_list.values())
-                .filter(|o| scope.holds(stream, o, names))
+                .filter_map(|o| {
+                    let s = streams.iter().find(|s| s.info.id == o.stream)?;
+                    scope.holds(s, o, names).then_some((*s, o))
+                })
                 .collect();
-            rows.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-            for o in rows {
-                let t = self.timeline_within(stream, o, opts, Some((since, until)))?;
-                // Whether the object existed just before an entry.
-                let mut present = false;
-                for e in t.entries {
-                    if e.kind == EntryType::Gap {
-                        continue;
-                    }
-                    let existed = std::mem::replace(&mut present, e.kind != EntryType::Deleted);
-                    if e.observed_at <= since || e.observed_at > until {
-                        continue;
-                    }
-                    let kind = match (e.kind, e.found_by_relist) {
-                        (EntryType::Gap, _) => continue,
-                        (EntryType::Deleted, Some(_)) => LogType::Relist(RelistFinding::Gone),
-                        (_, Some(_)) if !existed => LogType::Relist(RelistFinding::Appeared),
-                        // Changed only where nobody asked to look (status).
-                        (_, Some(_)) if e.fields.is_empty() => continue,
-                        (_, Some(_)) => LogType::Relist(RelistFinding::Changed),
-                        // A list that found nothing new.
-                        (EntryType::Baseline, None) => continue,
-                        (EntryType::Modified, None) if e.fields.is_empty() => continue,
-                        (EntryType::Added, None) => LogType::Added,
-                        (EntryType::Modified, None) => LogType::Modified,
-                        (EntryType::Deleted, None) => LogType::Deleted,
-                    };
-                    entries.push(LogEntry {
-                        observed_at: e.observed_at,
-                        kind,
-                        object_kind: t.kind.clone(),
-                        namespace: t.namespace.clone(),
-                        name: t.name.clone(),
-                        resource_version: e.resource_version,
-                        between: e.found_by_relist,
-                        fields: e.fields,
-                        gap: None,
-                        by: e.by,
-                    });
+            rows.sort_by(|a, b| {
+                (&a.1.namespace, &a.1.name, a.1.stream).cmp(&(
+                    &b.1.namespace,
+                    &b.1.name,
+                    b.1.stream,
+                ))
+            });
+            let mut done: HashSet<(String, String, String, String)> = HashSet::new();
+            for (stream, o) in rows {
+                let key = (
+                    stream.info.resource.group.clone(),
+                    stream.info.resource.resource.clone(),
+                    o.namespace.clone(),
+                    o.name.clone(),
+                );
+                if !done.insert(key) {
+                    continue;
                 }
+                let tracked = if streams.len() == 1 {
+                    Tracked {
+                        resource: stream.info.resource.clone(),
+                        namespace: o.namespace.clone(),
+                        name: o.name.clone(),
+                        members: vec![(stream, Some(o.clone()))],
+                    }
+                } else {
+                    self.track_row(stream, o)?
+                };
+                let t = self.timeline_within(&tracked, opts, Some((since, until)))?;
+                entries.extend(changes_of(t, since, until));
             }
         }
         entries.extend(gaps(&completeness, since, until));
-        // Stable: within one instant, gaps last (a gap starts after what was
-        // observed at its start), then by object.
+        // Within one instant, in the journal's order: a gap comes after what
+        // was recorded before it and before the list that ended it.
         entries.sort_by(|a, b| {
-            (
-                a.observed_at,
-                a.kind == LogType::Gap,
-                &a.namespace,
-                &a.object_kind,
-                &a.name,
-            )
-                .cmp(&(
-                    b.observed_at,
-                    b.kind == LogType::Gap,
-                    &b.namespace,
-                    &b.object_kind,
-                    &b.name,
-                ))
+            (a.observed_at, a.seq, &a.namespace, &a.object_kind, &a.name).cmp(&(
+                b.observed_at,
+                b.seq,
+                &b.namespace,
+                &b.object_kind,
+                &b.name,
+            ))
         });
         Ok(LogAnswer {
             entries,
             completeness,
         })
     }
+}
+
+/// The log entries of one object's timeline: its changes within
+/// `(since, until)`; a list that found nothing new, and a version that
+/// changed nothing asked about, are none.
+fn changes_of(t: super::timeline::TimelineAnswer, since: i64, until: i64) -> Vec<LogEntry> {
+    let mut out = Vec::new();
+    // Whether the object existed just before an entry.
+    let mut present = false;
+    for e in t.entries {
+        if e.kind == EntryType::Gap {
+            continue;
+        }
+        let existed = std::mem::replace(&mut present, e.kind != EntryType::Deleted);
+        if e.observed_at <= since || e.observed_at > until {
+            continue;
+        }
+        let kind = match (e.kind, e.found_by_relist) {
+            (EntryType::Gap, _) => continue,
+            (EntryType::Deleted, Some(_)) => LogType::Relist(RelistFinding::Gone),
+            (_, Some(_)) if !existed => LogType::Relist(RelistFinding::Appeared),
+            // Changed only where nobody asked to look (status).
+            (_, Some(_)) if e.fields.is_empty() => continue,
+            (_, Some(_)) => LogType::Relist(RelistFinding::Changed),
+            // A list that found nothing new.
+            (EntryType::Baseline, None) => continue,
+            (EntryType::Modified, None) if e.fields.is_empty() => continue,
+            (EntryType::Added, None) => LogType::Added,
+            (EntryType::Modified, None) => LogType::Modified,
+            (EntryType::Deleted, None) => LogType::Deleted,
+        };
+        out.push(LogEntry {
+            observed_at: e.observed_at,
+            kind,
+            object_kind: t.kind.clone(),
+            namespace: t.namespace.clone(),
+            name: t.name.clone(),
+            resource_version: e.resource_version,
+            between: e.found_by_relist,
+            fields: e.fields,
+            gap: None,
+            by: e.by,
+            seq: e.seq,
+        });
+    }
+    out
 }
 
 /// What the answer does not cover, as log entries where each stretch starts:
@@ -320,10 +395,12 @@ fn gaps(completeness: &Completeness, since: i64, until: i64) -> Vec<LogEntry> {
                             to: m.to.filter(|&t| t < until),
                             to_rv: None,
                             reason: m.reason.clone(),
+                            seq: m.seq.unwrap_or(i64::MAX),
                         },
                         vec![m.stream.clone()],
                     )),
                     by: Default::default(),
+                    seq: m.seq.unwrap_or(i64::MAX),
                 },
             )),
         }

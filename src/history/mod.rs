@@ -8,9 +8,10 @@
 
 pub mod actors;
 pub mod complete;
+pub mod cover;
 pub mod diff;
-pub mod lanes;
 pub mod log;
+pub mod merge;
 mod pipeline;
 pub mod prune;
 pub mod resolve;
@@ -18,6 +19,7 @@ pub mod snapshot;
 pub mod state;
 pub mod suggest;
 pub mod timeline;
+pub mod tracked;
 
 use crate::journal::read::{Coverage, StreamInfo, StreamState};
 use crate::journal::versions::{BaselineRef, BodyReader, ObjectRow, VersionRow};
@@ -49,6 +51,8 @@ pub struct StreamHistory {
     pub baselines: Vec<BaselineRef>,
     /// Tokens of the lists that completed (items of other lists are ignored).
     pub lists: IdSet<i64>,
+    /// Where the stream did not watch (as of the history's `now`).
+    pub holes: cover::Holes,
 }
 
 impl StreamHistory {
@@ -90,6 +94,19 @@ impl StreamHistory {
         }
     }
 
+    /// Whether this stream and `other` may hold the same objects: of one
+    /// type, where one covers every namespace or both the same one (a
+    /// `record -A` beside a `record -n shop`, two lanes of one stream, a label
+    /// selector beside none), or of a cluster-scoped type.
+    pub fn shares_objects_with(&self, other: &StreamHistory) -> bool {
+        self.info.resource.group == other.info.resource.group
+            && self.info.resource.resource == other.info.resource.resource
+            && (!self.info.resource.namespaced
+                || self.info.namespace.is_none()
+                || other.info.namespace.is_none()
+                || self.info.namespace == other.info.namespace)
+    }
+
     /// Whether this stream holds objects of namespace `ns` (`None`: any).
     pub fn covers_namespace(&self, ns: Option<&str>) -> bool {
         match (ns, &self.info.namespace) {
@@ -99,15 +116,6 @@ impl StreamHistory {
             (Some(want), Some(have)) => want == have,
         }
     }
-}
-
-/// A stream's type and namespace (`None`: every namespace).
-fn type_key(s: &StreamHistory) -> (String, String, Option<String>) {
-    (
-        s.info.resource.group.clone(),
-        s.info.resource.resource.clone(),
-        s.info.namespace.clone(),
-    )
 }
 
 /// Which objects a question is about.
@@ -179,12 +187,15 @@ impl<'j> History<'j> {
             let coverage = journal.coverage(&info, now, live.contains(&info.id))?;
             let baselines = journal.baselines(info.id)?;
             let lists = baselines.iter().map(|b| b.token).collect();
-            streams.push(StreamHistory {
+            let mut stream = StreamHistory {
                 info,
                 coverage,
                 baselines,
                 lists,
-            });
+                holes: cover::Holes::all(),
+            };
+            stream.holes = cover::Holes::of(&stream, now);
+            streams.push(stream);
         }
         Ok(History {
             journal,
@@ -220,96 +231,27 @@ impl<'j> History<'j> {
         out
     }
 
-    /// The streams a scope draws on, over their whole lives (see
-    /// [`History::streams_during`]).
-    pub fn streams_in(&self, scope: &Scope) -> Vec<&StreamHistory> {
-        self.streams_during(scope, None)
-    }
-
-    /// The streams a scope draws on for a question about `window`. Where a type
-    /// has a stream for exactly the namespace and one for every namespace, the
-    /// exact one answers. Where one stream is here more than once (recorded,
-    /// and imported), the lane that covers most of the window answers
-    /// ([`lanes`]).
-    pub fn streams_during(&self, scope: &Scope, window: Option<(i64, i64)>) -> Vec<&StreamHistory> {
+    /// The streams a scope draws on: every stream of a type asked about that
+    /// covers the namespace asked about (a stream of that namespace, or of
+    /// every namespace), recorded here or imported, with a label selector or
+    /// without. Where several cover one object, answers merge them per
+    /// object ([`tracked`]) and count their coverage together
+    /// ([`History::completeness`]).
+    pub fn streams_for(&self, scope: &Scope) -> Vec<&StreamHistory> {
         let wanted = |s: &StreamHistory| match &scope.types {
             None => true,
             Some(types) => types.iter().any(|t| {
                 t.group == s.info.resource.group && t.resource == s.info.resource.resource
             }),
         };
-        let mut chosen: Vec<&StreamHistory> = Vec::new();
-        for s in self
-            .streams
+        self.streams
             .iter()
             .filter(|s| wanted(s) && s.covers_namespace(scope.namespace.as_deref()))
-        {
             // Cluster-scoped types only enter a namespace question by name.
-            if scope.namespace.is_some() && !s.info.resource.namespaced && scope.types.is_none() {
-                continue;
-            }
-            chosen.push(s);
-        }
-        if scope.namespace.is_some() {
-            let exact: HashSet<(String, String)> = chosen
-                .iter()
-                .filter(|s| s.info.namespace.is_some())
-                .map(|s| {
-                    (
-                        s.info.resource.group.clone(),
-                        s.info.resource.resource.clone(),
-                    )
-                })
-                .collect();
-            chosen.retain(|s| {
-                s.info.namespace.is_some()
-                    || !exact.contains(&(
-                        s.info.resource.group.clone(),
-                        s.info.resource.resource.clone(),
-                    ))
-            });
-        }
-        // A stream with a label selector holds only part of its type: where a
-        // stream without one answers for the same type and namespaces, it
-        // answers alone (the same objects would otherwise count twice).
-        let whole: HashSet<(String, String, Option<String>)> = chosen
-            .iter()
-            .filter(|s| s.info.selector.is_none())
-            .map(|s| type_key(s))
-            .collect();
-        chosen.retain(|s| s.info.selector.is_none() || !whole.contains(&type_key(s)));
-        self.one_lane_each(chosen, window)
-    }
-
-    /// Of streams with the same type, namespace and selector, the lane that
-    /// covers most of `window`; the others leave.
-    fn one_lane_each<'s>(
-        &self,
-        mut chosen: Vec<&'s StreamHistory>,
-        window: Option<(i64, i64)>,
-    ) -> Vec<&'s StreamHistory> {
-        let key = |s: &StreamHistory| (type_key(s), s.info.selector.clone());
-        let mut keep: HashSet<StreamId> = HashSet::new();
-        let mut groups: HashMap<_, Vec<&StreamHistory>> = HashMap::new();
-        for s in &chosen {
-            groups.entry(key(s)).or_default().push(s);
-        }
-        for group in groups.values() {
-            let lanes: Vec<lanes::Lane> = group
-                .iter()
-                .map(|s| lanes::Lane {
-                    recorded: s.info.origin.is_none(),
-                    from: s.from(),
-                    to: s.end(self.now),
-                    holes: s.coverage.windows.iter().map(|w| (w.from, w.to)).collect(),
-                })
-                .collect();
-            if let Some(i) = lanes::choose(&lanes, window) {
-                keep.insert(group[i].info.id);
-            }
-        }
-        chosen.retain(|s| keep.contains(&s.info.id));
-        chosen
+            .filter(|s| {
+                scope.namespace.is_none() || s.info.resource.namespaced || scope.types.is_some()
+            })
+            .collect()
     }
 
     pub fn stream(&self, id: StreamId) -> Option<&StreamHistory> {

@@ -40,6 +40,22 @@ pub(super) struct Reading<'a> {
 }
 
 impl Reading<'_> {
+    /// Every version of one object of `stream` that the stream stands by
+    /// (its events, and items of lists that completed), oldest first.
+    pub fn versions(
+        &self,
+        stream: &StreamHistory,
+        object: i64,
+    ) -> Result<Vec<VersionRow>, HistoryError> {
+        Ok(self
+            .journal
+            .object_versions(object)?
+            .into_iter()
+            .filter(|v| v.seq <= self.highest)
+            .filter(|v| v.list_token.is_none_or(|t| stream.lists.contains(&t)))
+            .collect())
+    }
+
     /// The state of one object of `stream` at `at`.
     pub fn object_at(
         &self,

@@ -5,12 +5,15 @@
 
 use super::actors::By;
 use super::complete::Completeness;
+use super::cover::Holes;
 use super::diff::{Field, fields_between};
+use super::merge::What;
 use super::pipeline::{inline, pipeline};
+use super::tracked::Tracked;
 use super::{Between, History, HistoryError, Scope, StreamHistory};
 use crate::diff::DiffOptions;
 use crate::journal::read::GapWindow;
-use crate::journal::versions::{Decoder, ObjectRow, StoredBody, VersionRow};
+use crate::journal::versions::{BaselineRef, Decoder, ObjectRow, StoredBody, VersionRow};
 use crate::model::WatchType;
 use std::sync::Arc;
 
@@ -62,6 +65,11 @@ pub struct Entry {
     pub found_by_relist: Option<Between>,
     /// Who made this change, when audit logs were imported.
     pub by: By,
+    /// Where it falls in the journal's order: the record's `seq` (for a gap,
+    /// the record that opened it). Entries of one time are ordered by it, so
+    /// a gap comes after what was recorded before it and before the list
+    /// that ended it, even within one millisecond.
+    pub seq: i64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -74,19 +82,15 @@ pub struct TimelineAnswer {
 }
 
 impl History<'_> {
-    /// Every recorded version of `object`, with what changed in each, where it
-    /// vanished from a relist, and the stream's gaps within its life.
-    ///
-    /// Long on purpose: this thread reads stored bodies in order while other threads
-    /// compare them, and the reading closure keeps its state (the previous version,
-    /// the last keyframe) local to this function.
+    /// Every recorded version of an object, with what changed in each, where
+    /// it vanished from a relist, and the gaps within its life: of its only
+    /// stream, or merged from every stream that covers it.
     pub fn timeline(
         &self,
-        stream: &StreamHistory,
-        object: &ObjectRow,
+        tracked: &Tracked<'_>,
         opts: &DiffOptions,
     ) -> Result<TimelineAnswer, HistoryError> {
-        self.timeline_within(stream, object, opts, None)
+        self.timeline_within(tracked, opts, None)
     }
 
     /// [`History::timeline`]; with a `window` `(since, until]`, the field
@@ -95,6 +99,23 @@ impl History<'_> {
     /// it or the version after it is in the window: a window of 30 minutes
     /// does not decode an object's whole history.
     pub(super) fn timeline_within(
+        &self,
+        tracked: &Tracked<'_>,
+        opts: &DiffOptions,
+        window: Option<(i64, i64)>,
+    ) -> Result<TimelineAnswer, HistoryError> {
+        match tracked.single() {
+            Some((stream, object)) => self.stream_timeline(stream, object, opts, window),
+            None => self.merged_timeline(tracked, opts, window),
+        }
+    }
+
+    /// The timeline of an object only one stream covers.
+    ///
+    /// Long on purpose: this thread reads stored bodies in order while other threads
+    /// compare them, and the reading closure keeps its state (the previous version,
+    /// the last keyframe) local to this function.
+    fn stream_timeline(
         &self,
         stream: &StreamHistory,
         object: &ObjectRow,
@@ -141,7 +162,7 @@ impl History<'_> {
                         .iter()
                         .find(|b| b.token > last_seq && b.seq < v.seq)
                 {
-                    entries.push(vanished(b.observed_at, &b.resource_version));
+                    entries.push(vanished(b));
                     present = false;
                     previous = None;
                 }
@@ -223,7 +244,7 @@ impl History<'_> {
         }
         // Listed last, then missing from a later relist.
         if present && let Some(b) = stream.baselines.iter().find(|b| b.token > last_seq) {
-            entries.push(vanished(b.observed_at, &b.resource_version));
+            entries.push(vanished(b));
         }
 
         // The stream's gaps, where they fall within the object's recorded life.
@@ -234,10 +255,10 @@ impl History<'_> {
             stream.end(self.now)
         };
         if let (Some(first), Some(end)) = (first, end) {
-            entries.extend(gaps_within(stream, first, end));
+            let deleted = entries.last().is_some_and(|e| e.kind == EntryType::Deleted);
+            entries.extend(gaps_within(stream, first, end, deleted));
         }
-        // Stable; a gap starts after the versions observed at its start time.
-        entries.sort_by_key(|e| (e.observed_at, e.kind == EntryType::Gap));
+        entries.sort_by_key(|e| (e.observed_at, e.seq));
         mark_relist_findings(stream, &mut entries);
 
         let scope = Scope {
@@ -261,14 +282,175 @@ impl History<'_> {
     }
 }
 
+impl History<'_> {
+    /// The timeline of an object several streams cover: their versions
+    /// merged, one per resourceVersion ([`super::merge`]), and the stretches
+    /// none of them watched.
+    fn merged_timeline(
+        &self,
+        tracked: &Tracked<'_>,
+        opts: &DiffOptions,
+        window: Option<(i64, i64)>,
+    ) -> Result<TimelineAnswer, HistoryError> {
+        let merged = self.merged(tracked)?;
+        let resource = &tracked.resource;
+        let api_version = resource.api_version();
+        let defaults = [
+            ("apiVersion", api_version.as_str()),
+            ("kind", resource.kind.as_str()),
+        ];
+        let what = format!("{} {}", resource.group_resource(), tracked.name);
+        let body_error = |detail: String| HistoryError::Body {
+            object: what.clone(),
+            detail,
+        };
+        let asked = |at: i64| window.is_none_or(|(since, until)| at > since && at <= until);
+        let mut decoder = Decoder::default();
+        let mut entries: Vec<Entry> = Vec::with_capacity(merged.seen.len());
+        // The previous present version's JSON, when it was read.
+        let mut previous: Option<String> = None;
+        for (i, seen) in merged.seen.iter().enumerate() {
+            let v = match &seen.what {
+                What::Vanished(b) => {
+                    let mut e = vanished(b);
+                    e.found_by_relist = seen.found_by_relist();
+                    entries.push(e);
+                    previous = None;
+                    continue;
+                }
+                What::Version(v) => v,
+            };
+            let mut e = entry(v, EntryType::of(v.watch_type));
+            e.found_by_relist = seen.found_by_relist();
+            let next_asked = merged
+                .seen
+                .get(i + 1)
+                .is_some_and(|n| asked(n.observed_at()));
+            if v.deleted() || !(asked(v.observed_at) || next_asked) {
+                previous = None;
+                entries.push(e);
+                continue;
+            }
+            let stored = self.journal.stored_body(v.body, None)?;
+            let raw = decoder
+                .decode(&stored)
+                .map_err(|e| body_error(e.to_string()))?;
+            let text = String::from_utf8(raw).map_err(|e| body_error(e.to_string()))?;
+            if asked(v.observed_at)
+                && let Some(before) = &previous
+            {
+                e.fields = fields_between(before, &text, opts, &defaults)
+                    .map_err(|e| body_error(e.to_string()))?;
+            }
+            previous = Some(text);
+            entries.push(e);
+        }
+        if self.has_audit() {
+            for ((stream, _), versions) in tracked.members.iter().zip(&merged.versions) {
+                let found = self.attribute(stream, versions)?;
+                for (v, f) in versions.iter().zip(&found) {
+                    if v.watch_type.is_none() {
+                        continue;
+                    }
+                    if let Some(e) = entries.iter_mut().find(|e| e.seq == v.seq) {
+                        e.by = By::of(f.as_ref());
+                        for field in &mut e.fields {
+                            field.by = e.by.clone();
+                        }
+                    }
+                }
+            }
+        }
+        let streams: Vec<&StreamHistory> = tracked.members.iter().map(|(s, _)| *s).collect();
+        let first = entries.first().map(|e| e.observed_at);
+        let end = if entries.last().is_some_and(|e| e.kind == EntryType::Deleted) {
+            entries.last().map(|e| e.observed_at)
+        } else {
+            streams.iter().filter_map(|s| s.end(self.now)).max()
+        };
+        if let (Some(first), Some(end)) = (first, end) {
+            entries.extend(merged_gaps_within(&streams, first, end));
+        }
+        entries.sort_by_key(|e| (e.observed_at, e.seq));
+        let scope = Scope {
+            namespace: resource.namespaced.then(|| tracked.namespace.clone()),
+            types: Some(vec![resource.clone()]),
+        };
+        let completeness = self.completeness(&scope, &streams, first, end.unwrap_or(self.now));
+        Ok(TimelineAnswer {
+            kind: resource.kind.clone(),
+            namespace: tracked.namespace.clone(),
+            name: tracked.name.clone(),
+            entries,
+            completeness,
+        })
+    }
+}
+
+/// The gaps of several streams over one object, where none of the others
+/// (of those without a label selector) watched, within `(first, end)`.
+fn merged_gaps_within(streams: &[&StreamHistory], first: i64, end: i64) -> Vec<Entry> {
+    let whole: Vec<&StreamHistory> = streams
+        .iter()
+        .copied()
+        .filter(|s| s.info.selector.is_none())
+        .collect();
+    let counted = if whole.is_empty() {
+        streams.to_vec()
+    } else {
+        whole
+    };
+    let mut out = Vec::new();
+    for (i, s) in counted.iter().enumerate() {
+        let others = Holes::common(
+            counted
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, o)| &o.holes),
+        );
+        for w in &s.coverage.windows {
+            let w_to = w.to.unwrap_or(i64::MAX);
+            for (a, b) in others.within(w.from, w_to) {
+                if b <= first || a >= end {
+                    continue;
+                }
+                let piece = GapWindow {
+                    from: a,
+                    from_rv: w.from_rv.clone().filter(|_| a == w.from),
+                    to: (b < i64::MAX).then_some(b),
+                    to_rv: w.to_rv.clone().filter(|_| b == w_to),
+                    reason: w.reason.clone(),
+                    seq: w.seq,
+                };
+                out.push(Entry {
+                    observed_at: a,
+                    resource_version: piece.from_rv.clone(),
+                    kind: EntryType::Gap,
+                    synthetic: true,
+                    fields: Vec::new(),
+                    seq: w.seq,
+                    gap: Some(piece),
+                    found_by_relist: None,
+                    by: By::default(),
+                });
+            }
+        }
+    }
+    out
+}
+
 /// The stream's gaps that overlap `(first, end)`, an object's recorded life, as
-/// entries. A gap starts after its `from` (covered up to and including it).
-fn gaps_within(stream: &StreamHistory, first: i64, end: i64) -> Vec<Entry> {
+/// entries. A gap starts after its `from` (covered up to and including it):
+/// one that opened at the deletion that ended a life is after it, one that
+/// opened at the stream's last durable point (and closed within that
+/// millisecond) is still one.
+fn gaps_within(stream: &StreamHistory, first: i64, end: i64, deleted: bool) -> Vec<Entry> {
     stream
         .coverage
         .windows
         .iter()
-        .filter(|w| w.to.is_none_or(|to| to > first) && w.from < end)
+        .filter(|w| w.to.is_none_or(|to| to > first) && (w.from < end || !deleted && w.from == end))
         .map(|w| Entry {
             observed_at: w.from,
             resource_version: w.from_rv.clone(),
@@ -278,6 +460,7 @@ fn gaps_within(stream: &StreamHistory, first: i64, end: i64) -> Vec<Entry> {
             gap: Some(w.clone()),
             found_by_relist: None,
             by: By::default(),
+            seq: w.seq,
         })
         .collect()
 }
@@ -342,6 +525,7 @@ fn entry(v: &VersionRow, kind: EntryType) -> Entry {
         gap: None,
         found_by_relist: None,
         by: By::default(),
+        seq: v.seq,
     }
 }
 
@@ -378,15 +562,17 @@ fn compare_run(
     Ok(())
 }
 
-fn vanished(at: i64, list_rv: &str) -> Entry {
+/// Gone from the list `b` ended: deleted while nobody watched.
+fn vanished(b: &BaselineRef) -> Entry {
     Entry {
-        observed_at: at,
-        resource_version: Some(list_rv.to_string()),
+        observed_at: b.observed_at,
+        resource_version: Some(b.resource_version.clone()),
         kind: EntryType::Deleted,
         synthetic: true,
         fields: Vec::new(),
         gap: None,
         found_by_relist: None,
         by: By::default(),
+        seq: b.seq,
     }
 }

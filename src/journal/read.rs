@@ -72,6 +72,10 @@ pub struct GapWindow {
     pub to: Option<i64>,
     pub to_rv: Option<String>,
     pub reason: String,
+    /// The `seq` of the record that opened it: records of the stream before
+    /// it came before the gap, those after it (the list that ends it) after,
+    /// however close their times.
+    pub seq: i64,
 }
 
 /// Coverage of one stream over its whole recorded life.
@@ -190,16 +194,16 @@ impl Journal {
         let err = |e| self.err(e);
         let mut stmt = conn
             .prepare_cached(&format!(
-                "SELECT kind, observed_at, resource_version, info FROM records
+                "SELECT kind, observed_at, resource_version, info, seq FROM records
                  WHERE stream_id = ?1 AND kind IN ({}, {}, {}) AND kind <> 1 ORDER BY seq",
                 kind::BASELINE,
                 kind::GAP,
                 kind::COVERAGE
             ))
             .map_err(err)?;
-        let rows: Vec<(i64, i64, Option<String>, Option<String>)> = stmt
+        let rows: Vec<FoldRow> = stmt
             .query_map(params![stream.id], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
             })
             .and_then(|rows| rows.collect())
             .map_err(err)?;
@@ -308,16 +312,51 @@ impl Journal {
             .filter_map(|info| serde_json::from_str::<CheckpointInfo>(info).ok())
             .map(|c| c.events)
             .sum();
-        // Records are appended in time order, so the first and last by seq are
-        // the first and last observations (and cost one row each).
-        let (first_observed, last_observed) = conn
-            .query_row(
-                "SELECT (SELECT observed_at FROM records ORDER BY seq LIMIT 1),
-                        (SELECT observed_at FROM records ORDER BY seq DESC LIMIT 1)",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+        // Records of one stream are in its time order, but an imported lane's
+        // come after this journal's own whatever their times: the first and
+        // last observations are those of the object records (the zones keep
+        // their times) and of each stream's first list and last durable point
+        // (a row each, by index).
+        let (zones_first, zones_last): (Option<i64>, Option<i64>) = conn
+            .query_row("SELECT min(min_at), max(max_at) FROM zones", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .map_err(err)?;
+        let mut first_observed = zones_first;
+        let mut last_observed = zones_last;
+        let edge = |sql: String, id: i64| -> Result<Option<i64>, JournalError> {
+            conn.prepare_cached(&sql)
+                .and_then(|mut s| s.query_row(params![id], |r| r.get(0)).optional())
+                .map_err(|e| self.err(e))
+        };
+        let ids: Vec<i64> = conn
+            .prepare("SELECT id FROM streams")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(err)?;
+        for id in ids {
+            let first = edge(
+                format!(
+                    "SELECT observed_at FROM records WHERE stream_id = ?1 AND kind = {} AND kind <> 1
+                     ORDER BY seq LIMIT 1",
+                    kind::BASELINE
+                ),
+                id,
+            )?;
+            for k in [kind::CHECKPOINT, kind::BASELINE, kind::GAP] {
+                let last = edge(
+                    format!(
+                        "SELECT observed_at FROM records WHERE stream_id = ?1 AND kind = {k} AND kind <> 1
+                         ORDER BY seq DESC LIMIT 1"
+                    ),
+                    id,
+                )?;
+                last_observed = last_observed.max(last);
+            }
+            first_observed = match (first_observed, first) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
         Ok(Status {
             size_bytes,
             clusters: self.clusters()?,
@@ -392,6 +431,10 @@ impl Journal {
 /// What a stream's baselines, gaps and coverage records say, oldest first: where its
 /// history starts, its closed gap windows and the one still open (a gap no baseline
 /// has closed yet), and whether it is unavailable now.
+/// A record as [`CoverageFold`] reads it: kind, observed_at,
+/// resource_version, info, seq.
+type FoldRow = (i64, i64, Option<String>, Option<String>, i64);
+
 struct CoverageFold {
     from: Option<i64>,
     gaps: u64,
@@ -402,15 +445,15 @@ struct CoverageFold {
 }
 
 impl CoverageFold {
-    /// Folds `(kind, observed_at, resource_version, info)` rows in journal order.
-    fn of(rows: Vec<(i64, i64, Option<String>, Option<String>)>) -> CoverageFold {
+    /// Folds `(kind, observed_at, resource_version, info, seq)` rows in journal order.
+    fn of(rows: Vec<FoldRow>) -> CoverageFold {
         let mut from = None;
         let mut gaps = 0u64;
         let mut windows: Vec<GapWindow> = Vec::new();
         let mut open: Option<GapWindow> = None;
         let mut unavailable: Option<(i64, String)> = None;
         let mut last_baseline: Option<(i64, Option<String>)> = None;
-        for (k, at, rv, info) in rows {
+        for (k, at, rv, info, seq) in rows {
             let info = info.unwrap_or_default();
             match k {
                 kind::BASELINE => {
@@ -430,7 +473,7 @@ impl CoverageFold {
                         from_rv: None,
                         reason: "gap".into(),
                     });
-                    merge_open(&mut open, g.from, g.from_rv, g.reason);
+                    merge_open(&mut open, g.from, g.from_rv, g.reason, seq);
                 }
                 kind::COVERAGE => {
                     let c: CoverageInfo = serde_json::from_str(&info).unwrap_or(CoverageInfo {
@@ -442,7 +485,13 @@ impl CoverageFold {
                         // A stream that never had a baseline has no history to lose:
                         // it is simply not covered yet.
                         if from.is_some() {
-                            merge_open(&mut open, at, None, format!("unavailable: {}", c.reason));
+                            merge_open(
+                                &mut open,
+                                at,
+                                None,
+                                format!("unavailable: {}", c.reason),
+                                seq,
+                            );
                         }
                     }
                 }
@@ -461,7 +510,13 @@ impl CoverageFold {
 }
 
 /// Opens a missing-history window, or widens the one already open.
-fn merge_open(open: &mut Option<GapWindow>, from: i64, from_rv: Option<String>, reason: String) {
+fn merge_open(
+    open: &mut Option<GapWindow>,
+    from: i64,
+    from_rv: Option<String>,
+    reason: String,
+    seq: i64,
+) {
     match open {
         Some(w) => {
             if from < w.from {
@@ -479,6 +534,7 @@ fn merge_open(open: &mut Option<GapWindow>, from: i64, from_rv: Option<String>, 
                 to: None,
                 to_rv: None,
                 reason,
+                seq,
             })
         }
     }
@@ -488,12 +544,14 @@ fn merge_open(open: &mut Option<GapWindow>, from: i64, from_rv: Option<String>, 
 mod tests {
     use super::*;
 
-    fn row(k: i64, at: i64, rv: &str, info: &str) -> (i64, i64, Option<String>, Option<String>) {
+    /// A record; its `seq` follows its time, as in these tests' journals.
+    fn row(k: i64, at: i64, rv: &str, info: &str) -> FoldRow {
         (
             k,
             at,
             Some(rv.into()),
             (!info.is_empty()).then(|| info.into()),
+            at,
         )
     }
 
@@ -521,6 +579,7 @@ mod tests {
                 to: Some(400),
                 to_rv: Some("20".into()),
                 reason: "410 Expired; recorder not running".into(),
+                seq: 300,
             }]
         );
         assert_eq!(f.last_baseline, Some((400, Some("20".into()))));

@@ -106,7 +106,7 @@ pub struct FeedItem {
 pub const FEED_WIDTH: usize = 120;
 
 impl FeedItem {
-    /// `12:04:31Z MODIFIED deployment/frontend -n shop  spec.replicas: 1 -> 3  (kubectl-scale)`
+    /// `12:04:31 MODIFIED deployment/frontend -n shop  spec.replicas: 1 -> 3  (kubectl-scale)`
     pub fn line(&self) -> String {
         let who = if self.namespace.is_empty() {
             format!("{}/{}", self.kind.to_ascii_lowercase(), self.name)
@@ -123,29 +123,22 @@ impl FeedItem {
             return head;
         }
         let room = FEED_WIDTH.saturating_sub(head.chars().count() + 2);
-        match fields_after(&self.fields, room, 10, FEED_WIDTH) {
+        match fields_after(&self.fields, room, 9, FEED_WIDTH) {
             below if below.starts_with('\n') => format!("{head}{below}"),
             inline => format!("{head}  {inline}"),
         }
     }
 }
 
-/// `HH:MM:SSZ` of a time, in UTC like every time krply prints.
+/// `HH:MM:SS` of a time, in the zone text is shown in (named when recording
+/// starts).
 pub fn clock(at: i64) -> String {
-    let precise = clock_ms(at);
-    match precise.get(..8) {
-        Some(seconds) => format!("{seconds}Z"),
-        None => precise,
-    }
+    crate::render::clock::clock().time_s(at)
 }
 
-/// `HH:MM:SS.mmmZ` of a time, in UTC.
+/// `HH:MM:SS.mmm` of a time, in the zone text is shown in.
 pub fn clock_ms(at: i64) -> String {
-    let full = crate::time::Millis::from_ms(at).to_string();
-    match full.split_once('T') {
-        Some((_, rest)) => rest.to_string(),
-        None => full,
-    }
+    crate::render::clock::clock().time(at)
 }
 
 /// `watching               events      12  rv 4711         gaps 0`
@@ -410,10 +403,10 @@ mod tests {
         let (head, below) = line.split_once('\n').unwrap_or_else(|| panic!("{line}"));
         assert_eq!(
             head,
-            "10:00:00Z MODIFIED deployment/productcatalogservice -n shop"
+            "10:00:00 MODIFIED deployment/productcatalogservice -n shop"
         );
         assert!(
-            below.starts_with("          spec.template.spec.containers[0].image: "),
+            below.starts_with("         spec.template.spec.containers[0].image: "),
             "{below}"
         );
         assert!(below.ends_with("(helm)"), "{below}");
@@ -434,7 +427,7 @@ mod tests {
         };
         assert_eq!(
             added.line(),
-            "10:00:00Z ADDED    deployment/productcatalogservice -n shop"
+            "10:00:00 ADDED    deployment/productcatalogservice -n shop"
         );
     }
 }

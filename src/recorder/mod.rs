@@ -156,6 +156,18 @@ fn feed_item(
     })
 }
 
+/// Why `record` stopped without recording.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The server refused every stream before any of them could be listed:
+    /// nothing would ever be recorded. Each stream's name and the server's
+    /// whole answer (which names the user, the verb and the resource).
+    #[error("the server refused every stream ({} of {}): {}", .0.len(), .0.len(), .0.first().map_or("", |(_, why)| why.as_str()))]
+    AllRefused(Vec<(String, String)>),
+}
+
 /// How `record` runs.
 #[derive(Debug, Clone)]
 pub struct RecordOptions {
@@ -328,6 +340,8 @@ fn spawn_streams(
             last_rv: String::new(),
             gaps: 0,
             unavailable: None,
+            listed: false,
+            refused: None,
         }));
         statuses.push((id, status.clone()));
         let stream = Stream {
@@ -404,7 +418,7 @@ pub async fn record(
     streams: Vec<StreamSpec>,
     options: RecordOptions,
     mut stop: watch::Receiver<bool>,
-) -> Result<RecordSummary, JournalError> {
+) -> Result<RecordSummary, RecordError> {
     let started = Instant::now();
     let target = &access.target;
     journal.register_cluster(
@@ -471,17 +485,27 @@ pub async fn record(
     };
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     let mut failure: Option<JournalError> = None;
+    let mut refused: Option<Vec<(String, String)>> = None;
+    // Whether every stream has had its first answer (a list, or a refusal).
+    let mut answered = false;
+    let retry = options.stream.unavailable_retry;
     let mut stopping = false;
     loop {
         tokio::select! {
             _ = tick.tick() => {
-                display.refresh(&snapshot(&statuses));
+                let now = snapshot(&statuses);
+                display.refresh(&now);
                 relists.look(&stats);
+                answer_start(&now, &mut answered, &mut refused, &mut tasks, &display, retry);
             }
             Some(Ok((id, findings))) = relists.lookups.join_next(), if !relists.lookups.is_empty() => {
                 relists.found(id, findings, &display);
             }
-            Some(n) = notice_rx.recv() => display.notice(&n),
+            Some(n) = notice_rx.recv() => {
+                display.notice(&n);
+                // A stream's first answer (listed, or refused) comes with a notice.
+                answer_start(&snapshot(&statuses), &mut answered, &mut refused, &mut tasks, &display, retry);
+            }
             Some(change) = feed_rx.recv() => {
                 if let Some(item) = feed_item(&change, &kinds) {
                     display.feed(&item);
@@ -508,6 +532,26 @@ pub async fn record(
     while let Ok(n) = notice_rx.try_recv() {
         display.notice(&n);
     }
+    if refused.is_none() {
+        let now = snapshot(&statuses);
+        answer_start(
+            &now,
+            &mut answered,
+            &mut refused,
+            &mut tasks,
+            &display,
+            retry,
+        );
+        if !answered {
+            // Stopped before every stream answered: the refusals so far.
+            for (name, why) in now
+                .iter()
+                .filter_map(|s| Some((&s.name, s.refused.as_ref()?)))
+            {
+                display.notice(&refusal(name, why, retry));
+            }
+        }
+    }
     // Lists made durable since the last tick, and lookups still running:
     // the summary counts every relist of this run.
     relists.look(&stats);
@@ -523,9 +567,13 @@ pub async fn record(
         return Err(match written {
             Err(w) => w,
             Ok(()) => e,
-        });
+        }
+        .into());
     }
     written?;
+    if let Some(why) = refused {
+        return Err(RecordError::AllRefused(why));
+    }
     let streams = summarize(&statuses, finished, &stats, &relists.found);
     Ok(RecordSummary {
         cluster_id: target.cluster_id.clone(),
@@ -534,8 +582,128 @@ pub async fn record(
     })
 }
 
+/// Once every stream has had its first answer (a list, or a refusal), and only
+/// then: ends the run when every one was refused (`refused`), warns when some
+/// were.
+fn answer_start(
+    now: &[StreamStatus],
+    answered: &mut bool,
+    refused: &mut Option<Vec<(String, String)>>,
+    tasks: &mut tokio::task::JoinSet<StreamEnd>,
+    display: &Display,
+    retry: Duration,
+) {
+    if *answered || !now.iter().all(|s| s.listed || s.refused.is_some()) {
+        return;
+    }
+    *answered = true;
+    match first_answers(now) {
+        Start::AllRefused(why) => {
+            *refused = Some(why);
+            tasks.abort_all();
+        }
+        Start::SomeRefused(text) => {
+            for s in now.iter().filter(|s| !s.listed) {
+                if let Some(why) = &s.refused {
+                    display.notice(&refusal(&s.name, why, retry));
+                }
+            }
+            display.notice(&stream::Notice {
+                stream: String::new(),
+                text,
+                warning: true,
+            });
+        }
+        Start::Recording => {}
+    }
+}
+
+/// The warning for one stream the server refused.
+fn refusal(stream: &str, why: &str, retry: Duration) -> stream::Notice {
+    stream::Notice {
+        stream: stream.to_string(),
+        text: format!("unavailable: {why}; retrying every {}", rules::secs(retry)),
+        warning: true,
+    }
+}
+
+/// How a run began, once every stream had its first answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Start {
+    Recording,
+    /// Some were refused: how many, for a warning.
+    SomeRefused(String),
+    /// Every stream was refused before any list: names and reasons.
+    AllRefused(Vec<(String, String)>),
+}
+
+fn first_answers(statuses: &[StreamStatus]) -> Start {
+    let refused: Vec<(String, String)> = statuses
+        .iter()
+        .filter(|s| !s.listed)
+        .filter_map(|s| Some((s.name.clone(), s.refused.clone()?)))
+        .collect();
+    if refused.is_empty() {
+        Start::Recording
+    } else if refused.len() == statuses.len() {
+        Start::AllRefused(refused)
+    } else {
+        Start::SomeRefused(format!(
+            "{} of {} streams refused ({}); the others are recording, and the refused ones are retried",
+            refused.len(),
+            statuses.len(),
+            refused
+                .iter()
+                .map(|(name, _)| name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn status(name: &str, listed: bool, refused: Option<&str>) -> StreamStatus {
+        StreamStatus {
+            name: name.into(),
+            phase: Phase::Starting,
+            events: 0,
+            last_rv: String::new(),
+            gaps: 0,
+            unavailable: None,
+            listed,
+            refused: refused.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_run_refused_everywhere_ends_and_one_refused_in_part_goes_on() {
+        let no =
+            "403 Forbidden: deployments.apps is forbidden: User \"limited\" cannot list resource";
+        assert_eq!(
+            first_answers(&[status("a", true, None), status("b", true, None)]),
+            Start::Recording
+        );
+        assert_eq!(
+            first_answers(&[status("a", false, Some(no)), status("b", true, None)]),
+            Start::SomeRefused(
+                "1 of 2 streams refused (a); the others are recording, and the refused ones are retried"
+                    .into()
+            )
+        );
+        assert_eq!(
+            first_answers(&[status("a", false, Some(no)), status("b", false, Some(no))]),
+            Start::AllRefused(vec![("a".into(), no.into()), ("b".into(), no.into())])
+        );
+        // Refused at first, then listed: recording.
+        assert_eq!(
+            first_answers(&[status("a", true, Some(no))]),
+            Start::Recording
+        );
+    }
+
     #[test]
     fn a_relist_line_names_what_it_found_while_that_fits() {
         let f = crate::history::log::RelistFindings {
@@ -550,7 +718,7 @@ mod tests {
         let line = relist_line("configmaps.v1@shop", &f);
         assert_eq!(
             line,
-            "10:00:01Z RELIST   configmaps.v1@shop (unwatched since 10:00:00.000Z): 4 changed (a, b, c +1), 1 gone (old)"
+            "10:00:01 RELIST   configmaps.v1@shop (unwatched since 10:00:00.000): 4 changed (a, b, c +1), 1 gone (old)"
         );
         let long = crate::history::log::RelistFindings {
             changed: vec!["x".repeat(60), "y".repeat(60)],
@@ -566,7 +734,6 @@ mod tests {
         assert!(relist_line("s", &none).ends_with(": no change"));
     }
 
-    use super::*;
     use crate::cluster::discovery::Discovered;
     use crate::model::ResourceType;
 

@@ -69,6 +69,11 @@ pub enum Effect {
         warning: bool,
     },
     Phase(Phase),
+    /// Refused (403, 404) before any list of this run: `record` ends when every
+    /// stream is, and says how many were when only some are.
+    Refused {
+        reason: String,
+    },
 }
 
 /// What the stream does once the effects are carried out.
@@ -116,6 +121,8 @@ pub struct Rules {
     expired_in_a_row: u32,
     /// Where the watch last failed to be read, and how often in a row.
     unreadable: Option<(String, u32)>,
+    /// A list of this run completed.
+    listed_once: bool,
 }
 
 impl Rules {
@@ -139,6 +146,7 @@ impl Rules {
             resume: None,
             expired_in_a_row: 0,
             unreadable: None,
+            listed_once: false,
         };
         (rules, effects)
     }
@@ -166,6 +174,7 @@ impl Rules {
     pub fn listed(&mut self, now: i64, rv: &str, items: u64) -> Decision {
         let mut effects = Vec::new();
         self.gap_open = false;
+        self.listed_once = true;
         if let Some(reason) = self.unavailable.take() {
             effects.push(Effect::Coverage {
                 available: true,
@@ -297,13 +306,21 @@ impl Rules {
                 available: false,
                 reason: short.to_owned(),
             });
-            effects.push(notice(
-                format!(
-                    "unavailable: {full}; other streams keep recording, retrying every {}",
-                    secs(self.unavailable_retry)
-                ),
-                true,
-            ));
+            if self.listed_once {
+                effects.push(notice(
+                    format!(
+                        "unavailable: {full}; retrying every {}",
+                        secs(self.unavailable_retry)
+                    ),
+                    true,
+                ));
+            } else {
+                // `record` says it, once every stream has answered: with the
+                // others when only some are refused, as its error when all are.
+                effects.push(Effect::Refused {
+                    reason: full.to_owned(),
+                });
+            }
             self.unavailable = Some(short.to_owned());
         }
         Decision {

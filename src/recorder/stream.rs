@@ -99,6 +99,11 @@ pub struct StreamStatus {
     /// Why the stream could not be read when it last tried (403, 404), until
     /// it can again: the phase alone ends as `Stopped`.
     pub unavailable: Option<String>,
+    /// A list of this run completed.
+    pub listed: bool,
+    /// Why the server refused it before any list of this run (the whole
+    /// error, which names the user, verb and resource).
+    pub refused: Option<String>,
 }
 
 /// A line for the user about one stream.
@@ -159,7 +164,10 @@ impl Stream {
         if let Ok(mut s) = self.status.lock() {
             match &phase {
                 Phase::Unavailable(why) => s.unavailable = Some(why.clone()),
-                Phase::Watching => s.unavailable = None,
+                Phase::Watching => {
+                    s.unavailable = None;
+                    s.listed = true;
+                }
                 _ => {}
             }
             s.phase = phase;
@@ -294,6 +302,7 @@ impl Stream {
                 }
                 Effect::Notice { text, warning } => self.notice(text, warning),
                 Effect::Phase(phase) => self.set_phase(phase),
+                Effect::Refused { reason } => self.update(|s| s.refused = Some(reason)),
             }
         }
         Ok(())

@@ -2,6 +2,7 @@
 //! `--color`, `NO_COLOR` and whether stdout is a terminal.
 
 pub mod bars;
+pub mod clock;
 
 use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table, presets};
 use serde::Serialize;

@@ -97,7 +97,7 @@ pub async fn make(
     // Every kind recorded in the source namespace, whatever the plan asked for:
     // a workload's missing ConfigMap says "record it" only when it was not.
     let recorded = history
-        .streams_in(&Scope {
+        .streams_for(&Scope {
             namespace: Some(request.namespace.clone()),
             types: None,
         })
@@ -194,7 +194,7 @@ fn plannable_completeness(
     request: &PlanRequest,
 ) -> Completeness {
     let left_out: HashSet<String> = history
-        .streams_in(scope)
+        .streams_for(scope)
         .iter()
         .filter(|s| !policy::plannable(&s.info.resource.kind, &request.include))
         .map(|s| s.info.name())

@@ -50,18 +50,19 @@ fn durations_mean_that_long_ago() {
 #[test]
 fn rfc3339_times_with_z_offsets_and_fractions() {
     let base = Millis::from_ms(1_795_946_400_000);
+    let later = Millis::from_ms(base.as_ms() + 1_000);
     assert_eq!(parse_time_expr("2026-11-29T10:00:00Z", NOW), Ok(base));
     assert_eq!(parse_time_expr("2026-11-29T11:00:00+01:00", NOW), Ok(base));
     assert_eq!(parse_time_expr("2026-11-29T04:30:00-05:30", NOW), Ok(base));
     assert_eq!(
-        parse_time_expr("2026-11-29T10:00:00.123456789Z", NOW),
+        parse_time_expr("2026-11-29T10:00:00.123456789Z", later),
         Ok(Millis::from_ms(base.as_ms() + 123))
     );
-    // Times in the future are fine (e.g. --until).
-    assert_eq!(
+    // A time in the future is refused: the journal holds only the past.
+    assert!(matches!(
         parse_time_expr("2030-01-01T00:00:00Z", NOW),
-        Ok(at("2030-01-01T00:00:00.000Z"))
-    );
+        Err(TimeError::InFuture { .. })
+    ));
 }
 
 #[test]
@@ -235,7 +236,8 @@ fn now_is_after_the_epoch_and_close_to_jiff() {
 
 #[test]
 fn at_includes_the_whole_millisecond() {
-    let t = parse_time_expr("2026-11-29T10:00:00.123Z", NOW).unwrap();
+    let later = Millis::from_ms(NOW.as_ms() + 1_000);
+    let t = parse_time_expr("2026-11-29T10:00:00.123Z", later).unwrap();
     let observed = Millis::from_jiff(jiff::Timestamp::new(1_795_946_400, 123_999_999).unwrap());
     assert!(observed <= t);
     let next = Millis::from_jiff(jiff::Timestamp::new(1_795_946_400, 124_000_000).unwrap());
@@ -315,7 +317,7 @@ proptest! {
         let text = m.to_string();
         prop_assert_eq!(text.len(), 24);
         prop_assert_eq!(text.parse::<Millis>(), Ok(m));
-        prop_assert_eq!(parse_time_expr(&text, NOW), Ok(m));
+        prop_assert_eq!(parse_time_expr(&text, Millis::from_ms(LAST_RFC3339_MS)), Ok(m));
     }
 
     #[test]
@@ -379,6 +381,13 @@ fn a_time_of_day_is_its_most_recent_past_occurrence_in_the_local_zone() {
     if let Ok(ny) = TimeZone::get("America/New_York") {
         assert_eq!(parse("04:59", &ny), at("2026-11-29T09:59:00.000Z"));
     }
+    // Only a time read as yesterday's gets a note saying so.
+    assert_eq!(yesterday_note("09:30", NOW, &utc), None);
+    assert_eq!(yesterday_note("30m", NOW, &utc), None);
+    assert_eq!(
+        yesterday_note("14:02", NOW, &utc).as_deref(),
+        Some("14:02 means yesterday's 14:02 (2026-11-28 14:02:00 UTC): it is only 10:00 now")
+    );
 }
 
 #[test]

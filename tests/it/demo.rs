@@ -8,6 +8,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_kubectl-krply");
 fn krply(home: &std::path::Path) -> Command {
     let mut c = Command::new(BIN);
     c.env_clear()
+        .env("TZ", "UTC")
         .env("HOME", home)
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("NO_COLOR", "1")
@@ -72,7 +73,8 @@ fn the_demo_records_the_incident_and_explains_it() {
         .take_while(|l| !l.is_empty() && !l.starts_with('*'))
         // Rows that go on (a manager, a gap's reason) start with blanks.
         .filter(|l| !l.starts_with(' '))
-        .map(|l| l.split_whitespace().nth(2).unwrap())
+        // The time is a date and a time of day, then RV, then TYPE.
+        .map(|l| l.split_whitespace().nth(3).unwrap())
         .collect();
     assert_eq!(
         rows,

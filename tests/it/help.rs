@@ -41,6 +41,7 @@ fn help(path: &[&str], flag: &str) -> String {
 fn run(args: &[&str]) -> String {
     let out = Command::new(BIN)
         .env_clear()
+        .env("TZ", "UTC")
         .env("COLUMNS", "100")
         .args(args)
         .output()

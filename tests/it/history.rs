@@ -345,7 +345,7 @@ fn diff_reports_exactly_the_incident_and_says_where_it_is_blind() {
 #[test]
 fn a_stopped_recorder_covers_nothing_after_it_stopped() {
     let i = incident();
-    let later = Millis::from_ms(i.t_stopped.as_ms() + 3_600_000);
+    // Until now, after the stop: the time since is not "no changes".
     let diff = json_of(
         &i.env,
         &[
@@ -353,7 +353,7 @@ fn a_stopped_recorder_covers_nothing_after_it_stopped() {
             "--since",
             &i.t_end.to_string(),
             "--until",
-            &later.to_string(),
+            "now",
             "-o",
             "json",
         ],
@@ -1235,7 +1235,8 @@ fn a_time_of_day_means_the_last_time_the_local_clock_showed_it() {
     env.wait_baselines(1);
     assert_eq!(rec.stop().code, Some(0));
     let ago = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(60);
-    let local = ago.to_zoned(jiff::tz::TimeZone::system());
+    // The binary runs with TZ=UTC (the harness's hermetic zone).
+    let local = ago.to_zoned(jiff::tz::TimeZone::UTC);
     let clock = local.strftime("%H:%M:%S").to_string();
     let log = json_of(&env, &["log", "--since", &clock, "-o", "json"]);
     let expected = Millis::from_ms(ago.as_millisecond() / 1000 * 1000).to_string();
@@ -1247,6 +1248,82 @@ fn a_time_of_day_means_the_last_time_the_local_clock_showed_it() {
         "{}",
         bad.stderr
     );
+}
+
+/// Text shows times in the local zone and names it; input is read in the
+/// same zone, so the two agree; `--utc` shows UTC; JSON stays UTC. A time in
+/// the future is a usage error, and a time of day read as yesterday's says so.
+#[test]
+fn times_are_read_and_shown_in_one_zone() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(1);
+    env.patch_cm("feature-flags", "checkout", "on");
+    env.wait_events(CM, 1);
+    assert_eq!(rec.stop().code, Some(0));
+    let ny = jiff::tz::TimeZone::get("America/New_York").expect("the tz database");
+    let in_ny = |args: &[&str]| {
+        let mut c = env.command();
+        c.env("TZ", "America/New_York").args(args);
+        common::run_bounded(c, &format!("{args:?}"))
+    };
+    // Two minutes ago, as a New York clock shows it.
+    let ago = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(120);
+    let since = ago.to_zoned(ny.clone()).strftime("%H:%M").to_string();
+    let log = in_ny(&["log", "--since", &since]);
+    assert_eq!(log.code, Some(0), "{}", log.stderr);
+    let event = env.events(CM)[0].clone();
+    let observed = env
+        .records(CM)
+        .into_iter()
+        .find(|r| r.resource_version.as_deref() == Some(event.2.as_str()))
+        .expect("the event's record")
+        .observed_at;
+    let shown = jiff::Timestamp::from_millisecond(observed)
+        .unwrap()
+        .to_zoned(ny.clone());
+    assert!(
+        log.stdout
+            .contains(&shown.strftime("%H:%M:%S%.3f").to_string()),
+        "the change at New York time {}:\n{}",
+        shown.strftime("%H:%M:%S%.3f"),
+        log.stdout
+    );
+    assert!(log.stdout.contains("America/New_York"), "{}", log.stdout);
+    // --utc: the same change at its UTC time.
+    let utc = in_ny(&["log", "--since", &since, "--utc"]);
+    let in_utc = jiff::Timestamp::from_millisecond(observed)
+        .unwrap()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .strftime("%H:%M:%S%.3f")
+        .to_string();
+    assert!(utc.stdout.contains(&in_utc), "{}", utc.stdout);
+    assert!(utc.stdout.contains("(UTC)"), "{}", utc.stdout);
+    // JSON is UTC whatever the zone.
+    let json = in_ny(&["log", "--since", &since, "-o", "json"]);
+    let j: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert!(
+        j["entries"][0]["observed_at"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
+
+    // A time in the future is a usage error that says why.
+    let future = env.run(&["get", "cm/feature-flags", "--at", "2999-01-01T00:00:00Z"]);
+    assert_eq!(future.code, Some(2), "{}", future.stderr);
+    assert!(future.stderr.contains("in the future"), "{}", future.stderr);
+    // A time of day later than now means yesterday's, and a note says so
+    // (unless two minutes from now is already tomorrow: then it is today's).
+    let now = jiff::Timestamp::now().to_zoned(ny.clone());
+    let soon = (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(120)).to_zoned(ny);
+    let later = soon.strftime("%H:%M").to_string();
+    let note = in_ny(&["diff", "--since", &later]);
+    assert_eq!(note.code, Some(0), "{}", note.stderr);
+    let noted = note
+        .stderr
+        .contains(&format!("note: {later} means yesterday's {later}"));
+    assert_eq!(noted, soon.date() == now.date(), "{}", note.stderr);
 }
 
 /// A mistyped type or object name gets the recorded name it is closest to.

@@ -32,6 +32,28 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// Fields answers gained after version 3, by answer (docs/output.md: fields
+/// may be added, none removed or renamed): what version 3 answered must be
+/// the rest, byte for byte.
+const LATER_FIELDS: &[(&str, &[&str])] = &[("diff.json", &["observed_at", "changed_between"])];
+
+/// `answer` without the fields `file`'s command gained since version 3,
+/// pretty-printed as the answers are; other answers as they are.
+fn without_later_fields(file: &str, answer: &str) -> String {
+    let Some((_, fields)) = LATER_FIELDS.iter().find(|(f, _)| *f == file) else {
+        return answer.to_string();
+    };
+    let mut value: serde_json::Value = serde_json::from_str(answer).expect("JSON");
+    for object in value["objects"].as_array_mut().into_iter().flatten() {
+        if let Some(o) = object.as_object_mut() {
+            for f in *fields {
+                o.shift_remove(*f);
+            }
+        }
+    }
+    serde_json::to_string_pretty(&value).expect("JSON") + "\n"
+}
+
 #[test]
 fn a_version_3_journal_migrates_and_answers_as_version_3_did() {
     let sb = Sandbox::new();
@@ -72,7 +94,11 @@ fn a_version_3_journal_migrates_and_answers_as_version_3_did() {
         let out = sb.run(&args);
         assert_eq!(out.code, Some(0), "{args:?}: {}", out.stderr);
         let want = std::fs::read_to_string(fixture(file)).unwrap();
-        assert_eq!(out.stdout, want, "{args:?} answers as version 3 did");
+        assert_eq!(
+            without_later_fields(file, &out.stdout),
+            want,
+            "{args:?} answers as version 3 did"
+        );
     }
     let sums = std::fs::read_to_string(fixture("SHA256SUMS")).unwrap();
     let digest = |file: &str| {

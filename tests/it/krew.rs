@@ -143,6 +143,7 @@ fn kubectl(kubectl: &Path, home: &Path, bin_dir: &Path) -> Command {
     let path = std::env::join_paths([bin_dir, kubectl.parent().unwrap()]).unwrap();
     let mut c = Command::new(kubectl);
     c.env_clear()
+        .env("TZ", "UTC")
         .env("HOME", home)
         .env("PATH", path)
         .env("KUBECONFIG", kubeconfig)
@@ -856,6 +857,7 @@ fn kubectl_accepts_the_rbac_examples() {
         for dry_run in ["--dry-run=client", "--dry-run=server"] {
             let out = Command::new(&kubectl_bin)
                 .env_clear()
+                .env("TZ", "UTC")
                 .env("HOME", home.path())
                 .env("PATH", kubectl_bin.parent().unwrap())
                 .env("KUBECONFIG", &kubeconfig)

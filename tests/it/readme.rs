@@ -71,6 +71,7 @@ fn the_readme_shows_what_the_demo_prints() {
     let home = tempfile::tempdir().unwrap();
     let out = Command::new(common::BIN)
         .env_clear()
+        .env("TZ", "UTC")
         .env("HOME", home.path())
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("NO_COLOR", "1")

@@ -417,6 +417,42 @@ fn a_forbidden_resource_is_unavailable_while_the_others_record() {
         row.contains("unavailable since") && row.contains("403 Forbidden"),
         "{row}"
     );
+    assert!(
+        out.stderr
+            .contains("1 of 2 streams refused (configmaps.v1@shop)"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("other streams keep recording"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// A recorder the server refuses on every stream records nothing, ever: it
+/// ends at once with exit 1, as kubectl would, saying who was refused what and
+/// where the roles are, instead of retrying for ever.
+#[test]
+fn a_recorder_refused_on_every_stream_exits_1_and_says_what_was_refused() {
+    let env = Env::shop();
+    env.sim.forbid("configmaps", None);
+    env.sim.forbid("deployments", None);
+    let mut rec = env.start_recorder(&["cm", "deploy", "--for", common::REFUSED_WITHIN]);
+    let out = rec.wait();
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    let error = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_else(|| panic!("{}", out.stderr));
+    assert!(
+        error.contains("the server refused every stream (2 of 2)") && error.contains("403"),
+        "{error}"
+    );
+    assert!(out.stderr.contains("docs/rbac/"), "{}", out.stderr);
+    assert!(out.stderr.contains("also refused:"), "{}", out.stderr);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
 }
 
 #[test]
@@ -894,7 +930,7 @@ fn the_feed_shows_values_and_managers_and_relists_say_what_they_found() {
         .lines()
         .find(|l| l.contains("configmap/feature-flags -n shop"))
         .unwrap_or_else(|| panic!("{}", out.stderr));
-    let time = regex::Regex::new(r"^\d{2}:\d{2}:\d{2}Z MODIFIED ").unwrap();
+    let time = regex::Regex::new(r"^\d{2}:\d{2}:\d{2} MODIFIED ").unwrap();
     assert!(time.is_match(feed), "{feed}");
     assert!(
         feed.ends_with(r#"data.new-checkout: <none> -> "true"  (krply-sim)"#),

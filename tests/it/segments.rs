@@ -66,6 +66,7 @@ fn sql(engine: &str, name: &str, params: &Value) -> Vec<Vec<Option<String>>> {
 fn krply(store: &Path, args: &[&str]) -> Value {
     let mut c = Command::new(common::BIN);
     c.env_clear()
+        .env("TZ", "UTC")
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", store.parent().unwrap())
         .env("KUBECONFIG", store.with_file_name("no-kubeconfig"))
@@ -90,6 +91,7 @@ fn the_documented_queries_give_krplys_answers_on_the_demo_journal() {
     let home = tempfile::tempdir().unwrap();
     let mut demo = Command::new(common::BIN);
     demo.env_clear()
+        .env("TZ", "UTC")
         .env("HOME", home.path())
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("NO_COLOR", "1")
@@ -105,6 +107,7 @@ fn the_documented_queries_give_krplys_answers_on_the_demo_journal() {
     let mut export = Command::new(common::BIN);
     export
         .env_clear()
+        .env("TZ", "UTC")
         .env("HOME", home.path())
         .arg("--store")
         .arg(&store)
@@ -124,6 +127,7 @@ fn the_documented_queries_give_krplys_answers_on_the_demo_journal() {
     let again = {
         let mut c = Command::new(common::BIN);
         c.env_clear()
+            .env("TZ", "UTC")
             .env("HOME", home.path())
             .arg("--store")
             .arg(&store)

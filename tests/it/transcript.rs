@@ -47,6 +47,7 @@ fn normalize(text: &str) -> Vec<String> {
         (r"\d{4}-\d{2}-\d{2}T[\d:.]+Z", "<T>"),
         (r"\d{4}-\d{2}-\d{2} \(UTC\)", "<date> (UTC)"),
         (r"\b\d{2}:\d{2}:\d{2}(\.\d{3})?Z?", "<t>"),
+        (r"\b\d{4}-\d{2}-\d{2}\b", "<date>"),
         (r"127\.0\.0\.1:\d+", "<addr>"),
         (r"127\.0\.0\.1-[0-9a-f]{8}", "<cluster>"),
         (r"/\S*/(journal\.db|kubeconfig)", "<dir>/$1"),

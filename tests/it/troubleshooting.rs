@@ -124,6 +124,8 @@ fn normalise(line: &str) -> String {
             ),
             // Where serde_json stopped reading a stored plan.
             (r"\bat line \d+ column \d+\b", "at line <n> column <n>"),
+            // The user a server names in a 403 (the doc's jane@example.com).
+            (r#"User "[^"]+""#, r#"User "<user>""#),
         ]
         .into_iter()
         .map(|(re, to)| (Regex::new(re).unwrap(), to))
@@ -211,6 +213,7 @@ cases! {
     rejected_credentials => "the API server at https://<host>:<port> rejected the credentials",
     unknown_resource => "the server doesn't have a resource type",
     secrets_without_include_secrets => "refusing to record secrets without --include-secrets",
+    every_stream_refused => "the server refused every stream (6 of 6)",
     unreachable_proxy => "cannot reach the API server at https://<host>:<port>: ServiceError: client error (Connect): tunnel error",
     stream_already_recorded => "stream configmaps.v1@shop of journal <path> is already being recorded",
     no_journal => "no journal at",
@@ -545,6 +548,21 @@ fn unknown_resource() -> Output {
 
 fn secrets_without_include_secrets() -> Output {
     Env::shop().run(&["record", "secrets"])
+}
+
+fn every_stream_refused() -> Output {
+    let env = Env::shop();
+    for resource in [
+        "deployments",
+        "statefulsets",
+        "daemonsets",
+        "services",
+        "configmaps",
+        "serviceaccounts",
+    ] {
+        env.sim.forbid(resource, None);
+    }
+    env.run(&["record", "-q", "--for", common::REFUSED_WITHIN])
 }
 
 fn unreachable_proxy() -> Output {

@@ -63,6 +63,9 @@ impl Sandbox {
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("KUBECONFIG", &self.kubeconfig)
             .env("KRPLY_STORE", &self.store)
+            // Text shows times in the local zone: the tests' is UTC unless
+            // one says otherwise.
+            .env("TZ", "UTC")
             .env("NO_COLOR", "1")
             .env("NO_PROXY", "127.0.0.1,localhost");
         for (k, v) in &self.extra_env {

@@ -153,3 +153,32 @@ fn the_documented_cluster_role_is_enough_for_all_namespaces() {
         assert_eq!(state, "stopped", "{resource}: {coverage:#}");
     }
 }
+
+/// The limited user with no role at all: every default stream is refused, so
+/// `record` ends at once with exit 1, naming the user, the verb and the
+/// resource the real server refused, and where the roles are.
+#[test]
+fn a_user_refused_on_every_stream_is_told_at_once_with_exit_1() {
+    const NS: &str = "rbac-none";
+    let env = RealEnv::new(NS);
+    env.create_namespace(NS);
+    let mut rec = env.start_recorder(&[
+        "--context",
+        "limited",
+        "--for",
+        crate::common::REFUSED_WITHIN,
+    ]);
+    let out = rec.wait();
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    let error = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_else(|| panic!("{}", out.stderr));
+    assert!(error.contains("refused every stream (6 of 6)"), "{error}");
+    assert!(
+        error.contains("User \"krply-limited\" cannot list resource"),
+        "{error}"
+    );
+    assert!(out.stderr.contains("docs/rbac/"), "{}", out.stderr);
+}
