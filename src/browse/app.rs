@@ -706,6 +706,7 @@ pub(crate) mod tests {
             }),
             found_by_relist: None,
             by: Default::default(),
+            stream: String::new(),
             seq: at,
         }
     }

@@ -398,8 +398,20 @@ impl History<'_> {
             }
             let tracked = self.track_row(stream, row)?;
             let merged = self.merged(&tracked)?;
-            // Changes count from the first list of any stream that covers it.
-            let Some(first) = tracked.members.iter().filter_map(|(s, _)| s.from()).min() else {
+            // Changes count from when the object's state is first known: the
+            // first list of a stream that covers it whole (of any, when all
+            // have a selector).
+            let whole = tracked
+                .members
+                .iter()
+                .any(|(s, _)| s.info.selector.is_none());
+            let Some(first) = tracked
+                .members
+                .iter()
+                .filter(|(s, _)| !whole || s.info.selector.is_none())
+                .filter_map(|(s, _)| s.from())
+                .min()
+            else {
                 continue;
             };
             let t1 = since.max(first);

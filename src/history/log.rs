@@ -83,8 +83,9 @@ pub struct LogEntry {
     /// Who made the change, when audit logs were imported.
     pub by: super::actors::By,
     /// Where it falls in the journal's order (see
-    /// [`super::timeline::Entry::seq`]); a gap that no record opened comes
-    /// last within its millisecond.
+    /// [`super::timeline::Entry::seq`]): its stream's name, and its `seq`
+    /// there; a gap that no record opened comes last within its millisecond.
+    pub stream: String,
     pub seq: i64,
 }
 
@@ -338,6 +339,7 @@ fn changes_of(t: super::timeline::TimelineAnswer, since: i64, until: i64) -> Vec
             fields: e.fields,
             gap: None,
             by: e.by,
+            stream: e.stream,
             seq: e.seq,
         });
     }
@@ -370,9 +372,17 @@ fn gaps(completeness: &Completeness, since: i64, until: i64) -> Vec<LogEntry> {
                     };
                     if !streams.contains(&m.stream) {
                         streams.push(m.stream.clone());
+                        streams.sort();
                     }
                 }
-                e.observed_at = e.observed_at.min(from.max(since));
+                // Ordered as the stream whose stretch starts first (by name
+                // among those that start together).
+                let starts = from.max(since);
+                if (starts, &m.stream) < (e.observed_at, &e.stream) {
+                    e.stream = m.stream.clone();
+                    e.seq = m.seq.unwrap_or(i64::MAX);
+                }
+                e.observed_at = e.observed_at.min(starts);
             }
             None => out.push((
                 from,
@@ -400,6 +410,7 @@ fn gaps(completeness: &Completeness, since: i64, until: i64) -> Vec<LogEntry> {
                         vec![m.stream.clone()],
                     )),
                     by: Default::default(),
+                    stream: m.stream.clone(),
                     seq: m.seq.unwrap_or(i64::MAX),
                 },
             )),

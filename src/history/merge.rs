@@ -109,10 +109,10 @@ enum Step<'a> {
 }
 
 impl Step<'_> {
-    fn key(&self) -> (i64, i64) {
+    fn at(&self) -> i64 {
         match self {
-            Step::Version(v) => (v.observed_at, v.seq),
-            Step::ListEnd(b) => (b.observed_at, b.seq),
+            Step::Version(v) => v.observed_at,
+            Step::ListEnd(b) => b.observed_at,
         }
     }
 }
@@ -140,8 +140,8 @@ pub fn merge(members: &[Member<'_>]) -> Vec<Seen> {
         .filter(|v| v.watch_type.is_some() && !v.deleted())
         .map(|v| v.resource_version.as_str())
         .collect();
-    // Each member's steps; a k-way merge by (observed_at, seq) keeps each
-    // member's own order even where its clock went back.
+    // Each member's steps; a k-way merge by observed_at keeps each member's
+    // own order even where its clock went back.
     // Lists prove an object absent when their stream has no selector; when
     // every stream has one, theirs are all there is (answers say so).
     let any_whole = members.iter().any(|m| m.whole);
@@ -158,9 +158,11 @@ pub fn merge(members: &[Member<'_>]) -> Vec<Seen> {
     let mut deleted_rvs: HashSet<&str> = HashSet::new();
     // Per member: the token of the list its last item belonged to.
     let mut listed_in: Vec<Option<i64>> = vec![None; members.len()];
+    // Within one millisecond, the members in their order (by stream name):
+    // `seq`s of two streams interleave differently in another journal.
     while let Some(m) = (0..members.len())
         .filter(|&m| next[m] < steps[m].len())
-        .min_by_key(|&m| steps[m][next[m]].key())
+        .min_by_key(|&m| (steps[m][next[m]].at(), m))
     {
         let step = &steps[m][next[m]];
         next[m] += 1;

@@ -197,6 +197,16 @@ impl<'j> History<'j> {
             stream.holes = cover::Holes::of(&stream, now);
             streams.push(stream);
         }
+        // By name, recorded before imported: answers list streams in an order
+        // that another journal holding the same streams (an export imported
+        // there) has too, whatever ids they got.
+        streams.sort_by(|a, b| {
+            (a.info.name(), a.info.origin.is_some(), &a.info.origin).cmp(&(
+                b.info.name(),
+                b.info.origin.is_some(),
+                &b.info.origin,
+            ))
+        });
         Ok(History {
             journal,
             cluster: cluster.to_string(),

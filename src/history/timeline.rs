@@ -65,11 +65,22 @@ pub struct Entry {
     pub found_by_relist: Option<Between>,
     /// Who made this change, when audit logs were imported.
     pub by: By,
-    /// Where it falls in the journal's order: the record's `seq` (for a gap,
-    /// the record that opened it). Entries of one time are ordered by it, so
-    /// a gap comes after what was recorded before it and before the list
-    /// that ended it, even within one millisecond.
+    /// Where it falls in the journal's order: the stream that recorded it
+    /// (its name) and the record's `seq` (for a gap, the record that opened
+    /// it). Entries of one time are ordered by them: within a stream a gap
+    /// comes after what was recorded before it and before the list that
+    /// ended it, even within one millisecond; across streams, by name, which
+    /// an export and import keeps (the `seq`s of two streams interleave
+    /// differently in another journal).
+    pub stream: String,
     pub seq: i64,
+}
+
+impl Entry {
+    /// The order of entries: time, then stream, then the stream's own order.
+    pub fn order(&self) -> (i64, &str, i64) {
+        (self.observed_at, &self.stream, self.seq)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -139,7 +150,8 @@ impl History<'_> {
             ("apiVersion", api_version.as_str()),
             ("kind", stream.info.resource.kind.as_str()),
         ];
-        let what = format!("{} {}", stream.info.name(), object.name);
+        let name = stream.info.name();
+        let what = format!("{name} {}", object.name);
         // Whether the object was present after the previous version.
         let mut present = false;
         // The previous present version, as stored (versions are compared where
@@ -162,7 +174,7 @@ impl History<'_> {
                         .iter()
                         .find(|b| b.token > last_seq && b.seq < v.seq)
                 {
-                    entries.push(vanished(b));
+                    entries.push(vanished(b, &name));
                     present = false;
                     previous = None;
                 }
@@ -170,7 +182,7 @@ impl History<'_> {
                 last_seq = v.seq;
                 if kind == EntryType::Deleted {
                     // Nothing to compare, and nothing to compare with next.
-                    entries.push(entry(v, kind));
+                    entries.push(entry(v, kind, &name));
                     present = false;
                     previous = None;
                     continue;
@@ -178,7 +190,7 @@ impl History<'_> {
                 if !read_body {
                     // Neither this entry nor the next is asked about: the
                     // next version has no body before it to compare with.
-                    entries.push(entry(v, kind));
+                    entries.push(entry(v, kind, &name));
                     present = true;
                     previous = None;
                     continue;
@@ -192,7 +204,7 @@ impl History<'_> {
                 }
                 run.versions
                     .push((previous.is_some().then_some(entries.len()), body.clone()));
-                entries.push(entry(v, kind));
+                entries.push(entry(v, kind, &name));
                 present = true;
                 previous = Some(body);
                 if run.versions.len() >= TIMELINE_RUN && !send(std::mem::take(&mut run)) {
@@ -244,7 +256,7 @@ impl History<'_> {
         }
         // Listed last, then missing from a later relist.
         if present && let Some(b) = stream.baselines.iter().find(|b| b.token > last_seq) {
-            entries.push(vanished(b));
+            entries.push(vanished(b, &name));
         }
 
         // The stream's gaps, where they fall within the object's recorded life.
@@ -258,7 +270,7 @@ impl History<'_> {
             let deleted = entries.last().is_some_and(|e| e.kind == EntryType::Deleted);
             entries.extend(gaps_within(stream, first, end, deleted));
         }
-        entries.sort_by_key(|e| (e.observed_at, e.seq));
+        entries.sort_by(|a, b| a.order().cmp(&b.order()));
         mark_relist_findings(stream, &mut entries);
 
         let scope = Scope {
@@ -312,7 +324,7 @@ impl History<'_> {
         for (i, seen) in merged.seen.iter().enumerate() {
             let v = match &seen.what {
                 What::Vanished(b) => {
-                    let mut e = vanished(b);
+                    let mut e = vanished(b, &tracked.members[seen.member].0.info.name());
                     e.found_by_relist = seen.found_by_relist();
                     entries.push(e);
                     previous = None;
@@ -320,7 +332,11 @@ impl History<'_> {
                 }
                 What::Version(v) => v,
             };
-            let mut e = entry(v, EntryType::of(v.watch_type));
+            let mut e = entry(
+                v,
+                EntryType::of(v.watch_type),
+                &tracked.members[seen.member].0.info.name(),
+            );
             e.found_by_relist = seen.found_by_relist();
             let next_asked = merged
                 .seen
@@ -371,7 +387,7 @@ impl History<'_> {
         if let (Some(first), Some(end)) = (first, end) {
             entries.extend(merged_gaps_within(&streams, first, end));
         }
-        entries.sort_by_key(|e| (e.observed_at, e.seq));
+        entries.sort_by(|a, b| a.order().cmp(&b.order()));
         let scope = Scope {
             namespace: resource.namespaced.then(|| tracked.namespace.clone()),
             types: Some(vec![resource.clone()]),
@@ -429,6 +445,7 @@ fn merged_gaps_within(streams: &[&StreamHistory], first: i64, end: i64) -> Vec<E
                     kind: EntryType::Gap,
                     synthetic: true,
                     fields: Vec::new(),
+                    stream: s.info.name(),
                     seq: w.seq,
                     gap: Some(piece),
                     found_by_relist: None,
@@ -460,6 +477,7 @@ fn gaps_within(stream: &StreamHistory, first: i64, end: i64, deleted: bool) -> V
             gap: Some(w.clone()),
             found_by_relist: None,
             by: By::default(),
+            stream: stream.info.name(),
             seq: w.seq,
         })
         .collect()
@@ -515,7 +533,7 @@ struct Run {
     versions: Vec<(Option<usize>, Arc<StoredBody>)>,
 }
 
-fn entry(v: &VersionRow, kind: EntryType) -> Entry {
+fn entry(v: &VersionRow, kind: EntryType, stream: &str) -> Entry {
     Entry {
         observed_at: v.observed_at,
         resource_version: Some(v.resource_version.clone()),
@@ -525,6 +543,7 @@ fn entry(v: &VersionRow, kind: EntryType) -> Entry {
         gap: None,
         found_by_relist: None,
         by: By::default(),
+        stream: stream.to_string(),
         seq: v.seq,
     }
 }
@@ -563,7 +582,7 @@ fn compare_run(
 }
 
 /// Gone from the list `b` ended: deleted while nobody watched.
-fn vanished(b: &BaselineRef) -> Entry {
+fn vanished(b: &BaselineRef, stream: &str) -> Entry {
     Entry {
         observed_at: b.observed_at,
         resource_version: Some(b.resource_version.clone()),
@@ -573,6 +592,7 @@ fn vanished(b: &BaselineRef) -> Entry {
         gap: None,
         found_by_relist: None,
         by: By::default(),
+        stream: stream.to_string(),
         seq: b.seq,
     }
 }

@@ -478,6 +478,92 @@ impl Journal {
         rows.collect::<Result<_, _>>().map_err(err)
     }
 
+    /// Every audit event kept for `cluster` that completed in `[from, to]`
+    /// (on objects of `namespace`, when given), once each however many
+    /// streams hold its object, oldest first; and the stretches its audit
+    /// logs covered that meet `[from, to]`. What `export` carries.
+    pub fn audit_rows(
+        &self,
+        cluster: &str,
+        namespace: Option<&str>,
+        from: i64,
+        to: i64,
+    ) -> Result<super::audit_segment::AuditRows, JournalError> {
+        let err = |e| self.err(e);
+        let mut stmt = self
+            .conn()
+            .prepare(
+                "SELECT e.at, e.audit_id, e.verb, a.who, u.uid, e.resource_version,
+                        s.grp, s.resource, o.namespace, o.name
+                 FROM audit_events e
+                 JOIN objects o ON o.id = e.object_id
+                 JOIN streams s ON s.id = o.stream_id
+                 JOIN audit_actors a ON a.id = e.actor_id
+                 LEFT JOIN audit_uids u ON u.id = e.uid_id
+                 WHERE s.cluster_id = ?1 AND e.at BETWEEN ?2 AND ?3
+                   AND (?4 IS NULL OR o.namespace = ?4)
+                 ORDER BY e.at, e.audit_id, s.grp, s.resource, o.namespace, o.name",
+            )
+            .map_err(err)?;
+        let mut rows = stmt
+            .query(params![cluster, from, to, namespace])
+            .map_err(err)?;
+        let mut out = super::audit_segment::AuditRows::default();
+        // Bounded by the cluster's audit events.
+        while let Some(r) = rows.next().map_err(err)? {
+            let Some(verb) = Verb::from_code(r.get(2).map_err(err)?) else {
+                continue;
+            };
+            let who_text: String = r.get(3).map_err(err)?;
+            let who: Who = serde_json::from_str(&who_text).map_err(|e| JournalError::Corrupt {
+                path: self.path().to_path_buf(),
+                detail: format!("audit actor: {e}"),
+            })?;
+            let event = AuditEvent {
+                audit_id: uuid_text(r.get_ref(1).map_err(err)?),
+                at: r.get(0).map_err(err)?,
+                verb,
+                who,
+                group: r.get(6).map_err(err)?,
+                resource: r.get(7).map_err(err)?,
+                subresource: String::new(),
+                namespace: r.get(8).map_err(err)?,
+                name: r.get(9).map_err(err)?,
+                uid: match r.get_ref(4).map_err(err)? {
+                    ValueRef::Null => None,
+                    v => Some(uuid_text(v)),
+                },
+                resource_version: rv_text(r.get_ref(5).map_err(err)?),
+            };
+            // The same event on the object of several streams: once.
+            let same = |o: &AuditEvent| {
+                o.at == event.at
+                    && o.audit_id == event.audit_id
+                    && o.group == event.group
+                    && o.resource == event.resource
+                    && o.namespace == event.namespace
+                    && o.name == event.name
+            };
+            if !out.writes.last().is_some_and(same) {
+                out.writes.push(event);
+            }
+        }
+        let mut cover = self
+            .conn()
+            .prepare(
+                "SELECT from_at, to_at, source FROM audit_coverage
+                 WHERE cluster_id = ?1 AND to_at >= ?2 AND from_at <= ?3 ORDER BY 1, 2, 3",
+            )
+            .map_err(err)?;
+        out.coverage = cover
+            .query_map(params![cluster, from, to], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .and_then(|rows| rows.collect())
+            .map_err(err)?;
+        Ok(out)
+    }
+
     /// How many audit events the journal keeps, over every cluster.
     pub fn audit_event_count(&self) -> Result<u64, JournalError> {
         self.conn()

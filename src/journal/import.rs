@@ -373,7 +373,16 @@ fn describe(path: &Path) -> Result<Input, ImportError> {
 /// when missing, once every file was found to be a segment), file by file
 /// ([`import_file`]), and says what became of each.
 pub fn import(store: &Path, inputs: &[PathBuf]) -> Result<Vec<Imported>, ImportError> {
-    let mut files = segment_files(inputs)?
+    // Audit files (who made the changes) go in after every stream's rows:
+    // their events attach to the objects those rows recorded.
+    let (audit, streams): (Vec<PathBuf>, Vec<PathBuf>) = segment_files(inputs)?
+        .into_iter()
+        .partition(|p| super::audit_segment::meta_of(p).is_some());
+    let audit = audit
+        .iter()
+        .map(|p| audit_input(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut files = streams
         .iter()
         .map(|p| describe(p))
         .collect::<Result<Vec<_>, _>>()?;
@@ -407,7 +416,78 @@ pub fn import(store: &Path, inputs: &[PathBuf]) -> Result<Vec<Imported>, ImportE
     for input in &files {
         out.push(import_file(&mut writer, input, &own)?);
     }
+    drop(writer);
+    let journal = Journal::open(store)?;
+    for (path, meta, rows) in audit {
+        if meta.journal == own {
+            // This journal's own audit events.
+            out.push(Imported {
+                path: path.display().to_string(),
+                cluster: meta.cluster.id.clone(),
+                stream: "audit".into(),
+                rows: meta.writes,
+                added: 0,
+                result: "own history",
+                lane: None,
+                gap_before: false,
+            });
+            continue;
+        }
+        let mut gathered = super::audit::AuditImport::new(&journal, &meta.cluster.id)?;
+        for e in rows.writes {
+            gathered.add(e)?;
+        }
+        for (from, to, source) in rows.coverage {
+            gathered.covers(from, to, &source);
+        }
+        let stored = gathered.store()?;
+        out.push(Imported {
+            path: path.display().to_string(),
+            cluster: meta.cluster.id.clone(),
+            stream: "audit".into(),
+            rows: meta.writes,
+            added: stored.new,
+            result: if stored.new > 0 {
+                "imported"
+            } else {
+                "already imported"
+            },
+            lane: None,
+            gap_before: false,
+        });
+    }
     Ok(out)
+}
+
+/// An audit file ([`super::audit_segment`]): its path, description and rows.
+fn audit_input(
+    path: &Path,
+) -> Result<
+    (
+        PathBuf,
+        super::audit_segment::AuditMeta,
+        super::audit_segment::AuditRows,
+    ),
+    ImportError,
+> {
+    let not = |why: String| ImportError::NotSegment {
+        path: path.to_path_buf(),
+        why,
+    };
+    let meta =
+        super::audit_segment::meta_of(path).ok_or_else(|| not("no audit metadata".into()))?;
+    if meta.format != super::audit_segment::FORMAT {
+        return Err(not(format!(
+            "format {:?}, this kubectl-krply reads {:?}",
+            meta.format,
+            super::audit_segment::FORMAT
+        )));
+    }
+    let rows = super::audit_segment::read(path).map_err(|why| ImportError::BadRow {
+        path: path.to_path_buf(),
+        why,
+    })?;
+    Ok((path.to_path_buf(), meta, rows))
 }
 
 /// Rows committed per transaction at most, never cutting a list: a recorder

@@ -71,6 +71,19 @@ pub struct Manifest {
     pub since: Option<String>,
     pub until: Option<String>,
     pub files: Vec<FileEntry>,
+    /// Who made the changes: each cluster's audit events and the time its
+    /// audit logs covered ([`super::audit_segment`]), when it has any.
+    pub audit: Vec<AuditEntry>,
+}
+
+/// One cluster's audit file.
+#[derive(Debug, Serialize)]
+pub struct AuditEntry {
+    /// Relative to the export directory.
+    pub path: String,
+    pub cluster: String,
+    pub writes: u64,
+    pub coverage: u64,
 }
 
 /// One segment file.
@@ -469,12 +482,59 @@ pub fn export_segments(
         std::fs::rename(&file.tmp, &file.dest).map_err(io(&file.dest))?;
         files.push(file.entry);
     }
+    let mut audit = Vec::new();
+    for cluster in clusters.values().filter(|c| {
+        opts.records
+            .cluster
+            .as_ref()
+            .is_none_or(|only| only == &c.id)
+    }) {
+        let rows = journal.audit_rows(
+            &cluster.id,
+            opts.namespace.as_deref(),
+            opts.records.since.unwrap_or(i64::MIN),
+            opts.records.until.unwrap_or(i64::MAX),
+        )?;
+        if rows.writes.is_empty() && rows.coverage.is_empty() {
+            continue;
+        }
+        let rel = format!("{}/{}", part(&cluster.id), super::audit_segment::FILE);
+        let path = dir.join(&rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(io(parent))?;
+        }
+        let meta = super::audit_segment::AuditMeta {
+            format: super::audit_segment::FORMAT.into(),
+            journal: journal_id.clone(),
+            cluster: cluster.clone(),
+            writes: rows.writes.len() as u64,
+            coverage: rows.coverage.len() as u64,
+        };
+        super::audit_segment::write(&path, &meta, &rows, props.clone()).map_err(|e| match e {
+            super::audit_segment::WriteError::Io(source) => SegmentError::Io {
+                path: path.clone(),
+                source,
+            },
+            super::audit_segment::WriteError::Parquet(source) => SegmentError::Parquet {
+                path: path.clone(),
+                source,
+            },
+        })?;
+        audit.push(AuditEntry {
+            path: rel,
+            cluster: cluster.id.clone(),
+            writes: meta.writes,
+            coverage: meta.coverage,
+        });
+    }
+    audit.sort_by(|a, b| a.path.cmp(&b.path));
     let manifest = Manifest {
         format: "krply-segments/1",
         exported_at: time(now),
         since: opts.records.since.map(time),
         until: opts.records.until.map(time),
         files,
+        audit,
     };
     let path = dir.join("manifest.json");
     let tmp = dir.join("manifest.json.tmp");

@@ -521,6 +521,33 @@ impl Simulator {
         Ok(())
     }
 
+    /// [`Simulator::create`] by `field_manager`, made as `who`: logged to the
+    /// audit log.
+    pub fn create_as(
+        &self,
+        obj: Value,
+        field_manager: &str,
+        who: &SimUser<'_>,
+    ) -> Result<Value, SimError> {
+        let mut store = lock(&self.shared().store);
+        let def = Self::resolve(&store, &text(&obj, "/apiVersion"), &text(&obj, "/kind"))?;
+        let version = def
+            .version_of(&text(&obj, "/apiVersion"))
+            .unwrap_or_default()
+            .to_string();
+        let ns = text(&obj, "/metadata/namespace");
+        let ns = (def.namespaced && !ns.is_empty()).then_some(ns);
+        let mut ctx = WriteCtx::new(field_manager);
+        ctx.want_value = true;
+        let done = store
+            .create(&def, &version, ns.as_deref(), obj, &ctx)
+            .map(|w| w.value)
+            .map_err(api_err)?;
+        drop(store);
+        self.audit("create", &done, who);
+        Ok(done)
+    }
+
     /// [`Simulator::update_by`], made as `who`: logged to the audit log.
     pub fn update_as(
         &self,

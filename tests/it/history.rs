@@ -1250,6 +1250,91 @@ fn a_time_of_day_means_the_last_time_the_local_clock_showed_it() {
     );
 }
 
+/// A recorder of every namespace answers questions about one (issue 28,
+/// bug 1): stop `record -n shop`, start `record -A`, scale; `diff -n shop`,
+/// `get -n shop` and `log -n shop` see the change, complete, and a later
+/// `record -n shop` does not call it a relist finding.
+#[test]
+fn a_recorder_of_every_namespace_answers_namespace_questions() {
+    let env = Env::shop();
+    let shop = env.start_recorder(&["deploy", "-n", "shop"]);
+    env.wait_baselines(1);
+    assert_eq!(shop.stop().code, Some(0));
+    let all = env.start_recorder(&["deploy", "-A"]);
+    let listed = |name: &str, n: u64| {
+        env.wait_for(&format!("{n} list(s) of {name}"), || {
+            std::panic::catch_unwind(|| {
+                let j = env.journal();
+                common::baselines(&j, &env.stream(name))
+            })
+            .unwrap_or(0)
+                >= n
+        })
+    };
+    listed("deployments.v1.apps@*", 1);
+    let t0 = now();
+    env.scale("frontend", 2);
+    env.wait_events("deployments.v1.apps@*", 1);
+    let t1 = now();
+    let diff = json_of(
+        &env,
+        &[
+            "diff",
+            "deploy",
+            "-n",
+            "shop",
+            "--since",
+            &t0.to_string(),
+            "--until",
+            &t1.to_string(),
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(diff["complete"], true, "{diff:#}");
+    assert_eq!(changes(&diff).len(), 1, "{diff:#}");
+    assert_eq!(diff["objects"][0]["observed"], "watch");
+    let get = json_of(
+        &env,
+        &["get", "deploy/frontend", "-n", "shop", "-o", "json"],
+    );
+    assert_eq!(get["spec"]["replicas"], 2);
+    assert_eq!(all.stop().code, Some(0));
+    // A later `record -n shop` lists the scaled Deployment: the change was
+    // watched (by the -A recorder), so it is no relist finding.
+    let shop = env.start_recorder(&["deploy", "-n", "shop"]);
+    listed("deployments.v1.apps@shop", 2);
+    let out = shop.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("1 changed (frontend)"),
+        "the relist calls a watched change a finding:\n{}",
+        out.stderr
+    );
+    let log = json_of(
+        &env,
+        &[
+            "log",
+            "deploy",
+            "-n",
+            "shop",
+            "--since",
+            &t0.to_string(),
+            "-o",
+            "json",
+        ],
+    );
+    let frontend: Vec<&Value> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "frontend")
+        .collect();
+    assert_eq!(frontend.len(), 1, "{log:#}");
+    assert_eq!(frontend[0]["type"], "MODIFIED");
+    assert_eq!(frontend[0]["observed"], "watch");
+}
+
 /// Text shows times in the local zone and names it; input is read in the
 /// same zone, so the two agree; `--utc` shows UTC; JSON stays UTC. A time in
 /// the future is a usage error, and a time of day read as yesterday's says so.

@@ -83,6 +83,8 @@ fn cluster(env: &Env, store: &Path) -> String {
 #[test]
 fn segments_read_back_by_import_answer_byte_for_byte() {
     let env = Env::shop();
+    let audit = env.dir.path().join("audit.log");
+    env.sim.audit_to(&audit).unwrap();
     let start = Millis::now();
     let rec = env.start_recorder(&["deploy", "cm"]);
     env.wait_baselines(1);
@@ -102,8 +104,27 @@ fn segments_read_back_by_import_answer_byte_for_byte() {
     env.wait_for("the ConfigMap change journaled", || {
         journaled(&env, &env.store, "cm/feature-flags", &cm)
     });
+    // A change whose user the audit log names: who made it travels too.
+    let mut flags = env.get_json("cm/feature-flags", "shop");
+    let rv_before = flags["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    flags["data"]["by"] = "alice".into();
+    let alice = krply::sim::SimUser {
+        name: "alice@example.com",
+        groups: &["system:authenticated"],
+        impersonated_by: None,
+        user_agent: "kubectl/v1.37.2",
+    };
+    env.sim.update_as(flags, "kubectl-edit", &alice).unwrap();
+    env.wait_for("alice's change journaled", || {
+        journaled(&env, &env.store, "cm/feature-flags", &rv_before)
+    });
     assert_eq!(rec.stop().code, Some(0));
     let end = Millis::now();
+    let imported = on(&env, &env.store, &["audit", "import", path_str(&audit)]);
+    assert_eq!(imported.code, Some(0), "{}", imported.stderr);
 
     let segments = env.dir.path().join("segments");
     export(&env, &env.store, &segments, &[]);
@@ -147,6 +168,16 @@ fn segments_read_back_by_import_answer_byte_for_byte() {
             "{q:?} warns as the journal it came from"
         );
     }
+    // Who made the change made it across.
+    let log = json(&on(
+        &env,
+        &copy,
+        &["-n", "shop", "log", "--since", &since, "-o", "json"],
+    ));
+    assert!(
+        log.to_string().contains("\"user\":\"alice@example.com\""),
+        "{log:#}"
+    );
     // The gap made it across.
     let coverage = json(&on(&env, &copy, &["-n", "shop", "coverage", "-o", "json"]));
     assert!(

@@ -28,3 +28,4 @@ mod sim_ssa;
 mod timeline_long;
 mod transcript;
 mod troubleshooting;
+mod truth;

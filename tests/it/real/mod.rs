@@ -94,7 +94,7 @@ pub fn real() -> &'static RealKube {
 
 /// Says something on the test process's own stderr, past the test harness's
 /// output capture, so that it shows in every run's log.
-fn announce(text: &str) {
+pub fn announce(text: &str) {
     let _ = writeln!(std::io::stderr(), "{text}");
 }
 

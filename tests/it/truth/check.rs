@@ -1,0 +1,696 @@
+//! Asks a journal every kind of question through the real binary and judges
+//! each answer against the [`Oracle`], by the rules of docs/consistency.md:
+//!
+//! - **complete means true**: an answer that says it is complete equals the
+//!   truth;
+//! - **no version lost**: every version written while a recorder without a
+//!   selector held the object and watched is in the answer;
+//! - **no version invented**: every version an answer names was written, by
+//!   then, and is named once;
+//! - **relist labels exact**: a change is `relist` exactly where no recorder
+//!   watched it happen, and happened within the stretch it gives;
+//! - **actors exact**: a watched change names the user who made it.
+
+use super::histories::{Key, Kind, NAMESPACES, Op, Rng, USERS};
+use super::oracle::Oracle;
+use super::run::Play;
+use krply::time::Millis;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// What a journal's questions found.
+#[derive(Debug, Default)]
+pub struct Findings {
+    pub questions: usize,
+    pub wrong: Vec<String>,
+    /// Answers that said they were complete (each was checked whole).
+    pub complete: usize,
+    /// Changes answers said a relist found, and watched ones (each checked).
+    pub relists: usize,
+    pub watched: usize,
+}
+
+/// A rule broken on purpose: answers are changed this way before they are
+/// judged, and the checker must catch it (`the_checker_catches_a_broken_rule`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Break {
+    /// A watched version goes missing from `log` and `timeline`.
+    LoseAVersion,
+    /// A version's resourceVersion becomes one never written.
+    InventAVersion,
+    /// An incomplete answer says it is complete.
+    CallIncompleteComplete,
+    /// A watched change is labelled found by a relist.
+    LabelWatchedAsRelist,
+    /// A change is said made by someone else.
+    NameAnotherUser,
+}
+
+thread_local! {
+    static BREAK: std::cell::Cell<Option<Break>> = const { std::cell::Cell::new(None) };
+}
+
+/// Judges every answer of this thread as `b` breaks it, until `None`.
+pub fn break_rule(b: Option<Break>) {
+    BREAK.with(|c| c.set(b));
+}
+
+/// `v` as [`Break`] breaks it.
+fn broken(b: Break, v: &mut Value) {
+    let first_watched = |v: &mut Value| -> Option<usize> {
+        v["entries"].as_array()?.iter().position(|e| {
+            matches!(e["type"].as_str(), Some("ADDED" | "MODIFIED" | "DELETED"))
+                && e["observed"] == "watch"
+        })
+    };
+    match b {
+        Break::LoseAVersion => {
+            if let Some(i) = first_watched(v)
+                && let Some(entries) = v["entries"].as_array_mut()
+            {
+                entries.remove(i);
+            }
+        }
+        Break::InventAVersion => {
+            if let Some(i) = first_watched(v) {
+                v["entries"][i]["resource_version"] = "999999".into();
+            }
+        }
+        Break::CallIncompleteComplete => {
+            if v["complete"] == false {
+                v["complete"] = true.into();
+            }
+        }
+        Break::LabelWatchedAsRelist => {
+            if let Some(i) = first_watched(v) {
+                let at = v["entries"][i]["observed_at"].clone();
+                v["entries"][i]["observed"] = "relist".into();
+                v["entries"][i]["between"] = serde_json::json!({"from": at, "to": at});
+            }
+        }
+        Break::NameAnotherUser => {
+            if let Some(i) = first_watched(v)
+                && v["entries"][i]["actor"].is_object()
+            {
+                v["entries"][i]["actor"]["user"] = "mallory@example.com".into();
+            }
+        }
+    }
+}
+
+impl Findings {
+    fn wrong(&mut self, question: &str, what: String) {
+        self.wrong.push(format!("{question}: {what}"));
+    }
+}
+
+/// A scope a question names: `-n NS` or `-A`.
+fn scope_args(ns: Option<&str>) -> Vec<String> {
+    match ns {
+        Some(ns) => vec!["-n".into(), ns.into()],
+        None => vec!["-A".into()],
+    }
+}
+
+fn in_scope(key: &Key, ns: Option<&str>) -> bool {
+    ns.is_none_or(|ns| ns == key.namespace)
+}
+
+fn ms(v: &Value) -> Option<i64> {
+    Millis::parse_rfc3339(v.as_str()?).ok().map(|m| m.as_ms())
+}
+
+fn kind_of(name: &str) -> Option<Kind> {
+    Kind::ALL.into_iter().find(|k| k.name() == name)
+}
+
+fn key_of(v: &Value) -> Option<Key> {
+    let kind = kind_of(v["kind"].as_str()?)?;
+    let namespace = NAMESPACES
+        .into_iter()
+        .find(|n| Some(*n) == v["namespace"].as_str())?;
+    let name = super::histories::NAMES
+        .into_iter()
+        .find(|n| Some(*n) == v["name"].as_str())?;
+    Some(Key {
+        kind,
+        namespace,
+        name,
+    })
+}
+
+/// The binary's answer: exit code, JSON (when it printed some), stderr.
+pub fn ask(play: &Play, store: &Path, args: &[String]) -> (Option<i32>, Option<Value>, String) {
+    let mut full: Vec<&str> = args.iter().map(String::as_str).collect();
+    full.extend(["--store", store.to_str().expect("utf-8 path")]);
+    let out = play.sandbox.run(&full);
+    let mut json: Option<Value> = serde_json::from_str(&out.stdout).ok();
+    if let (Some(b), Some(v)) = (BREAK.with(|c| c.get()), json.as_mut()) {
+        broken(b, v);
+    }
+    (out.code, json, out.stderr)
+}
+
+/// Asks the journal at `store` questions drawn from `rng`, judged by `oracle`.
+/// Returns the raw answers too (for comparing journals).
+pub fn questions(
+    play: &Play,
+    oracle: &Oracle<'_>,
+    store: &Path,
+    rng: &mut Rng,
+    findings: &mut Findings,
+) -> Vec<String> {
+    let marks = &play.trace.marks;
+    let keys = oracle.keys();
+    let mut answers = Vec::new();
+    let mut scopes: Vec<Option<&str>> = NAMESPACES.iter().map(|n| Some(*n)).collect();
+    scopes.push(None);
+    for &at in marks {
+        // The state of one scope at a quiet moment.
+        let ns = rng.pick(&scopes);
+        let mut args = vec![
+            "snapshot".to_string(),
+            "--at".into(),
+            Millis::from_ms(at).to_string(),
+        ];
+        args.extend(scope_args(ns));
+        args.extend(["-o".into(), "json".into()]);
+        answers.push(snapshot(play, oracle, store, &args, ns, at, findings));
+        // One object then.
+        if !keys.is_empty() {
+            let key = keys[rng.below(keys.len())].clone();
+            answers.push(get_at(play, oracle, store, &key, at, findings));
+        }
+    }
+    let mut windows: Vec<(i64, i64)> = marks.windows(2).map(|w| (w[0], w[1])).collect();
+    if marks.len() > 2 {
+        windows.push((marks[0], marks[marks.len() - 1]));
+    }
+    for _ in 0..2.min(windows.len()) {
+        let (since, until) = windows[rng.below(windows.len())];
+        let ns = rng.pick(&scopes);
+        answers.push(diff(play, oracle, store, ns, since, until, findings));
+        answers.push(log(play, oracle, store, ns, since, until, findings));
+    }
+    if !keys.is_empty() {
+        let key = keys[rng.below(keys.len())].clone();
+        answers.push(timeline(play, oracle, store, &key, findings));
+    }
+    answers
+}
+
+/// Exit code, stdout and stderr of the command, as compared between journals.
+fn record_answer(args: &[String], code: Option<i32>, json: &Option<Value>) -> String {
+    format!(
+        "{} -> {:?} {}",
+        args.join(" "),
+        code,
+        json.as_ref().map(Value::to_string).unwrap_or_default()
+    )
+}
+
+fn snapshot(
+    play: &Play,
+    oracle: &Oracle<'_>,
+    store: &Path,
+    args: &[String],
+    ns: Option<&str>,
+    at: i64,
+    f: &mut Findings,
+) -> String {
+    f.questions += 1;
+    let q = args.join(" ");
+    let (code, json, stderr) = ask(play, store, args);
+    let answer = record_answer(args, code, &json);
+    let Some(v) = json.filter(|_| code == Some(0)) else {
+        f.wrong(&q, format!("no answer ({code:?}): {stderr}"));
+        return answer;
+    };
+    let mut got: BTreeMap<Key, String> = BTreeMap::new();
+    for item in v["items"].as_array().into_iter().flatten() {
+        let meta = &item["metadata"];
+        let key = key_of(&serde_json::json!({
+            "kind": item["kind"], "namespace": meta["namespace"], "name": meta["name"]
+        }));
+        let (Some(key), Some(rv)) = (key, meta["resourceVersion"].as_str()) else {
+            continue;
+        };
+        match oracle.write(&key, rv) {
+            None => f.wrong(&q, format!("{key:?} at rv {rv} was never written")),
+            Some(w) if w.t1 >= at => f.wrong(&q, format!("{key:?} rv {rv} was written after {at}")),
+            Some(_) => {}
+        }
+        if got.insert(key.clone(), rv.to_string()).is_some() {
+            f.wrong(&q, format!("{key:?} is listed twice"));
+        }
+    }
+    if v["complete"] == true {
+        f.complete += 1;
+        let want: BTreeMap<Key, String> = oracle
+            .keys()
+            .into_iter()
+            .filter(|k| oracle.asked(k, ns))
+            .filter_map(|k| Some((k.clone(), oracle.state_at(&k, at)?.rv.clone())))
+            .collect();
+        if got != want {
+            f.wrong(
+                &q,
+                format!("complete, but {got:?} where the truth is {want:?}"),
+            );
+        }
+    }
+    answer
+}
+
+fn get_at(
+    play: &Play,
+    oracle: &Oracle<'_>,
+    store: &Path,
+    key: &Key,
+    at: i64,
+    f: &mut Findings,
+) -> String {
+    f.questions += 1;
+    let args: Vec<String> = vec![
+        "get".into(),
+        format!("{}/{}", key.kind.singular(), key.name),
+        "-n".into(),
+        key.namespace.into(),
+        "--at".into(),
+        Millis::from_ms(at).to_string(),
+        "--strict".into(),
+        "-o".into(),
+        "json".into(),
+    ];
+    let q = args.join(" ");
+    let (code, json, stderr) = ask(play, store, &args);
+    let answer = record_answer(&args, code, &json);
+    let truth = oracle.state_at(key, at);
+    let rv = json
+        .as_ref()
+        .and_then(|v| v.pointer("/metadata/resourceVersion"))
+        .and_then(Value::as_str);
+    match (code, rv) {
+        // Complete and there.
+        (Some(0), Some(rv)) => {
+            if truth.map(|w| w.rv.as_str()) != Some(rv) {
+                f.wrong(&q, format!("complete rv {rv}, the truth is {truth:?}"));
+            }
+        }
+        // Incomplete, and what the journal knew.
+        (Some(3), Some(rv)) => match oracle.write(key, rv) {
+            Some(w) if w.t1 < at => {}
+            other => f.wrong(&q, format!("rv {rv} is not a version by then: {other:?}")),
+        },
+        // Not there, or nothing known.
+        (Some(1), None) => {
+            if let Some(w) = truth
+                && oracle.covered(w)
+            {
+                // It existed then, written while a recorder watched: the journal
+                // must know it (unless nobody watched since it was written
+                // and it was deleted while nobody did: then truth says absent).
+                if !stderr.contains("knows nothing") {
+                    f.wrong(
+                        &q,
+                        format!(
+                            "said absent, but rv {} existed and was watched: {stderr}",
+                            w.rv
+                        ),
+                    );
+                }
+            }
+        }
+        (Some(2), _)
+            if stderr.contains("was never recorded")
+                || stderr.contains("no recorded resource type") =>
+        {
+            if oracle
+                .writes_of(key)
+                .any(|w| oracle.covered(w) && w.t1 < at)
+            {
+                f.wrong(&q, format!("never recorded, but it was: {stderr}"));
+            }
+        }
+        (Some(1), _) if stderr.contains("was never recorded") => {
+            if oracle.writes_of(key).any(|w| oracle.seen_by_watch(w)) {
+                f.wrong(&q, format!("never recorded, but it was: {stderr}"));
+            }
+        }
+        _ => f.wrong(&q, format!("unexpected answer {code:?}: {stderr}")),
+    }
+    answer
+}
+
+/// One change in an answer: a log or timeline entry.
+struct Entry {
+    key: Key,
+    kind: String,
+    rv: Option<String>,
+    at: i64,
+    relist: Option<(i64, i64)>,
+    user: Option<String>,
+}
+
+fn entries(v: &Value, key: Option<&Key>) -> Vec<Entry> {
+    v["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["type"] != "GAP")
+        .filter_map(|e| {
+            let key = match key {
+                Some(k) => k.clone(),
+                None => key_of(e)?,
+            };
+            Some(Entry {
+                key,
+                kind: e["type"].as_str()?.to_string(),
+                rv: e["resource_version"].as_str().map(str::to_string),
+                at: ms(&e["observed_at"])?,
+                relist: (e["observed"] == "relist")
+                    .then(|| Some((ms(&e["between"]["from"])?, ms(&e["between"]["to"])?)))
+                    .flatten(),
+                user: e["actor"]["user"].as_str().map(str::to_string),
+            })
+        })
+        .collect()
+}
+
+/// The rules every change of a log or timeline keeps: no version invented
+/// or named twice, relist labels exact, actors exact.
+fn judge_entries(oracle: &Oracle<'_>, q: &str, entries: &[Entry], f: &mut Findings) {
+    f.relists += entries.iter().filter(|e| e.relist.is_some()).count();
+    f.watched += entries
+        .iter()
+        .filter(|e| e.relist.is_none() && e.kind != "BASELINE")
+        .count();
+    let mut seen: BTreeSet<(Key, String, bool)> = BTreeSet::new();
+    for e in entries {
+        let Some(rv) = &e.rv else {
+            f.wrong(
+                q,
+                format!("{} of {:?} has no resourceVersion", e.kind, e.key),
+            );
+            continue;
+        };
+        let gone = e.kind == "DELETED" && e.relist.is_some()
+            || e.kind == "RELIST" && e.relist.is_some() && oracle.write(&e.key, rv).is_none();
+        if e.kind == "BASELINE" {
+            // A list that saw a version: it must be one.
+            if oracle.write(&e.key, rv).is_none() {
+                f.wrong(q, format!("{:?} listed at rv {rv}, never written", e.key));
+            }
+            continue;
+        }
+        if gone {
+            // Found gone by a relist: a deletion (or an exit from a selector)
+            // nobody watched, within the stretch.
+            let (from, to) = e.relist.unwrap_or_default();
+            let fits = oracle.writes_of(&e.key).any(|w| {
+                matches!(w.op, Op::Delete | Op::Relabel { .. })
+                    && !oracle.seen_by_watch(w)
+                    && from <= w.t1
+                    && w.t0 <= to
+            });
+            if !fits {
+                f.wrong(
+                    q,
+                    format!(
+                        "{:?} found gone between {from} and {to}: no unwatched deletion then",
+                        e.key
+                    ),
+                );
+            }
+            continue;
+        }
+        let Some(w) = oracle.write(&e.key, rv) else {
+            f.wrong(
+                q,
+                format!("{} {:?} at rv {rv}: never written", e.kind, e.key),
+            );
+            continue;
+        };
+        if !seen.insert((e.key.clone(), rv.clone(), e.relist.is_some())) {
+            f.wrong(q, format!("{:?} rv {rv} appears twice", e.key));
+        }
+        match e.relist {
+            Some((from, to)) => {
+                if oracle.seen_by_watch(w) {
+                    f.wrong(q, format!("{:?} rv {rv} is labelled found by a relist, but a recorder watched it happen", e.key));
+                }
+                if !(from <= w.t1 && w.t0 <= to) {
+                    f.wrong(
+                        q,
+                        format!(
+                            "{:?} rv {rv} was written at {}..{}, outside its stretch {from}..{to}",
+                            e.key, w.t0, w.t1
+                        ),
+                    );
+                }
+            }
+            None => {
+                if !oracle.seen_by_watch(w) {
+                    f.wrong(
+                        q,
+                        format!(
+                            "{:?} rv {rv} is a watched {}, but no recorder watched it happen",
+                            e.key, e.kind
+                        ),
+                    );
+                }
+                if e.at < w.t0 {
+                    f.wrong(
+                        q,
+                        format!(
+                            "{:?} rv {rv} observed at {} before it was written at {}",
+                            e.key, e.at, w.t0
+                        ),
+                    );
+                }
+                let expected: &[&str] = match w.op {
+                    Op::Create { .. } => &["ADDED"],
+                    Op::Update => &["MODIFIED"],
+                    Op::Relabel { .. } => &["ADDED", "MODIFIED", "DELETED"],
+                    Op::Delete => &["DELETED"],
+                };
+                if !expected.contains(&e.kind.as_str()) {
+                    f.wrong(
+                        q,
+                        format!("{:?} rv {rv} is {} for a {:?}", e.key, e.kind, w.op),
+                    );
+                }
+                if let Some(user) = &e.user
+                    && user != USERS[w.user]
+                {
+                    f.wrong(
+                        q,
+                        format!(
+                            "{:?} rv {rv} is said made by {user}, it was {}",
+                            e.key, USERS[w.user]
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn log(
+    play: &Play,
+    oracle: &Oracle<'_>,
+    store: &Path,
+    ns: Option<&str>,
+    since: i64,
+    until: i64,
+    f: &mut Findings,
+) -> String {
+    f.questions += 1;
+    let mut args: Vec<String> = vec![
+        "log".into(),
+        "--since".into(),
+        Millis::from_ms(since).to_string(),
+        "--until".into(),
+        Millis::from_ms(until).to_string(),
+    ];
+    args.extend(scope_args(ns));
+    args.extend(["-o".into(), "json".into()]);
+    let q = args.join(" ");
+    let (code, json, stderr) = ask(play, store, &args);
+    let answer = record_answer(&args, code, &json);
+    let Some(v) = json.filter(|_| code == Some(0)) else {
+        f.wrong(&q, format!("no answer ({code:?}): {stderr}"));
+        return answer;
+    };
+    let es = entries(&v, None);
+    judge_entries(oracle, &q, &es, f);
+    let inside: Vec<&super::run::Written> = play
+        .trace
+        .writes
+        .iter()
+        .filter(|w| in_scope(&w.key, ns) && since < w.t0 && w.t1 < until)
+        .collect();
+    let watched: BTreeSet<(Key, String)> = es
+        .iter()
+        .filter(|e| e.relist.is_none())
+        .filter_map(|e| Some((e.key.clone(), e.rv.clone()?)))
+        .collect();
+    for w in &inside {
+        if oracle.covered(w) && !watched.contains(&(w.key.clone(), w.rv.clone())) {
+            f.wrong(
+                &q,
+                format!(
+                    "{:?} rv {} was written while watched, and is missing",
+                    w.key, w.rv
+                ),
+            );
+        }
+    }
+    if v["complete"] == true {
+        f.complete += 1;
+        let want: BTreeSet<(Key, String)> = inside
+            .iter()
+            .filter(|w| oracle.asked(&w.key, ns))
+            .map(|w| (w.key.clone(), w.rv.clone()))
+            .collect();
+        let got: BTreeSet<(Key, String)> = es
+            .iter()
+            .filter_map(|e| Some((e.key.clone(), e.rv.clone()?)))
+            .collect();
+        if got != want || es.iter().any(|e| e.relist.is_some()) {
+            f.wrong(
+                &q,
+                format!("complete, but {got:?} where the truth is {want:?}"),
+            );
+        }
+    }
+    answer
+}
+
+fn timeline(play: &Play, oracle: &Oracle<'_>, store: &Path, key: &Key, f: &mut Findings) -> String {
+    f.questions += 1;
+    let args: Vec<String> = vec![
+        "timeline".into(),
+        format!("{}/{}", key.kind.singular(), key.name),
+        "-n".into(),
+        key.namespace.into(),
+        "-o".into(),
+        "json".into(),
+    ];
+    let q = args.join(" ");
+    let (code, json, stderr) = ask(play, store, &args);
+    let answer = record_answer(&args, code, &json);
+    let v = match (code, json) {
+        (Some(0), Some(v)) => v,
+        (Some(1), _) if stderr.contains("was never recorded") => {
+            if oracle.writes_of(key).any(|w| oracle.seen_by_watch(w)) {
+                f.wrong(&q, format!("never recorded, but it was: {stderr}"));
+            }
+            return answer;
+        }
+        (Some(2), _) if stderr.contains("no recorded resource type") => {
+            if oracle.ever_recorded(key) {
+                f.wrong(&q, format!("no such type recorded, but it was: {stderr}"));
+            }
+            return answer;
+        }
+        (code, _) => {
+            f.wrong(&q, format!("no answer ({code:?}): {stderr}"));
+            return answer;
+        }
+    };
+    let es = entries(&v, Some(key));
+    judge_entries(oracle, &q, &es, f);
+    let watched: BTreeSet<String> = es
+        .iter()
+        .filter(|e| e.relist.is_none() && e.kind != "BASELINE")
+        .filter_map(|e| e.rv.clone())
+        .collect();
+    let listed: BTreeSet<String> = es.iter().filter_map(|e| e.rv.clone()).collect();
+    for w in oracle.writes_of(key) {
+        // A version written while watched is there, as its event (or, for
+        // the version a recorder found when it started, as its list).
+        if oracle.covered(w) && !watched.contains(&w.rv) && !listed.contains(&w.rv) {
+            f.wrong(
+                &q,
+                format!("rv {} was written while watched, and is missing", w.rv),
+            );
+        }
+    }
+    answer
+}
+
+fn diff(
+    play: &Play,
+    oracle: &Oracle<'_>,
+    store: &Path,
+    ns: Option<&str>,
+    since: i64,
+    until: i64,
+    f: &mut Findings,
+) -> String {
+    f.questions += 1;
+    let mut args: Vec<String> = vec![
+        "diff".into(),
+        "--since".into(),
+        Millis::from_ms(since).to_string(),
+        "--until".into(),
+        Millis::from_ms(until).to_string(),
+    ];
+    args.extend(scope_args(ns));
+    args.extend(["-o".into(), "json".into()]);
+    let q = args.join(" ");
+    let (code, json, stderr) = ask(play, store, &args);
+    let answer = record_answer(&args, code, &json);
+    let Some(v) = json.filter(|_| code == Some(0)) else {
+        f.wrong(&q, format!("no answer ({code:?}): {stderr}"));
+        return answer;
+    };
+    let mut got: BTreeMap<Key, String> = BTreeMap::new();
+    for o in v["objects"].as_array().into_iter().flatten() {
+        let Some(key) = key_of(o) else { continue };
+        let change = o["change"].as_str().unwrap_or_default().to_string();
+        // A change said watched has a watched write behind it in the window.
+        if o["observed"] == "watch" {
+            let watched = oracle
+                .writes_of(&key)
+                .any(|w| since < w.t0 && w.t1 < until && oracle.seen_by_watch(w));
+            if !watched {
+                f.wrong(&q, format!("{key:?} {change} is said watched, but no recorder watched a write of it then"));
+            }
+        }
+        if let (Some(from), Some(to)) = (ms(&o["between"]["from"]), ms(&o["between"]["to"])) {
+            let unwatched = oracle
+                .writes_of(&key)
+                .any(|w| !oracle.seen_by_watch(w) && from <= w.t1 && w.t0 <= to);
+            if !unwatched {
+                f.wrong(&q, format!("{key:?} {change} is said found by a relist between {from} and {to}, but no unwatched write fits"));
+            }
+        }
+        if got.insert(key.clone(), change).is_some() {
+            f.wrong(&q, format!("{key:?} is listed twice"));
+        }
+    }
+    if v["complete"] == true {
+        f.complete += 1;
+        let mut want: BTreeMap<Key, String> = BTreeMap::new();
+        for key in oracle.keys().into_iter().filter(|k| oracle.asked(k, ns)) {
+            let (a, b) = (oracle.state_at(&key, since), oracle.state_at(&key, until));
+            let change = match (a, b) {
+                (None, Some(_)) => "added",
+                (Some(_), None) => "deleted",
+                (Some(x), Some(y)) if x.rv != y.rv => "modified",
+                _ => continue,
+            };
+            want.insert(key, change.to_string());
+        }
+        if got != want {
+            f.wrong(
+                &q,
+                format!("complete, but {got:?} where the truth is {want:?}"),
+            );
+        }
+    }
+    answer
+}

@@ -1,0 +1,287 @@
+//! Random histories: recorders with random scopes starting, stopping and dying,
+//! users writing, the server compacting its history, in an order drawn from a
+//! seed (the same seed, the same history).
+
+use proptest::prelude::Rng as _;
+use proptest::test_runner::{RngAlgorithm, TestRng};
+
+pub const NAMESPACES: [&str; 2] = ["shop", "pay"];
+pub const NAMES: [&str; 3] = ["a", "b", "c"];
+/// The label the selectors look at, and its values.
+pub const TIERS: [&str; 2] = ["web", "db"];
+pub const SELECTOR: &str = "tier=web";
+pub const USERS: [&str; 3] = ["alice@example.com", "bob@example.com", "ci-deployer"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    ConfigMap,
+    Deployment,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 2] = [Kind::ConfigMap, Kind::Deployment];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::ConfigMap => "ConfigMap",
+            Kind::Deployment => "Deployment",
+        }
+    }
+
+    pub fn api_version(self) -> &'static str {
+        match self {
+            Kind::ConfigMap => "v1",
+            Kind::Deployment => "apps/v1",
+        }
+    }
+
+    /// What `record` takes.
+    pub fn arg(self) -> &'static str {
+        match self {
+            Kind::ConfigMap => "cm",
+            Kind::Deployment => "deploy",
+        }
+    }
+
+    /// The stream name's resource part.
+    pub fn stream(self) -> &'static str {
+        match self {
+            Kind::ConfigMap => "configmaps.v1",
+            Kind::Deployment => "deployments.v1.apps",
+        }
+    }
+
+    /// As `TYPE/NAME` takes it.
+    pub fn singular(self) -> &'static str {
+        match self {
+            Kind::ConfigMap => "configmap",
+            Kind::Deployment => "deployment",
+        }
+    }
+}
+
+/// One object by identity (its uid changes when it is re-created).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    pub kind: Kind,
+    pub namespace: &'static str,
+    pub name: &'static str,
+}
+
+/// What one recorder records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scope {
+    /// Which of the history's journals.
+    pub journal: usize,
+    /// `None`: `-A`.
+    pub namespace: Option<&'static str>,
+    pub selector: bool,
+    pub kinds: Vec<Kind>,
+}
+
+impl Scope {
+    pub fn args(&self) -> Vec<String> {
+        let mut args: Vec<String> = self.kinds.iter().map(|k| k.arg().to_string()).collect();
+        match self.namespace {
+            Some(ns) => args.extend(["-n".into(), ns.into()]),
+            None => args.push("-A".into()),
+        }
+        if self.selector {
+            args.extend(["-l".into(), SELECTOR.into()]);
+        }
+        args
+    }
+
+    /// The stream of `kind` this recorder records, by name.
+    pub fn stream(&self, kind: Kind) -> String {
+        format!(
+            "{}@{}{}",
+            kind.stream(),
+            self.namespace.unwrap_or("*"),
+            if self.selector {
+                format!("?{SELECTOR}")
+            } else {
+                String::new()
+            }
+        )
+    }
+
+    /// Whether it records objects of `key`'s kind and namespace.
+    pub fn holds(&self, key: &Key) -> bool {
+        self.kinds.contains(&key.kind) && self.namespace.is_none_or(|ns| ns == key.namespace)
+    }
+
+    /// Whether two recorders of one journal would record one stream (krply
+    /// refuses the second).
+    pub fn clashes(&self, other: &Scope) -> bool {
+        self.journal == other.journal
+            && self.namespace == other.namespace
+            && self.selector == other.selector
+            && self.kinds.iter().any(|k| other.kinds.contains(k))
+    }
+}
+
+/// A write, as a user makes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    Create {
+        tier: &'static str,
+    },
+    /// A new value for one data key (ConfigMap) or the replica count
+    /// (Deployment), through a full update.
+    Update,
+    /// The `tier` label changes: the object enters or leaves the selector.
+    Relabel {
+        tier: &'static str,
+    },
+    Delete,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Start {
+        slot: usize,
+        scope: Scope,
+    },
+    /// SIGINT: a clean stop (exit 0).
+    Stop {
+        slot: usize,
+    },
+    /// SIGKILL.
+    Kill {
+        slot: usize,
+    },
+    Write {
+        key: Key,
+        op: Op,
+        user: usize,
+    },
+    /// The server forgets its watch history and expires every open watch:
+    /// a 410, a gap and a relist in every running recorder.
+    Compact,
+    /// A quiet moment questions may name.
+    Mark,
+}
+
+/// How many recorders may run at once.
+pub const SLOTS: usize = 3;
+
+/// A history: its seed and its steps. The last step is a mark, after which
+/// every recorder is stopped.
+#[derive(Debug, Clone)]
+pub struct History {
+    pub seed: u64,
+    pub steps: Vec<Step>,
+}
+
+/// A seeded source of choices.
+pub struct Rng(TestRng);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        let mut bytes = [0u8; 32];
+        bytes[..8].copy_from_slice(&seed.to_le_bytes());
+        Rng(TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.0.next_u64() % n.max(1) as u64) as usize
+    }
+
+    pub fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+
+    pub fn pick<T: Copy>(&mut self, from: &[T]) -> T {
+        from[self.below(from.len())]
+    }
+}
+
+/// The history of `seed`.
+pub fn history(seed: u64) -> History {
+    let mut rng = Rng::new(seed);
+    let mut steps = Vec::new();
+    let mut running: [Option<Scope>; SLOTS] = [None, None, None];
+    // Which objects exist, and their tier.
+    let mut live: std::collections::BTreeMap<Key, &'static str> = Default::default();
+    let length = 18 + rng.below(16);
+    let mut since_mark = 0;
+    for i in 0..length {
+        let roll = rng.below(100);
+        let free = running.iter().position(Option::is_none);
+        let busy: Vec<usize> = (0..SLOTS).filter(|&s| running[s].is_some()).collect();
+        // Most histories keep a recorder or two running, start and stop
+        // them now and then, and lose watch history now and then.
+        let step = if (i == 0 || roll < 12 || busy.is_empty() && roll < 30) && free.is_some() {
+            let scope = scope(&mut rng);
+            if running.iter().flatten().any(|r| r.clashes(&scope)) {
+                continue;
+            }
+            let slot = free.unwrap_or_default();
+            running[slot] = Some(scope.clone());
+            Step::Start { slot, scope }
+        } else if roll < 20 && !busy.is_empty() {
+            let slot = rng.pick(&busy);
+            running[slot] = None;
+            if rng.chance(40) {
+                Step::Kill { slot }
+            } else {
+                Step::Stop { slot }
+            }
+        } else if roll < 25 && !busy.is_empty() {
+            Step::Compact
+        } else if roll < 40 && since_mark > 0 {
+            since_mark = 0;
+            Step::Mark
+        } else {
+            since_mark += 1;
+            let key = Key {
+                kind: rng.pick(&Kind::ALL),
+                namespace: rng.pick(&NAMESPACES),
+                name: rng.pick(&NAMES),
+            };
+            let user = rng.below(USERS.len());
+            let op = match live.get(&key) {
+                None => {
+                    let tier = rng.pick(&TIERS);
+                    live.insert(key.clone(), tier);
+                    Op::Create { tier }
+                }
+                Some(&tier) => match rng.below(10) {
+                    0..=5 => Op::Update,
+                    6 | 7 => {
+                        let other = if tier == TIERS[0] { TIERS[1] } else { TIERS[0] };
+                        live.insert(key.clone(), other);
+                        Op::Relabel { tier: other }
+                    }
+                    _ => {
+                        live.remove(&key);
+                        Op::Delete
+                    }
+                },
+            };
+            Step::Write { key, op, user }
+        };
+        steps.push(step);
+    }
+    steps.push(Step::Mark);
+    History { seed, steps }
+}
+
+fn scope(rng: &mut Rng) -> Scope {
+    let kinds = match rng.below(4) {
+        0 => vec![Kind::ConfigMap],
+        1 => vec![Kind::Deployment],
+        _ => vec![Kind::ConfigMap, Kind::Deployment],
+    };
+    Scope {
+        journal: if rng.chance(25) { 1 } else { 0 },
+        namespace: match rng.below(5) {
+            0 | 1 => None,
+            2 | 3 => Some(NAMESPACES[0]),
+            _ => Some(NAMESPACES[1]),
+        },
+        selector: rng.chance(15),
+        kinds,
+    }
+}

@@ -1,0 +1,269 @@
+//! A randomized truth checker, in the spirit of Jepsen's: random histories of
+//! recorders (random scopes, two journals, clean stops, SIGKILL), users'
+//! writes (create, update, relabel, delete, re-create under the same name),
+//! compactions (410s) and a teammate's segments imported; then every kind of
+//! question, each answer judged against an oracle built from the server's own
+//! record of writes (docs/truth.md).
+//!
+//! - `the_journal_tells_the_truth_in_random_histories`: a seeded run, in the
+//!   test command ([`HISTORIES`] histories, `KRPLY_TRUTH_HISTORIES` for more,
+//!   `KRPLY_TRUTH_SECONDS` to run for a while, `KRPLY_TRUTH_SEED` to replay one);
+//! - `every_failing_seed_stays_fixed`: the seeds it once failed on
+//!   (`regressions.txt`);
+//! - `the_checker_catches_a_broken_rule`: wrong answers, made on purpose, are
+//!   caught by the rule they break.
+
+mod check;
+mod histories;
+mod oracle;
+mod run;
+
+use check::Findings;
+use oracle::Oracle;
+use run::Play;
+use std::time::{Duration, Instant};
+
+/// Histories of a run in the test command.
+const HISTORIES: u64 = 200;
+
+/// Where failing seeds are kept: one per line, `#` comments.
+const REGRESSIONS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/it/truth/regressions.txt"
+);
+
+/// What one history showed.
+struct Outcome {
+    seed: u64,
+    findings: Findings,
+}
+
+/// Plays the history of `seed` and asks its journals every question.
+fn check_seed(seed: u64) -> Outcome {
+    let history = histories::history(seed);
+    let mut play = Play::new();
+    if let Err(e) = play.play(&history) {
+        return Outcome {
+            seed,
+            findings: Findings {
+                wrong: vec![format!(
+                    "history {} could not be played: {e}\n{:#?}",
+                    history.seed, history.steps
+                )],
+                ..Findings::default()
+            },
+        };
+    }
+    let mut findings = Findings::default();
+    let used = |j: usize| play.trace.recorders.iter().any(|r| r.scope.journal == j);
+    let [j0, j1] = play.trace.journals.clone();
+    // Who did it: the server's audit log, imported into each journal.
+    for (j, path) in [(0, &j0), (1, &j1)] {
+        if used(j) {
+            let audit = play.trace.audit_log.display().to_string();
+            let (code, _, stderr) =
+                check::ask(&play, path, &["audit".into(), "import".into(), audit]);
+            if code != Some(0) {
+                findings
+                    .wrong
+                    .push(format!("audit import into journal {j}: {code:?} {stderr}"));
+            }
+        }
+    }
+    let mut j0_holds = vec![0];
+    if used(1) {
+        // The teammate's journal as segments, imported into a new journal
+        // (which must answer as it does) and into ours.
+        let segments = play.sandbox.dir.path().join("segments");
+        let copy = play.sandbox.dir.path().join("copy").join("journal.db");
+        let dir = segments.display().to_string();
+        for (what, args, store) in [
+            (
+                "export",
+                vec![
+                    "export".to_string(),
+                    "--format".into(),
+                    "parquet".into(),
+                    "--dir".into(),
+                    dir.clone(),
+                ],
+                &j1,
+            ),
+            (
+                "import into a new journal",
+                vec!["import".into(), dir.clone()],
+                &copy,
+            ),
+            ("import into ours", vec!["import".into(), dir.clone()], &j0),
+        ] {
+            if what == "import into ours" && !used(0) {
+                continue;
+            }
+            let (code, _, stderr) = check::ask(&play, store, &args);
+            if code != Some(0) {
+                findings.wrong.push(format!("{what}: {code:?} {stderr}"));
+            }
+        }
+        j0_holds.push(1);
+        let oracle = Oracle::new(&play.trace, &[1]);
+        let mut rng = histories::Rng::new(seed ^ 0x5eed_0001);
+        let theirs = check::questions(&play, &oracle, &j1, &mut rng, &mut findings);
+        let mut rng = histories::Rng::new(seed ^ 0x5eed_0001);
+        let mut copy_findings = Findings::default();
+        let copied = check::questions(&play, &oracle, &copy, &mut rng, &mut copy_findings);
+        findings.questions += copy_findings.questions;
+        findings.wrong.extend(copy_findings.wrong);
+        for (a, b) in theirs.iter().zip(&copied) {
+            if a != b {
+                // Where they part.
+                let at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+                let around = |s: &str| {
+                    let from = s.floor_char_boundary(at.saturating_sub(300));
+                    let to = s.ceil_char_boundary((at + 200).min(s.len()));
+                    s[from..to].to_string()
+                };
+                let question = a.split(" -> ").next().unwrap_or_default();
+                findings.wrong.push(format!(
+                    "export then import answers differently: {question}\n  ...{}\n  ...{}",
+                    around(a),
+                    around(b)
+                ));
+            }
+        }
+    }
+    if used(0) {
+        let oracle = Oracle::new(&play.trace, &j0_holds);
+        let mut rng = histories::Rng::new(seed ^ 0x5eed_0000);
+        check::questions(&play, &oracle, &j0, &mut rng, &mut findings);
+    }
+    if !findings.wrong.is_empty() && std::env::var_os("KRPLY_TRUTH_VERBOSE").is_some() {
+        findings.wrong.push(format!(
+            "history: {:#?}\ntrace: {:#?}\nkept in {}",
+            history.steps,
+            play.trace,
+            play.sandbox.dir.path().display()
+        ));
+        // The journals stay for a look (the simulator stops with the test).
+        std::mem::forget(play);
+    }
+    Outcome { seed, findings }
+}
+
+/// Checks `seeds` on a few threads; panics with every wrong answer found.
+fn check_all(seeds: impl Iterator<Item = u64> + Send, deadline: Option<Duration>) {
+    let started = Instant::now();
+    let seeds = std::sync::Mutex::new(seeds);
+    let outcomes = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| {
+                loop {
+                    if deadline.is_some_and(|d| started.elapsed() > d) {
+                        return;
+                    }
+                    let Some(seed) = seeds.lock().unwrap().next() else {
+                        return;
+                    };
+                    let outcome = check_seed(seed);
+                    outcomes.lock().unwrap().push(outcome);
+                }
+            });
+        }
+    });
+    let outcomes = outcomes.into_inner().unwrap();
+    let sum =
+        |f: &dyn Fn(&Findings) -> usize| -> usize { outcomes.iter().map(|o| f(&o.findings)).sum() };
+    let failed: Vec<&Outcome> = outcomes
+        .iter()
+        .filter(|o| !o.findings.wrong.is_empty())
+        .collect();
+    crate::real::announce(&format!(
+        "truth: {} histories, {} questions ({} answers complete, {} watched and {} relist-found \
+         changes judged), {} with wrong answers, in {:.0?}",
+        outcomes.len(),
+        sum(&|f| f.questions),
+        sum(&|f| f.complete),
+        sum(&|f| f.watched),
+        sum(&|f| f.relists),
+        failed.len(),
+        started.elapsed()
+    ));
+    if !failed.is_empty() {
+        let mut report = String::new();
+        for o in failed.iter().take(5) {
+            report.push_str(&format!(
+                "\nseed {} (KRPLY_TRUTH_SEED={} cargo test truth; keep it in tests/it/truth/regressions.txt):\n",
+                o.seed, o.seed
+            ));
+            for w in o.findings.wrong.iter().take(12) {
+                report.push_str(&format!("  - {w}\n"));
+            }
+        }
+        panic!(
+            "{} of {} histories got wrong answers:{report}",
+            failed.len(),
+            outcomes.len()
+        );
+    }
+}
+
+#[test]
+fn the_journal_tells_the_truth_in_random_histories() {
+    if let Some(seed) = std::env::var("KRPLY_TRUTH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        return check_all(std::iter::once(seed), None);
+    }
+    let histories = std::env::var("KRPLY_TRUTH_HISTORIES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(HISTORIES);
+    let seconds = std::env::var("KRPLY_TRUTH_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map(Duration::from_secs);
+    // A fixed first seed: the same histories in every run of the test
+    // command (the long mode goes on from there).
+    let first = 1_000;
+    match seconds {
+        Some(d) => check_all(first.., Some(d)),
+        None => check_all(first..first + histories, None),
+    }
+}
+
+#[test]
+fn the_checker_catches_a_broken_rule() {
+    use check::Break;
+    // Each rule broken on purpose in the answers of a few histories: every
+    // one is caught, by the rule it breaks.
+    for (b, rule) in [
+        (Break::LoseAVersion, "is missing"),
+        (Break::InventAVersion, "never written"),
+        (Break::CallIncompleteComplete, "complete, but"),
+        (Break::LabelWatchedAsRelist, "a recorder watched it happen"),
+        (
+            Break::NameAnotherUser,
+            "is said made by mallory@example.com",
+        ),
+    ] {
+        check::break_rule(Some(b));
+        let caught = (1_000..1_010)
+            .map(check_seed)
+            .filter(|o| o.findings.wrong.iter().any(|w| w.contains(rule)))
+            .count();
+        check::break_rule(None);
+        assert!(caught > 0, "{b:?} went unnoticed in 10 histories");
+    }
+}
+
+#[test]
+fn every_failing_seed_stays_fixed() {
+    let text = std::fs::read_to_string(REGRESSIONS).unwrap_or_default();
+    let seeds: Vec<u64> = text
+        .lines()
+        .filter_map(|l| l.split('#').next())
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    check_all(seeds.into_iter(), None);
+}

@@ -1,0 +1,91 @@
+//! The truth about a played history, from the server's own record of writes
+//! (the simulator's answers to them, timed by this process) and from when
+//! each recorder surely watched. Never from what krply answers.
+
+use super::histories::{Key, Op, SELECTOR};
+use super::run::{Trace, Written};
+
+/// The truth for the answers of one journal: the recorders whose history it
+/// holds (its own, and those of the journals imported into it).
+pub struct Oracle<'t> {
+    pub trace: &'t Trace,
+    pub journals: Vec<usize>,
+}
+
+impl<'t> Oracle<'t> {
+    pub fn new(trace: &'t Trace, journals: &[usize]) -> Oracle<'t> {
+        Oracle {
+            trace,
+            journals: journals.to_vec(),
+        }
+    }
+
+    fn recorders(&self) -> impl Iterator<Item = &'t super::run::Recorder> + '_ {
+        self.trace
+            .recorders
+            .iter()
+            .filter(|r| self.journals.contains(&r.scope.journal))
+    }
+
+    /// Whether a recorder of this journal without a selector held `w`'s
+    /// object and watched while it was made: then its version must be there.
+    pub fn covered(&self, w: &Written) -> bool {
+        self.recorders()
+            .any(|r| !r.scope.selector && r.scope.holds(&w.key) && r.watched(w.t0, w.t1))
+    }
+
+    /// Whether any recorder of this journal saw `w` happen (a stream with a
+    /// selector sees a write of an object that matched before or after it).
+    pub fn seen_by_watch(&self, w: &Written) -> bool {
+        let web = SELECTOR.trim_start_matches("tier=");
+        self.recorders().any(|r| {
+            r.scope.holds(&w.key)
+                && r.watched(w.t0, w.t1)
+                && (!r.scope.selector || w.tier_before == Some(web) || w.tier_after == Some(web))
+        })
+    }
+
+    /// Every write of `key`, oldest first.
+    pub fn writes_of<'a>(&'a self, key: &'a Key) -> impl Iterator<Item = &'t Written> + 'a {
+        self.trace.writes.iter().filter(move |w| &w.key == key)
+    }
+
+    /// The write of `key` that made `rv`.
+    pub fn write(&self, key: &Key, rv: &str) -> Option<&'t Written> {
+        self.writes_of(key).find(|w| w.rv == rv)
+    }
+
+    /// The version of `key` at `at` (a quiet moment): its last write before,
+    /// `None` when it did not exist.
+    pub fn state_at(&self, key: &Key, at: i64) -> Option<&'t Written> {
+        self.writes_of(key)
+            .filter(|w| w.t1 < at)
+            .last()
+            .filter(|w| w.op != Op::Delete)
+    }
+
+    /// Every object that ever existed.
+    pub fn keys(&self) -> Vec<Key> {
+        let mut keys: Vec<Key> = self.trace.writes.iter().map(|w| w.key.clone()).collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    /// Whether a recorder of this journal ever held `key`'s kind and
+    /// namespace.
+    pub fn ever_recorded(&self, key: &Key) -> bool {
+        self.recorders().any(|r| r.scope.holds(key))
+    }
+
+    /// Whether a question about namespace `ns` (`None`: every one) is about
+    /// `key`: its namespace, and a kind recorded there (a namespace-wide
+    /// question is about the recorded types; docs/consistency.md).
+    pub fn asked(&self, key: &Key, ns: Option<&str>) -> bool {
+        ns.is_none_or(|ns| ns == key.namespace)
+            && self.recorders().any(|r| {
+                r.scope.kinds.contains(&key.kind)
+                    && (ns.is_none() || r.scope.namespace.is_none_or(|n| n == key.namespace))
+            })
+    }
+}

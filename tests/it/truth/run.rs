@@ -1,0 +1,457 @@
+//! Plays a history against the simulator: the users' writes through its API
+//! (each logged to its audit log), real `kubectl-krply record` processes for
+//! the recorders, and a trace of when each write was made and when each
+//! recorder surely watched, taken by this process's clock (the recorders'
+//! clock too). Nothing here reads what krply answers.
+
+use super::histories::{History, Key, Kind, Op, SLOTS, Scope, Step, USERS};
+use crate::common::{RecorderProc, Sandbox};
+use krply::sim::{KubeconfigOptions, Seed, SimConfig, SimUser, Simulator};
+use krply::time::Millis;
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How long one condition of a history may take.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// One write as the server made it.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub key: Key,
+    pub op: Op,
+    pub user: usize,
+    /// The resourceVersion of the write (of its DELETED event for a delete).
+    pub rv: String,
+    /// Just before the request, and just after the answer (ms).
+    pub t0: i64,
+    pub t1: i64,
+    /// The `tier` label before and after (`None`: absent).
+    pub tier_before: Option<&'static str>,
+    pub tier_after: Option<&'static str>,
+}
+
+/// One recorder process and when it surely watched: from the moment its lists
+/// were in its journal to the moment it was stopped, killed, or its watches
+/// expired (until its relists were in the journal again). Writes are made only
+/// outside the moments in between, so each is watched or not, never maybe.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    pub scope: Scope,
+    pub watching: Vec<(i64, i64)>,
+}
+
+impl Recorder {
+    /// Whether it watched throughout a write made from `t0` to `t1` (this
+    /// process does one thing at a time: a write that starts in the
+    /// millisecond the recorder was seen listed starts after it).
+    pub fn watched(&self, t0: i64, t1: i64) -> bool {
+        self.watching.iter().any(|&(a, b)| a <= t0 && t1 <= b)
+    }
+}
+
+/// What happened, by this process's clock.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    pub writes: Vec<Written>,
+    /// Quiet moments: every write before one was made and watched (by the
+    /// recorders then running) before it; none after it had started.
+    pub marks: Vec<i64>,
+    pub recorders: Vec<Recorder>,
+    pub journals: [PathBuf; 2],
+    pub audit_log: PathBuf,
+}
+
+/// A history being played.
+pub struct Play {
+    pub sandbox: Sandbox,
+    pub sim: Simulator,
+    pub trace: Trace,
+    running: [Option<(usize, RecorderProc)>; SLOTS],
+}
+
+impl Play {
+    pub fn new() -> Play {
+        let sandbox = Sandbox::new();
+        let namespaces = super::histories::NAMESPACES
+            .iter()
+            .map(|ns| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+            .collect();
+        let sim = Simulator::start_background(SimConfig {
+            seed: Seed::Objects(namespaces),
+            bookmark_interval: Some(Duration::from_millis(200)),
+            ..SimConfig::default()
+        })
+        .expect("simulator starts");
+        sim.write_kubeconfig(
+            &sandbox.kubeconfig,
+            &KubeconfigOptions {
+                namespace: Some("shop".into()),
+                ..KubeconfigOptions::default()
+            },
+        )
+        .expect("kubeconfig written");
+        let audit_log = sandbox.dir.path().join("audit.log");
+        sim.audit_to(&audit_log).expect("audit log");
+        let journals = [
+            sandbox.store.clone(),
+            sandbox.dir.path().join("teammate").join("journal.db"),
+        ];
+        Play {
+            sandbox,
+            sim,
+            trace: Trace {
+                writes: Vec::new(),
+                marks: Vec::new(),
+                recorders: Vec::new(),
+                journals,
+                audit_log,
+            },
+            running: [None, None, None],
+        }
+    }
+
+    /// Plays every step, then stops every recorder still running.
+    pub fn play(&mut self, history: &History) -> Result<(), String> {
+        for (i, step) in history.steps.iter().enumerate() {
+            self.step(step)
+                .map_err(|e| format!("step {i} ({step:?}): {e}"))?;
+        }
+        for slot in 0..SLOTS {
+            self.stop(slot)?;
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, step: &Step) -> Result<(), String> {
+        match step {
+            Step::Start { slot, scope } => self.start(*slot, scope),
+            Step::Stop { slot } => self.stop(*slot),
+            Step::Kill { slot } => {
+                if let Some((index, rec)) = self.running[*slot].take() {
+                    self.end_watching(index);
+                    rec.kill9();
+                }
+                Ok(())
+            }
+            Step::Write { key, op, user } => self.write(key, op, *user),
+            Step::Compact => self.compact(),
+            Step::Mark => {
+                self.trace.marks.push(quiet_moment());
+                Ok(())
+            }
+        }
+    }
+
+    fn start(&mut self, slot: usize, scope: &Scope) -> Result<(), String> {
+        let journal = self.trace.journals[scope.journal].clone();
+        let streams: Vec<String> = scope.kinds.iter().map(|&k| scope.stream(k)).collect();
+        let before: Vec<u64> = streams.iter().map(|s| lists(&journal, s)).collect();
+        let mut args = scope.args();
+        args.extend(["--store".into(), journal.display().to_string()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut rec = self.sandbox.start_recorder(&args);
+        wait(&format!("{streams:?} listed"), &mut || {
+            if rec.exited() {
+                return Err(format!("the recorder ended: {}", rec.log_text()));
+            }
+            Ok(streams
+                .iter()
+                .zip(&before)
+                .all(|(s, &n)| lists(&journal, s) > n))
+        })?;
+        let index = self.trace.recorders.len();
+        self.trace.recorders.push(Recorder {
+            scope: scope.clone(),
+            watching: vec![(Millis::now().as_ms(), i64::MAX)],
+        });
+        self.running[slot] = Some((index, rec));
+        Ok(())
+    }
+
+    fn stop(&mut self, slot: usize) -> Result<(), String> {
+        let Some((index, rec)) = self.running[slot].take() else {
+            return Ok(());
+        };
+        self.end_watching(index);
+        let out = rec.stop();
+        if out.code != Some(0) {
+            return Err(format!(
+                "the recorder stopped with {:?}: {}",
+                out.code, out.stderr
+            ));
+        }
+        Ok(())
+    }
+
+    fn end_watching(&mut self, index: usize) {
+        let now = Millis::now().as_ms();
+        if let Some(last) = self.trace.recorders[index].watching.last_mut()
+            && last.1 == i64::MAX
+        {
+            last.1 = now;
+        }
+    }
+
+    fn compact(&mut self) -> Result<(), String> {
+        let running: Vec<usize> = self.running.iter().flatten().map(|(i, _)| *i).collect();
+        let mut waits = Vec::new();
+        for &i in &running {
+            let scope = &self.trace.recorders[i].scope;
+            let journal = self.trace.journals[scope.journal].clone();
+            for &k in &scope.kinds {
+                let s = scope.stream(k);
+                waits.push((journal.clone(), s.clone(), lists(&journal, &s)));
+            }
+        }
+        for &i in &running {
+            self.end_watching(i);
+        }
+        self.sim.compact();
+        self.sim.expire_watches();
+        wait("every running recorder to relist", &mut || {
+            Ok(waits.iter().all(|(j, s, n)| lists(j, s) > *n))
+        })?;
+        let now = Millis::now().as_ms();
+        for &i in &running {
+            self.trace.recorders[i].watching.push((now, i64::MAX));
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, key: &Key, op: &Op, user: usize) -> Result<(), String> {
+        let who = SimUser {
+            name: USERS[user],
+            groups: &["system:authenticated"],
+            impersonated_by: None,
+            user_agent: "kubectl/v1.37.2 (linux/amd64) kubernetes/truth",
+        };
+        let current = self.sim.get(
+            key.kind.api_version(),
+            key.kind.name(),
+            Some(key.namespace),
+            key.name,
+        );
+        let tier_of = |v: &Value| {
+            super::histories::TIERS
+                .into_iter()
+                .find(|t| v.pointer("/metadata/labels/tier").and_then(Value::as_str) == Some(t))
+        };
+        let tier_before = current.as_ref().and_then(tier_of);
+        let counter = self.trace.writes.len();
+        let t0 = Millis::now().as_ms();
+        let done = match (op, current) {
+            (Op::Create { tier }, None) => {
+                self.sim
+                    .create_as(object(key, tier, counter), "kubectl-create", &who)
+            }
+            (Op::Update, Some(mut obj)) => {
+                // Always a change (a write that changes nothing makes no
+                // new resourceVersion).
+                match key.kind {
+                    Kind::ConfigMap => obj["data"]["value"] = json!(counter.to_string()),
+                    Kind::Deployment => {
+                        obj["spec"]["replicas"] = json!(counter % 7 + 1);
+                        obj["spec"]["template"]["spec"]["containers"][0]["image"] =
+                            json!(format!("nginx:1.{counter}"));
+                    }
+                }
+                self.sim.update_as(obj, "kubectl-edit", &who)
+            }
+            (Op::Relabel { tier }, Some(mut obj)) => {
+                obj["metadata"]["labels"]["tier"] = json!(tier);
+                self.sim.update_as(obj, "kubectl-label", &who)
+            }
+            (Op::Delete, Some(_)) => self.sim.delete_as(
+                key.kind.api_version(),
+                key.kind.name(),
+                Some(key.namespace),
+                key.name,
+                &who,
+            ),
+            (op, current) => {
+                return Err(format!(
+                    "{op:?} of {key:?} that {} (the generator's model is wrong)",
+                    if current.is_some() {
+                        "exists"
+                    } else {
+                        "does not exist"
+                    }
+                ));
+            }
+        }
+        .map_err(|e| format!("the simulator refused {op:?} of {key:?}: {e}"))?;
+        let t1 = Millis::now().as_ms();
+        let rv = done
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("no resourceVersion in {done}"))?
+            .to_string();
+        let tier_after = match op {
+            Op::Delete => None,
+            _ => tier_of(&done),
+        };
+        if let Some(before) = self.trace.writes.iter().rev().find(|w| &w.key == key)
+            && before.rv == rv
+            && !matches!(op, Op::Create { .. })
+        {
+            return Err(format!("{op:?} of {key:?} changed nothing (rv {rv})"));
+        }
+        // Every running recorder whose stream sees this write journals it
+        // before anything else happens.
+        let mut waits = Vec::new();
+        for (index, _) in self.running.iter().flatten() {
+            let scope = &self.trace.recorders[*index].scope;
+            let sees = scope.holds(key)
+                && (!scope.selector || tier_before == Some("web") || tier_after == Some("web"));
+            if sees {
+                waits.push((
+                    self.trace.journals[scope.journal].clone(),
+                    scope.stream(key.kind),
+                ));
+            }
+        }
+        wait(&format!("rv {rv} journaled in {waits:?}"), &mut || {
+            Ok(waits.iter().all(|(j, s)| journaled(j, s, &rv)))
+        })
+        .map_err(|e| {
+            // What the recorders said meanwhile.
+            let logs: Vec<String> = self
+                .running
+                .iter()
+                .flatten()
+                .map(|(i, rec)| format!("recorder {i}:\n{}", rec.log_text()))
+                .collect();
+            format!("{e}\n{}", logs.join("\n"))
+        })?;
+        self.trace.writes.push(Written {
+            key: key.clone(),
+            op: op.clone(),
+            user,
+            rv,
+            t0,
+            t1,
+            tier_before,
+            tier_after,
+        });
+        Ok(())
+    }
+}
+
+/// A moment strictly after everything observed so far and strictly before
+/// anything observed next: the clock has moved on a millisecond either side.
+pub fn quiet_moment() -> i64 {
+    let before = Millis::now().as_ms();
+    let mark = next_millisecond(before);
+    next_millisecond(mark);
+    mark
+}
+
+fn next_millisecond(after: i64) -> i64 {
+    let start = Instant::now();
+    loop {
+        let now = Millis::now().as_ms();
+        if now > after {
+            return now;
+        }
+        assert!(start.elapsed() < DEADLINE, "the clock does not move");
+        std::thread::yield_now();
+    }
+}
+
+fn object(key: &Key, tier: &str, counter: usize) -> Value {
+    let meta = json!({"name": key.name, "namespace": key.namespace, "labels": {"tier": tier}});
+    match key.kind {
+        Kind::ConfigMap => json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+            "data": {"value": counter.to_string()},
+        }),
+        Kind::Deployment => json!({
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+            "spec": {
+                "replicas": counter % 7 + 1,
+                "selector": {"matchLabels": {"app": key.name}},
+                "template": {
+                    "metadata": {"labels": {"app": key.name}},
+                    "spec": {"containers": [{"name": "app", "image": format!("nginx:1.{counter}")}]},
+                },
+            },
+        }),
+    }
+}
+
+/// Waits for `check` within the deadline; its error ends the wait at once.
+fn wait(what: &str, check: &mut dyn FnMut() -> Result<bool, String>) -> Result<(), String> {
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(2);
+    loop {
+        if check()? {
+            return Ok(());
+        }
+        if start.elapsed() > DEADLINE {
+            return Err(format!("timed out after {DEADLINE:?} waiting for {what}"));
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+fn read(journal: &Path) -> Option<Connection> {
+    Connection::open_with_flags(journal, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()
+}
+
+/// The stream's completed lists in the journal (0 when there is none yet).
+fn lists(journal: &Path, stream: &str) -> u64 {
+    let Some(conn) = read(journal) else { return 0 };
+    let Some(id) = stream_id(&conn, stream) else {
+        return 0;
+    };
+    conn.query_row(
+        &format!(
+            "SELECT count(*) FROM records WHERE stream_id = ?1 AND kind = {}",
+            krply::journal::schema::kind::BASELINE
+        ),
+        [id],
+        |r| r.get::<_, i64>(0).map(|n| n as u64),
+    )
+    .unwrap_or(0)
+}
+
+/// Whether the stream journaled an event of resourceVersion `rv`.
+fn journaled(journal: &Path, stream: &str, rv: &str) -> bool {
+    let Some(conn) = read(journal) else {
+        return false;
+    };
+    let Some(id) = stream_id(&conn, stream) else {
+        return false;
+    };
+    conn.query_row(
+        &format!(
+            "SELECT 1 FROM records WHERE stream_id = ?1 AND kind = {} AND resource_version = ?2",
+            krply::journal::schema::kind::EVENT
+        ),
+        rusqlite::params![id, rv],
+        |_| Ok(()),
+    )
+    .optional()
+    .ok()
+    .flatten()
+    .is_some()
+}
+
+/// The id of the stream recorded here (not imported) with this name.
+fn stream_id(conn: &Connection, stream: &str) -> Option<i64> {
+    let (resource, rest) = stream.split_once('@')?;
+    let (namespace, selector) = rest.split_once('?').unwrap_or((rest, ""));
+    let namespace = if namespace == "*" { "" } else { namespace };
+    let resource = resource.split('.').next()?;
+    conn.query_row(
+        "SELECT id FROM streams WHERE resource = ?1 AND namespace = ?2 AND selector = ?3 AND origin = ''",
+        rusqlite::params![resource, namespace, selector],
+        |r| r.get(0),
+    )
+    .optional()
+    .ok()
+    .flatten()
+}
