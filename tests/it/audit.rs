@@ -109,7 +109,13 @@ fn recorded() -> Recorded {
     env.wait_events(DEPLOY, 2);
     env.patch_cm("feature-flags", "checkout", "on");
     env.wait_events(CM, 1);
-    rec.stop();
+    let out = rec.stop();
+    assert_eq!(
+        out.code,
+        Some(0),
+        "the recorder stops cleanly: {}",
+        out.stderr
+    );
     let events = |stream: &str| -> Vec<Seen> {
         env.records(stream)
             .iter()
@@ -538,7 +544,13 @@ fn record_follows_the_audit_log_through_a_rotation_and_a_restart() {
     env.wait_for("dave named", || {
         frontend_actors(&env).last().map(String::as_str) == Some("dave@example.com")
     });
-    rec.stop();
+    let out = rec.stop();
+    assert_eq!(
+        out.code,
+        Some(0),
+        "the recorder stops cleanly: {}",
+        out.stderr
+    );
     assert_eq!(
         frontend_actors(&env),
         [

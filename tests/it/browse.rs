@@ -93,7 +93,13 @@ fn browse_opens_follows_the_recorder_navigates_filters_and_restores_the_terminal
     );
     // The browser's screen is gone (the alternate screen was left).
     assert!(!end.contains("Changed objects"), "{end}");
-    rec.stop();
+    let out = rec.stop();
+    assert_eq!(
+        out.code,
+        Some(0),
+        "the recorder stops cleanly: {}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -106,7 +112,13 @@ fn browse_says_in_one_line_why_it_cannot_open() {
 
     let rec = env.start_recorder(&["deploy"]);
     env.wait_baselines(1);
-    rec.stop();
+    let out = rec.stop();
+    assert_eq!(
+        out.code,
+        Some(0),
+        "the recorder stops cleanly: {}",
+        out.stderr
+    );
     // Nothing recorded in that namespace.
     let out = env.run(&["browse", "-n", "elsewhere"]);
     assert_eq!(out.code, Some(1), "{out:?}");

@@ -374,6 +374,46 @@ fn a_stopped_recorder_covers_nothing_after_it_stopped() {
     );
 }
 
+/// `--strict` on `timeline` and `get`: an answer the journal covers exits 0,
+/// one a gap touches exits 3 after printing what it has.
+#[test]
+fn strict_timeline_and_get_exit_3_only_where_the_answer_is_incomplete() {
+    let i = incident();
+    let timeline = i
+        .env
+        .run(&["timeline", "deploy/frontend", "--strict", "-o", "json"]);
+    assert_eq!(timeline.code, Some(3), "{}", timeline.stderr);
+    let t: Value = serde_json::from_str(&timeline.stdout).expect("printed anyway");
+    assert_eq!(t["complete"], false);
+    assert!(
+        timeline.stderr.contains("incomplete"),
+        "{}",
+        timeline.stderr
+    );
+    let covered = i.env.run(&[
+        "get",
+        "deploy/frontend",
+        "--at",
+        &i.t_scaled.to_string(),
+        "--strict",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(covered.code, Some(0), "{}", covered.stderr);
+    let in_gap = i.env.run(&[
+        "get",
+        "deploy/frontend",
+        "--at",
+        &i.t_gap.to_string(),
+        "--strict",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(in_gap.code, Some(3), "{}", in_gap.stderr);
+    let v: Value = serde_json::from_str(&in_gap.stdout).expect("printed anyway");
+    assert_eq!(v["spec"]["replicas"], 3);
+}
+
 #[test]
 fn timeline_shows_every_version_and_the_gap() {
     let i = incident();
@@ -713,7 +753,13 @@ fn prune_is_refused_while_a_recorder_runs() {
         "{}",
         out.stderr
     );
-    rec.stop();
+    let out = rec.stop();
+    assert_eq!(
+        out.code,
+        Some(0),
+        "the recorder stops cleanly: {}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -851,7 +897,13 @@ fn a_forbidden_resource_leaves_namespace_wide_answers_incomplete_until_narrowed(
     );
     assert_eq!(narrow["complete"], true, "{}", narrow["warnings"]);
     assert_eq!(changes(&narrow).len(), 1);
-    rec.stop();
+    let out = rec.stop();
+    assert_eq!(
+        out.code,
+        Some(0),
+        "the recorder stops cleanly: {}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -960,7 +1012,13 @@ fn a_label_selector_stream_never_answers_for_its_whole_type() {
         "{}",
         answer["warnings"]
     );
-    rec.stop();
+    let out = rec.stop();
+    assert_eq!(
+        out.code,
+        Some(0),
+        "the recorder stops cleanly: {}",
+        out.stderr
+    );
     // Once the whole type is recorded too, that stream answers alone: complete,
     // and no object counted twice.
     let rec = env.start_recorder(&["deploy"]);
@@ -986,7 +1044,13 @@ fn a_label_selector_stream_never_answers_for_its_whole_type() {
     );
     assert_eq!(whole["complete"], true, "{}", whole["warnings"]);
     assert_eq!(changes(&whole).len(), 1, "{whole}");
-    rec.stop();
+    let out = rec.stop();
+    assert_eq!(
+        out.code,
+        Some(0),
+        "the recorder stops cleanly: {}",
+        out.stderr
+    );
 }
 
 /// A namespace the journal never recorded is not "no changes": the text says

@@ -286,7 +286,13 @@ fn no_bookmarks_means_none_are_asked_for() {
     let rec = env.start_recorder(&["cm", "--no-bookmarks"]);
     env.wait_baselines(1);
     env.wait_for("a watch", || count_watch_requests(&env) > 0);
-    rec.stop();
+    let out = rec.stop();
+    assert_eq!(
+        out.code,
+        Some(0),
+        "the recorder stops cleanly: {}",
+        out.stderr
+    );
     assert!(
         !env.sim
             .request_log()
@@ -787,6 +793,7 @@ fn kill_9_during_heavy_writes_leaves_a_sound_journal_and_the_next_run_resumes_wi
     let env = Env::shop();
     let rec = env.start_recorder(&["cm"]);
     env.wait_baselines(1);
+    let base = last_baseline_rv(&env, CM);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writer = {
         let sim = env.sim.clone();
@@ -816,8 +823,16 @@ fn kill_9_during_heavy_writes_leaves_a_sound_journal_and_the_next_run_resumes_wi
         .unwrap();
     assert_eq!(check, "ok");
     drop(conn);
-    let before = env.events(CM).len();
-    assert!(before >= 500);
+    let before = env.events(CM);
+    assert!(before.len() >= 500);
+    // What was journaled before the kill is the server's own log from the
+    // list on, event by event and byte for byte, up to where it stops.
+    let server = env.sim_events("configmaps", "shop", base);
+    assert_eq!(
+        before[..],
+        server[..before.len()],
+        "the journal is the server's log, cut short"
+    );
 
     let rec = env.start_recorder(&["cm"]);
     env.wait_baselines(2);
@@ -825,6 +840,19 @@ fn kill_9_during_heavy_writes_leaves_a_sound_journal_and_the_next_run_resumes_wi
     let cov = env.coverage(CM);
     assert_eq!(cov.gaps, 1);
     assert_eq!(cov.windows[0].reason, "recorder not running");
+    // Coverage stops short of what was lost: every event of the server up to
+    // the gap's start is journaled, none after it (they are the gap's).
+    let from_rv: u64 = cov.windows[0].from_rv.as_deref().unwrap().parse().unwrap();
+    let covered: Vec<_> = server
+        .iter()
+        .filter(|e| e.2.parse::<u64>().unwrap() <= from_rv)
+        .cloned()
+        .collect();
+    assert_eq!(
+        covered[..],
+        before[..],
+        "the coverage claims only what was journaled"
+    );
     let events = env.events(CM);
     let mut rvs: Vec<&String> = events.iter().map(|e| &e.2).collect();
     rvs.sort();
@@ -1102,6 +1130,52 @@ fn recorders_of_other_namespaces_share_one_journal_under_churn_and_kill_9() {
     let cov = env.coverage(PAYMENTS);
     assert_eq!(cov.gaps, 1);
     assert_eq!(cov.windows[0].reason, "recorder not running");
+    // Against the server's own log, event by event: the journal holds every
+    // event of the server up to where the gap begins, and none after it
+    // until the relist; coverage claims nothing the kill lost.
+    let first_list = |stream: &str| -> u64 {
+        env.records(stream)
+            .iter()
+            .find(|r| r.kind == kind::BASELINE)
+            .and_then(|r| r.resource_version.as_deref()?.parse().ok())
+            .expect("a first list")
+    };
+    let server = env.sim_events("configmaps", "payments", first_list(PAYMENTS));
+    let from_rv: u64 = cov.windows[0].from_rv.as_deref().unwrap().parse().unwrap();
+    let to_rv: u64 = cov.windows[0].to_rv.as_deref().unwrap().parse().unwrap();
+    let journaled = env.events(PAYMENTS);
+    let before: Vec<_> = server
+        .iter()
+        .filter(|e| e.2.parse::<u64>().unwrap() <= from_rv)
+        .cloned()
+        .collect();
+    let after: Vec<_> = server
+        .iter()
+        .filter(|e| e.2.parse::<u64>().unwrap() > to_rv)
+        .cloned()
+        .collect();
+    let expected: Vec<_> = before.iter().chain(&after).cloned().collect();
+    // (Compared by type, object and resourceVersion first, for a short
+    // message; then byte for byte.)
+    type Event = (String, String, String, Vec<u8>);
+    let short = |es: &[Event]| -> Vec<(String, String, String)> {
+        es.iter()
+            .map(|(t, o, rv, _)| (t.clone(), o.clone(), rv.clone()))
+            .collect()
+    };
+    assert_eq!(
+        short(&journaled),
+        short(&expected),
+        "the journal is the server's log, but for the gap"
+    );
+    assert!(journaled == expected, "bodies byte for byte");
+    let shop_server = env.sim_events("configmaps", "shop", first_list(CM));
+    assert_eq!(
+        short(&env.events(CM)),
+        short(&shop_server),
+        "the other, whole"
+    );
+    assert!(env.events(CM) == shop_server, "bodies byte for byte");
     // The answer of each namespace stands on its own stream.
     let ledger = env.krply_json(&["get", "cm/ledger", "-n", "payments"], 0);
     let now = env

@@ -574,38 +574,26 @@ fn apply_needs_confirm_creates_exactly_the_plan_and_is_idempotent() {
     assert_eq!(plans[0]["info"]["id"], id.as_str());
     assert_eq!(plans[0]["info"]["status"], "applied");
     // The real kubectl sees them too.
-    if let Some(kubectl) = kubectl() {
-        let out = std::process::Command::new(kubectl)
-            .env_clear()
-            .env("HOME", env.dir.path())
-            .env("KUBECACHEDIR", env.dir.path().join("cache"))
-            .env("KUBECONFIG", &env.kubeconfig)
-            .args(["get", "deploy", "-n", "shop-copy", "-o", "name"])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            text.contains("deployment.apps/frontend"),
-            "{text}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-}
-
-fn kubectl() -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join("kubectl"))
-            .find(|p| p.is_file())
-    })
+    let out = std::process::Command::new(crate::real::kubectl_bin())
+        .env_clear()
+        .env("HOME", env.dir.path())
+        .env("KUBECACHEDIR", env.dir.path().join("cache"))
+        .env("KUBECONFIG", &env.kubeconfig)
+        .args(["get", "deploy", "-n", "shop-copy", "-o", "name"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("deployment.apps/frontend"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
 fn the_yaml_of_a_plan_applies_with_kubectl() {
-    let Some(kubectl) = kubectl() else {
-        eprintln!("kubectl not on PATH: skipped");
-        return;
-    };
+    // The kubectl built with the real control plane: never skipped.
+    let kubectl = crate::real::kubectl_bin();
     let env = recorded();
     env.sim
         .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop-copy"}}))

@@ -230,7 +230,13 @@ fn the_audit_log_names_who_made_each_change() {
             .is_some_and(|c| !c.is_empty()),
         "{coverage:#}"
     );
-    recorder.stop();
+    let out = recorder.stop();
+    assert_eq!(
+        out.code,
+        Some(0),
+        "the recorder stops cleanly: {}",
+        out.stderr
+    );
 }
 
 /// `record --audit-log` on the real server's live log: a ConfigMap created as
@@ -261,5 +267,11 @@ fn record_follows_the_real_servers_audit_log() {
             })
         })
     });
-    recorder.stop();
+    let out = recorder.stop();
+    assert_eq!(
+        out.code,
+        Some(0),
+        "the recorder stops cleanly: {}",
+        out.stderr
+    );
 }

@@ -223,6 +223,68 @@ fn restarts_and_crashes_give_downtime_gaps_and_no_duplicates() {
         })
         .collect();
     assert_eq!(values, ["2", "4", "6"]);
+    // Against the server's own record: its audit log has every write, with
+    // when it completed (at Metadata level for ConfigMaps: no bodies, so by
+    // their order, 2 to 6). The two made while no recorder watched (after a
+    // clean stop, after the kill) fall inside the gaps: coverage claims
+    // nothing that was lost.
+    let text = std::fs::read_to_string(&env.kube.ready.audit_log).unwrap();
+    let writes: Vec<i64> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| {
+            e["stage"] == "ResponseComplete"
+                && e["verb"] == "patch"
+                && e["objectRef"]["namespace"] == NS
+                && e["objectRef"]["name"] == "flags"
+                && e["responseStatus"]["code"] == 200
+        })
+        .map(|e| {
+            krply::time::Millis::parse_rfc3339(e["stageTimestamp"].as_str().unwrap())
+                .unwrap()
+                .as_ms()
+        })
+        .collect();
+    assert_eq!(writes.len(), 5, "the patches 2 to 6");
+    let cm_coverage = coverage["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["resource"] == "configmaps")
+        .unwrap();
+    let gaps: Vec<(i64, i64)> = cm_coverage["gap_windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            let t = |k: &str| {
+                krply::time::Millis::parse_rfc3339(g[k].as_str().unwrap())
+                    .unwrap()
+                    .as_ms()
+            };
+            (t("from"), t("to"))
+        })
+        .collect();
+    // Patches 3 and 5 (the second and fourth) fell into the downtimes.
+    for (lost, gap) in [writes[1], writes[3]].iter().zip(&gaps) {
+        assert!(
+            gap.0 <= *lost && *lost <= gap.1,
+            "a write at {lost} is not inside the gap {gap:?}: coverage claims what was lost"
+        );
+    }
+    // And the three journaled were observed after they were written.
+    let observed: Vec<i64> = env
+        .records(&cm)
+        .iter()
+        .filter(|r| r.kind == krply::journal::schema::kind::EVENT)
+        .map(|r| r.observed_at)
+        .collect();
+    for (at, written) in observed.iter().zip([writes[0], writes[2], writes[4]]) {
+        assert!(
+            *at >= written - 1_000,
+            "observed at {at}, written at {written}"
+        );
+    }
     // The timeline shows what the relists found inside the downtime.
     let timeline = env.krply_json(&["timeline", "configmap/flags"], 0);
     assert_eq!(
