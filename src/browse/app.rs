@@ -36,6 +36,9 @@ pub struct ObjectLine {
     pub last: VersionRow,
     /// A gap of its stream overlaps the window: changes may be missing.
     pub gap: bool,
+    /// A relist in the window found a change of it that no watch saw: it
+    /// happened at an unknown time in the gap before that relist.
+    pub relist: bool,
     /// Read when the row is first shown (it decodes a body).
     pub detail: Option<Detail>,
 }
@@ -661,6 +664,7 @@ pub(crate) mod tests {
                 ..version(id, T0 - id * 60_000, &format!("{}", 1000 + id))
             },
             gap,
+            relist: false,
             detail: Some(Detail {
                 manager: Some("kubectl-edit".into()),
                 actor: None,

@@ -100,7 +100,11 @@ impl Session {
         }
         let history = self.history()?;
         for i in missing {
-            let detail = source::detail(&history, &app.objects[i])?;
+            let detail = source::detail(
+                &history,
+                &app.objects[i],
+                (app.window.since, app.window.until),
+            )?;
             app.objects[i].detail = Some(detail);
         }
         Ok(())

@@ -6,10 +6,12 @@
 use super::app::{Detail, ObjectLine, StreamLine};
 use crate::diff::DiffOptions;
 use crate::history::diff::NameFilter;
+use crate::history::log::RelistFinding;
 use crate::history::state::ObjectState;
 use crate::history::timeline::TimelineAnswer;
 use crate::history::{History, HistoryError, Scope};
 use crate::journal::IdSet;
+use crate::journal::versions::VersionRow;
 use crate::render::bars::BarRow;
 
 /// The streams in `scope`, grouped by namespace (cluster-wide streams first),
@@ -29,9 +31,11 @@ pub fn streams(history: &History<'_>, scope: &Scope) -> Vec<StreamLine> {
     out
 }
 
-/// The objects in `scope` with a live event in `(since, until]`, the latest
-/// change first. An object is marked when a gap of its stream overlaps the
-/// window: changes may be missing from its count.
+/// The objects in `scope` with a change in `(since, until]`, the latest
+/// change first: a live event, or a relist finding (marked: it happened at an
+/// unknown time). An object several streams hold (a `record -A` beside a
+/// `record -n shop`) is one line. An object is marked when a gap of its
+/// stream overlaps the window: changes may be missing from its count.
 pub fn objects(
     history: &History<'_>,
     scope: &Scope,
@@ -43,7 +47,39 @@ pub fn objects(
     let per = history.journal.window_changes(&ids, since, until)?;
     let rows = history.objects(&per.keys().copied().collect())?;
     let names = NameFilter::default();
-    let mut out = Vec::new();
+    let gap = |stream: &crate::history::StreamHistory| {
+        stream
+            .coverage
+            .windows
+            .iter()
+            .any(|w| w.from < until && w.to.is_none_or(|to| to > since))
+    };
+    // By type, namespace and name: one line per object.
+    let mut lines: std::collections::BTreeMap<(String, String, String), ObjectLine> =
+        Default::default();
+    let mut put = |line: ObjectLine| {
+        let key = (
+            line.resource.clone(),
+            line.namespace.clone(),
+            line.name.clone(),
+        );
+        match lines.get_mut(&key) {
+            Some(l) => {
+                // The streams saw the same changes: the most any saw, and
+                // the latest of them.
+                l.changes = l.changes.max(line.changes);
+                l.gap &= line.gap;
+                l.relist |= line.relist;
+                if (line.last.observed_at, line.last.seq) > (l.last.observed_at, l.last.seq) {
+                    l.last = line.last;
+                    l.object = line.object;
+                }
+            }
+            None => {
+                lines.insert(key, line);
+            }
+        }
+    };
     for (id, (changes, last_seq)) in per {
         let Some(row) = rows.get(&id) else {
             continue;
@@ -59,12 +95,7 @@ pub fn objects(
         let Some(last) = history.journal.version(last_seq)? else {
             continue;
         };
-        let gap = stream
-            .coverage
-            .windows
-            .iter()
-            .any(|w| w.from < until && w.to.is_none_or(|to| to > since));
-        out.push(ObjectLine {
+        put(ObjectLine {
             object: id,
             kind: stream.info.resource.kind.clone(),
             resource: stream.info.resource.group_resource(),
@@ -73,10 +104,63 @@ pub fn objects(
             name: row.name.clone(),
             changes,
             last,
-            gap,
+            gap: gap(stream),
+            relist: false,
             detail: None,
         });
     }
+    // What the relists in the window found no watch saw.
+    for stream in &streams {
+        for list in stream
+            .baselines
+            .iter()
+            .filter(|b| b.observed_at > since && b.observed_at <= until)
+        {
+            let Some(found) = history.relist_findings(stream, list)? else {
+                continue;
+            };
+            if found.is_empty() {
+                continue;
+            }
+            let listed = history
+                .stream_at(stream, list.observed_at)?
+                .unwrap_or_default();
+            let before = history
+                .stream_at(stream, list.observed_at - 1)?
+                .unwrap_or_default();
+            let rows = history.objects(&found.iter().map(|(id, _)| *id).collect())?;
+            for (id, what) in found {
+                let Some(row) = rows.get(&id) else { continue };
+                if !scope.holds(stream, row, &names) {
+                    continue;
+                }
+                let last = match what {
+                    RelistFinding::Gone => before.get(&id).map(|v| VersionRow {
+                        watch_type: Some(crate::model::WatchType::Deleted),
+                        observed_at: list.observed_at,
+                        seq: list.seq,
+                        ..v.clone()
+                    }),
+                    _ => listed.get(&id).cloned(),
+                };
+                let Some(last) = last else { continue };
+                put(ObjectLine {
+                    object: id,
+                    kind: stream.info.resource.kind.clone(),
+                    resource: stream.info.resource.group_resource(),
+                    namespaced: stream.info.resource.namespaced,
+                    namespace: row.namespace.clone(),
+                    name: row.name.clone(),
+                    changes: 1,
+                    last,
+                    gap: true,
+                    relist: true,
+                    detail: None,
+                });
+            }
+        }
+    }
+    let mut out: Vec<ObjectLine> = lines.into_values().collect();
     out.sort_by(|a, b| {
         (b.last.observed_at, b.last.seq)
             .cmp(&(a.last.observed_at, a.last.seq))
@@ -85,25 +169,34 @@ pub fn objects(
     Ok(out)
 }
 
-/// Who made an object's last change in the window: the field manager that
-/// wrote last (the newest `managedFields` entry of that version), and the
-/// actor when audit logs were imported.
-pub fn detail(history: &History<'_>, line: &ObjectLine) -> Result<Detail, HistoryError> {
-    let Some(stream) = history.stream(line.last.stream) else {
+/// Who made an object's last change in the window that is not status-only
+/// (a controller's status update after a `kubectl scale` is not the change
+/// to show): the managers of its fields, and the actor when audit logs were
+/// imported.
+pub fn detail(
+    history: &History<'_>,
+    line: &ObjectLine,
+    (since, until): (i64, i64),
+) -> Result<Detail, HistoryError> {
+    let (Some(stream), Some(row)) = (
+        history.stream(line.last.stream),
+        history.journal.object(line.object)?,
+    ) else {
         return Ok(Detail::default());
     };
-    let manager = crate::diff::last_writer(&history.object_bytes(&line.last)?);
-    let actor = if history.has_audit() {
-        let versions = history.versions(stream, line.object)?;
-        let found = history.attribute(stream, &versions)?;
-        versions
-            .iter()
-            .zip(&found)
-            .find(|(v, _)| v.seq == line.last.seq)
-            .map(|(_, a)| actor(&crate::history::actors::By::of(a.as_ref())))
-    } else {
-        None
+    let tracked = history.track_row(stream, &row)?;
+    let Some(change) = history.last_change(&tracked, (since, until))? else {
+        // Nothing but status changed: who wrote last.
+        let manager = crate::diff::last_writer(&history.object_bytes(&line.last)?);
+        return Ok(Detail {
+            manager,
+            actor: None,
+        });
     };
+    let manager = crate::history::diff::managers(&change.fields);
+    let actor = history
+        .has_audit()
+        .then(|| actor(change.fields.first().map_or(&change.by, |f| &f.by)));
     Ok(Detail { manager, actor })
 }
 

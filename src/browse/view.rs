@@ -279,8 +279,14 @@ fn draw_table(
 
 fn object_row<'a>(o: &ObjectLine, app: &App, theme: &Theme, all_ns: bool) -> Row<'a> {
     let detail = o.detail.clone().unwrap_or_default();
+    // `~`: a relist found a change nobody watched; `!`: a gap overlaps.
+    let mark = match (o.relist, o.gap) {
+        (true, _) => "~",
+        (false, true) => "!",
+        (false, false) => " ",
+    };
     let mut cells = vec![
-        Cell::from(Span::styled(if o.gap { "!" } else { " " }, theme.gap())),
+        Cell::from(Span::styled(mark, theme.gap())),
         Cell::from(o.kind.clone()),
     ];
     if all_ns {

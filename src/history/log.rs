@@ -113,6 +113,84 @@ impl RelistFindings {
 }
 
 impl History<'_> {
+    /// What `list` of `stream` found that no watch saw, by object: listed at
+    /// another resourceVersion than last known, listed for the first time
+    /// (or again after a deletion), or known but absent from it; `None` for
+    /// the stream's first list (nothing was known before it). Where another
+    /// stream covers the same objects (a `record -A` beside this `-n shop`),
+    /// what it watched is no finding.
+    pub fn relist_findings(
+        &self,
+        stream: &super::StreamHistory,
+        list: &crate::journal::versions::BaselineRef,
+    ) -> Result<Option<Vec<(i64, RelistFinding)>>, HistoryError> {
+        let shared = self
+            .covering_streams_of(stream)
+            .any(|s| s.info.id != stream.info.id);
+        let first = stream.baselines.first().is_none_or(|f| f.seq == list.seq);
+        // A stream's first list found nothing new by itself; beside other
+        // streams, what they knew before it counts (below).
+        let before = match (first, shared) {
+            (true, false) => return Ok(None),
+            (true, true) => Some(Default::default()),
+            (false, _) => self.stream_at(stream, list.observed_at - 1)?,
+        };
+        let Some(before) = before else {
+            return Ok(None);
+        };
+        let after = self
+            .stream_at(stream, list.observed_at)?
+            .unwrap_or_default();
+        let mut found = Vec::new();
+        for (id, v) in &after {
+            match before.get(id) {
+                Some(b) if b.resource_version == v.resource_version => {}
+                Some(_) => found.push((*id, RelistFinding::Changed)),
+                None => found.push((*id, RelistFinding::Appeared)),
+            }
+        }
+        found.extend(
+            before
+                .keys()
+                .filter(|id| !after.contains_key(id))
+                .map(|id| (*id, RelistFinding::Gone)),
+        );
+        if shared {
+            let rows = self.objects(&found.iter().map(|(id, _)| *id).collect())?;
+            let mut kept = Vec::with_capacity(found.len());
+            for (id, _) in found {
+                let Some(row) = rows.get(&id) else { continue };
+                let tracked = self.track_row(stream, row)?;
+                let merged = self.merged(&tracked)?;
+                // The merged history says what this list found: a finding
+                // of this stream at its time, and whether it appeared or
+                // changed (what the others knew before counts).
+                let member = tracked
+                    .members
+                    .iter()
+                    .position(|(s, _)| s.info.id == stream.info.id);
+                let mut present = false;
+                for s in &merged.seen {
+                    if s.observed_at() == list.observed_at
+                        && Some(s.member) == member
+                        && s.found_by_relist().is_some()
+                    {
+                        let what = match (s.present(), present) {
+                            (false, _) => RelistFinding::Gone,
+                            (true, true) => RelistFinding::Changed,
+                            (true, false) => RelistFinding::Appeared,
+                        };
+                        kept.push((id, what));
+                        break;
+                    }
+                    present = s.present();
+                }
+            }
+            found = kept;
+        }
+        Ok(Some(found))
+    }
+
     /// What the latest list of `stream` found changed since what was known
     /// just before it; `None` when it is the stream's first list (nothing
     /// was known) or there is no list. Names are `namespace/name` for a
@@ -124,52 +202,21 @@ impl History<'_> {
         let Some(list) = stream.baselines.last() else {
             return Ok(None);
         };
-        if stream.baselines.len() < 2 {
-            return Ok(None);
-        }
-        let Some(before) = self.stream_at(stream, list.observed_at - 1)? else {
+        let Some(found) = self.relist_findings(stream, list)? else {
             return Ok(None);
         };
-        let after = self
-            .stream_at(stream, list.observed_at)?
-            .unwrap_or_default();
-        let mut changed = Vec::new();
-        let mut appeared = Vec::new();
-        let mut gone = Vec::new();
-        for (id, v) in &after {
-            match before.get(id) {
-                Some(b) if b.resource_version == v.resource_version => {}
-                Some(_) => changed.push(*id),
-                None => appeared.push(*id),
-            }
-        }
-        gone.extend(before.keys().filter(|id| !after.contains_key(id)));
-        // Where another stream covers the same objects (a `record -A` beside
-        // this `-n shop`), what it watched is no finding.
-        if self
-            .covering_streams_of(stream)
-            .any(|s| s.info.id != stream.info.id)
-        {
-            let kept = |ids: &mut Vec<i64>| -> Result<(), HistoryError> {
-                let rows = self.objects(&ids.iter().copied().collect())?;
-                let mut out = Vec::new();
-                for id in ids.drain(..) {
-                    let Some(row) = rows.get(&id) else { continue };
-                    let tracked = self.track_row(stream, row)?;
-                    let merged = self.merged(&tracked)?;
-                    if merged.seen.iter().any(|s| {
-                        s.observed_at() == list.observed_at && s.found_by_relist().is_some()
-                    }) {
-                        out.push(id);
-                    }
-                }
-                *ids = out;
-                Ok(())
-            };
-            kept(&mut changed)?;
-            kept(&mut appeared)?;
-            kept(&mut gone)?;
-        }
+        let pick = |what: RelistFinding| -> Vec<i64> {
+            found
+                .iter()
+                .filter(|(_, f)| *f == what)
+                .map(|(id, _)| *id)
+                .collect()
+        };
+        let (changed, appeared, gone) = (
+            pick(RelistFinding::Changed),
+            pick(RelistFinding::Appeared),
+            pick(RelistFinding::Gone),
+        );
         let ids: HashSet<i64> = changed
             .iter()
             .chain(&appeared)

@@ -121,6 +121,23 @@ impl History<'_> {
         }
     }
 
+    /// The newest change of an object in `(since, until]` that changed what a
+    /// default diff compares (not status only), with its fields; `None` when
+    /// there is none.
+    pub fn last_change(
+        &self,
+        tracked: &Tracked<'_>,
+        window: (i64, i64),
+    ) -> Result<Option<Entry>, HistoryError> {
+        let t = self.timeline_within(tracked, &DiffOptions::default(), Some(window))?;
+        Ok(t.entries.into_iter().rev().find(|e| {
+            e.kind != EntryType::Gap
+                && e.observed_at > window.0
+                && e.observed_at <= window.1
+                && !e.fields.is_empty()
+        }))
+    }
+
     /// The timeline of an object only one stream covers.
     ///
     /// Long on purpose: this thread reads stored bodies in order while other threads

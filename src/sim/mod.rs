@@ -427,6 +427,33 @@ impl Simulator {
             .map_err(api_err)
     }
 
+    /// Replaces an object's `status` through its status subresource by
+    /// another field manager (a controller): only the status changes.
+    pub fn update_status_by(&self, obj: Value, field_manager: &str) -> Result<Value, SimError> {
+        let mut ctx = WriteCtx::new(field_manager);
+        ctx.want_value = true;
+        let mut store = lock(&self.shared().store);
+        let def = Self::resolve(&store, &text(&obj, "/apiVersion"), &text(&obj, "/kind"))?;
+        let ns = Self::ns_key(
+            &def,
+            Some(text(&obj, "/metadata/namespace"))
+                .filter(|s| !s.is_empty())
+                .as_deref(),
+        );
+        let name = text(&obj, "/metadata/name");
+        store
+            .replace(
+                &def,
+                &ns,
+                &name,
+                Sub::Status,
+                &ctx,
+                &mut |_| Ok(obj.clone()),
+            )
+            .map(|w| w.value)
+            .map_err(api_err)
+    }
+
     /// Applies a JSON merge patch (RFC 7386).
     pub fn patch_merge(
         &self,

@@ -140,3 +140,44 @@ fn browse_says_in_one_line_why_it_cannot_open() {
     );
     assert!(out.stdout.is_empty(), "{out:?}");
 }
+
+/// The MANAGER of a row is who made the newest change that is not
+/// status-only: a scale followed by the controller's status update shows
+/// the scale's manager (issue 28, bug 6).
+#[test]
+fn the_manager_shown_is_that_of_the_newest_change_that_is_not_status_only() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["deploy"]);
+    env.wait_baselines(1);
+    let since = krply::time::Millis::now().as_ms();
+    let mut frontend = env.get_json("deploy/frontend", "shop");
+    frontend["spec"]["replicas"] = 4.into();
+    env.sim.update_by(frontend, "kubectl-scale").unwrap();
+    env.wait_events(DEPLOY, 1);
+    let mut frontend = env.get_json("deploy/frontend", "shop");
+    frontend["status"] = serde_json::json!({"replicas": 4, "observedGeneration": 9});
+    env.sim
+        .update_status_by(frontend, "kube-controller-manager")
+        .unwrap();
+    env.wait_events(DEPLOY, 2);
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let until = krply::time::Millis::now().as_ms();
+
+    let journal = krply::journal::Journal::open(&env.store).unwrap();
+    let cluster = journal.clusters().unwrap()[0].id.clone();
+    let history = krply::history::History::load(&journal, &cluster, until).unwrap();
+    let scope = krply::history::Scope {
+        namespace: Some("shop".into()),
+        types: None,
+    };
+    let lines = krply::browse::source::objects(&history, &scope, since, until).unwrap();
+    let line = lines.iter().find(|l| l.name == "frontend").unwrap();
+    assert_eq!(line.changes, 2);
+    let detail = krply::browse::source::detail(&history, line, (since, until)).unwrap();
+    assert_eq!(
+        detail.manager.as_deref(),
+        Some("kubectl-scale"),
+        "{detail:?}"
+    );
+}

@@ -192,6 +192,7 @@ pub fn questions(
         let ns = rng.pick(&scopes);
         answers.push(diff(play, oracle, store, ns, since, until, findings));
         answers.push(log(play, oracle, store, ns, since, until, findings));
+        browse(play, store, ns, since, until, findings);
     }
     if !keys.is_empty() {
         let key = keys[rng.below(keys.len())].clone();
@@ -566,6 +567,76 @@ fn log(
         }
     }
     answer
+}
+
+/// `browse`'s list of changed objects, read through its data source as the
+/// browser reads it: the objects `log` names (whose truth is judged above),
+/// each once, marked found by a relist exactly where `log` has a RELIST line
+/// for it.
+fn browse(play: &Play, store: &Path, ns: Option<&str>, since: i64, until: i64, f: &mut Findings) {
+    f.questions += 1;
+    let q = format!("browse's objects of {ns:?} in {since}..{until}");
+    let mut args: Vec<String> = vec![
+        "log".into(),
+        "--since".into(),
+        Millis::from_ms(since).to_string(),
+        "--until".into(),
+        Millis::from_ms(until).to_string(),
+    ];
+    args.extend(scope_args(ns));
+    args.extend(["-o".into(), "json".into()]);
+    let (_, Some(log), _) = ask(play, store, &args) else {
+        return;
+    };
+    let mut want: BTreeMap<(String, String, String), bool> = BTreeMap::new();
+    for e in log["entries"].as_array().into_iter().flatten() {
+        if e["type"] == "GAP" {
+            continue;
+        }
+        let key = (
+            e["kind"].as_str().unwrap_or_default().to_string(),
+            e["namespace"].as_str().unwrap_or_default().to_string(),
+            e["name"].as_str().unwrap_or_default().to_string(),
+        );
+        *want.entry(key).or_default() |= e["type"] == "RELIST";
+    }
+    let Ok(journal) = krply::journal::Journal::open(store) else {
+        f.wrong(&q, "the journal does not open".into());
+        return;
+    };
+    let Some(cluster) = journal
+        .clusters()
+        .ok()
+        .and_then(|c| c.first().map(|c| c.id.clone()))
+    else {
+        return;
+    };
+    let Ok(history) = krply::history::History::load(&journal, &cluster, Millis::now().as_ms())
+    else {
+        f.wrong(&q, "the history does not load".into());
+        return;
+    };
+    let scope = krply::history::Scope {
+        namespace: ns.map(str::to_string),
+        types: None,
+    };
+    let lines = match krply::browse::source::objects(&history, &scope, since, until) {
+        Ok(lines) => lines,
+        Err(e) => {
+            f.wrong(&q, format!("failed: {e}"));
+            return;
+        }
+    };
+    let mut got: BTreeMap<(String, String, String), bool> = BTreeMap::new();
+    for l in lines {
+        let key = (l.kind, l.namespace, l.name);
+        if got.insert(key.clone(), l.relist).is_some() {
+            f.wrong(&q, format!("{key:?} is listed twice"));
+        }
+    }
+    if got != want {
+        f.wrong(&q, format!("lists {got:?} where log names {want:?}"));
+    }
 }
 
 fn timeline(play: &Play, oracle: &Oracle<'_>, store: &Path, key: &Key, f: &mut Findings) -> String {
