@@ -143,6 +143,27 @@ impl Filter {
     }
 }
 
+/// The object a watch with a selector sees leave it: its version before the
+/// write, with the write's resourceVersion (kube-apiserver's watch cache,
+/// `cacheWatcher.convertToWatchEvent`: "return a delete event with the
+/// previous object content, but with the event's resource version").
+fn left_selector(prev: &Version, rv: u64) -> Version {
+    let mut obj = prev.value();
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("resourceVersion".into(), json!(rv.to_string()));
+    }
+    Version {
+        rv,
+        def: prev.def.clone(),
+        api_version: prev.api_version.clone(),
+        namespace: prev.namespace.clone(),
+        name: prev.name.clone(),
+        uid: prev.uid.clone(),
+        labels: prev.labels.clone(),
+        bytes: serde_json::to_vec(&obj).unwrap_or_default().into(),
+    }
+}
+
 /// `{"type":T,"object":O}` and a newline, `type` first as the server writes it.
 fn typed_line(etype: &str, object: &Value) -> Vec<u8> {
     let mut out = format!("{{\"type\":\"{etype}\",\"object\":").into_bytes();
@@ -400,8 +421,15 @@ impl Watcher {
             let mut buf = Vec::new();
             for (rv, e) in &events {
                 self.cursor = *rv;
-                if let Some(t) = self.filter.classify(e) {
-                    self.filter.write_event(t.as_str(), &e.obj, &mut buf);
+                match (self.filter.classify(e), &e.prev) {
+                    // Out of the selector: the previous object, at this
+                    // event's resourceVersion, as the watch cache sends it.
+                    (Some(EventType::Deleted), Some(prev)) if e.etype == EventType::Modified => {
+                        let left = left_selector(prev, e.obj.rv);
+                        self.filter.write_event("DELETED", &left, &mut buf);
+                    }
+                    (Some(t), _) => self.filter.write_event(t.as_str(), &e.obj, &mut buf),
+                    (None, _) => {}
                 }
             }
             if !buf.is_empty() && !self.send(Bytes::from(buf)).await {

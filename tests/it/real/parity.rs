@@ -425,6 +425,50 @@ fn lists_watches_and_expired_watches_have_the_same_shape() {
     assert_eq!(real_shape["expired"][0]["code"], 410, "{real_shape:#}");
 }
 
+/// An object relabelled out of a watch's label selector: the watch sees it
+/// DELETED, as it was before the write (still matching), at the write's
+/// resourceVersion. The truth checker's selector streams rely on it.
+#[test]
+fn an_object_leaving_a_selector_is_deleted_as_it_was_at_the_writes_version() {
+    const NS: &str = "parity-selector";
+    let (sim, real) = pair(NS);
+    let both = sides(&sim, &real);
+    let path = format!("/api/v1/namespaces/{NS}/configmaps");
+    let mut seen = Vec::new();
+    for side in &both {
+        side.create(NS, &["configmap", "sel", "--from-literal=a=1"]);
+        side.kubectl(&["label", "-n", NS, "configmap/sel", "tier=web"]);
+        let list: Value = serde_json::from_str(&side.kubectl(&["get", "--raw", &path])).unwrap();
+        let from = list["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        side.kubectl(&["label", "-n", NS, "configmap/sel", "tier=db", "--overwrite"]);
+        let now = side.get("configmap/sel", NS);
+        let events = side.raw_lines(&format!(
+            "{path}?watch=1&resourceVersion={from}&labelSelector=tier%3Dweb&timeoutSeconds=1"
+        ));
+        let event = events
+            .iter()
+            .find(|e| e["type"] != "BOOKMARK")
+            .unwrap_or_else(|| panic!("{}: no event in {events:#?}", side.name))
+            .clone();
+        seen.push(json!({
+            "type": event["type"],
+            "tier": event["object"]["metadata"]["labels"]["tier"],
+            "at_the_writes_version":
+                event["object"]["metadata"]["resourceVersion"] == now["metadata"]["resourceVersion"],
+            "data": event["object"]["data"],
+        }));
+    }
+    assert_eq!(seen[0], seen[1], "simulator, then real: {seen:#?}");
+    assert_eq!(
+        seen[1],
+        json!({"type": "DELETED", "tier": "web", "at_the_writes_version": true, "data": {"a": "1"}}),
+        "the real server"
+    );
+}
+
 /// Deleting a namespace, as a watch of namespaces sees it: first MODIFIED,
 /// Terminating with a deletionTimestamp, then DELETED once the namespace
 /// controller has emptied it.
