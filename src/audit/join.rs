@@ -144,6 +144,89 @@ pub fn join(changes: &[Change<'_>], writes: &[Write<'_>], covered: &[(i64, i64)]
         .collect()
 }
 
+/// An audit event on an object inside the stretch of a change a relist
+/// found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RelistWrite<'a> {
+    pub verb: Verb,
+    pub resource_version: Option<&'a str>,
+    /// `Some("")`: the object itself; `Some("status")`, `Some("scale")`...;
+    /// `None`: not known.
+    pub subresource: Option<&'a str>,
+}
+
+/// Who made one field of a change a relist found (docs/audit.md, "Changes a
+/// relist found"): the one write inside its stretch that could have, exact
+/// when that write made the version the list found (`resource_version`),
+/// likely otherwise. A status field is written through the status
+/// subresource, any other field through anything else; a write of unknown
+/// subresource could be either, a delete neither. Several that could have:
+/// ambiguous; none: the audit logs did not cover the whole stretch
+/// (`covered` false), or no write fits.
+pub fn relist_field(
+    status_field: bool,
+    resource_version: &str,
+    writes: &[RelistWrite<'_>],
+    covered: bool,
+) -> Found {
+    let could = |w: &RelistWrite<'_>| {
+        w.verb != Verb::Delete
+            && match w.subresource {
+                None => true,
+                Some(sub) => (sub == "status") == status_field,
+            }
+    };
+    let fits: Vec<usize> = (0..writes.len()).filter(|&i| could(&writes[i])).collect();
+    match fits.as_slice() {
+        [one] if writes[*one].resource_version == Some(resource_version) => {
+            Ok((*one, Match::Exact))
+        }
+        [one] => Ok((*one, Match::Likely)),
+        [] if !covered => Err(Unknown::NotCovered),
+        [] => Err(Unknown::NoMatch),
+        _ => Err(Unknown::Ambiguous),
+    }
+}
+
+/// Who made an object a relist found new (`Kind::Added`) or gone
+/// (`Kind::Deleted`), from the audit events inside the stretch: the one
+/// create (else the one patch or update of the object itself, which may
+/// create), or the one delete; exact when it made the version the relist
+/// found (`resource_version`), likely otherwise. Never a guess between two.
+pub fn relist_made(
+    kind: Kind,
+    resource_version: &str,
+    writes: &[RelistWrite<'_>],
+    covered: bool,
+) -> Found {
+    let of_object = |w: &RelistWrite<'_>| w.subresource.is_none_or(str::is_empty);
+    let pick = |verbs: &[Verb]| -> Vec<usize> {
+        (0..writes.len())
+            .filter(|&i| verbs.contains(&writes[i].verb) && of_object(&writes[i]))
+            .collect()
+    };
+    let fits = match kind {
+        Kind::Deleted => pick(&[Verb::Delete]),
+        Kind::Added | Kind::Modified => {
+            let creates = pick(&[Verb::Create]);
+            if creates.is_empty() {
+                pick(&[Verb::Patch, Verb::Update])
+            } else {
+                creates
+            }
+        }
+    };
+    match fits.as_slice() {
+        [one] if writes[*one].resource_version == Some(resource_version) => {
+            Ok((*one, Match::Exact))
+        }
+        [one] => Ok((*one, Match::Likely)),
+        [] if !covered => Err(Unknown::NotCovered),
+        [] => Err(Unknown::NoMatch),
+        _ => Err(Unknown::Ambiguous),
+    }
+}
+
 fn verb_fits(kind: Kind, verb: Verb) -> bool {
     match kind {
         // Server-side apply creates with a patch; a PUT may create too.
@@ -173,6 +256,106 @@ pub fn is_covered(merged: &[(i64, i64)], at: i64) -> bool {
     merged
         .iter()
         .any(|&(from, to)| from <= at - BEFORE_MS && at + AFTER_MS <= to)
+}
+
+#[cfg(test)]
+mod relist_tests {
+    use super::*;
+
+    fn w<'a>(verb: Verb, rv: &'a str, sub: Option<&'a str>) -> RelistWrite<'a> {
+        RelistWrite {
+            verb,
+            resource_version: Some(rv),
+            subresource: sub,
+        }
+    }
+
+    #[test]
+    fn a_scale_then_a_status_write_give_each_field_its_writer() {
+        // alice scales (rv 531), the controller writes status (rv 535), the
+        // relist finds rv 535.
+        let writes = [
+            w(Verb::Patch, "531", Some("scale")),
+            w(Verb::Update, "535", Some("status")),
+        ];
+        assert_eq!(
+            relist_field(false, "535", &writes, true),
+            Ok((0, Match::Likely))
+        );
+        assert_eq!(
+            relist_field(true, "535", &writes, true),
+            Ok((1, Match::Exact))
+        );
+        // Two writes to the spec: either could have.
+        let two = [
+            w(Verb::Patch, "531", Some("")),
+            w(Verb::Update, "533", Some("")),
+        ];
+        assert_eq!(
+            relist_field(false, "533", &two, true),
+            Err(Unknown::Ambiguous)
+        );
+        // The one write made the version found: exact.
+        assert_eq!(
+            relist_field(false, "533", &two[1..], true),
+            Ok((0, Match::Exact))
+        );
+        // None: why.
+        assert_eq!(
+            relist_field(false, "9", &[], false),
+            Err(Unknown::NotCovered)
+        );
+        assert_eq!(relist_field(false, "9", &[], true), Err(Unknown::NoMatch));
+        // A delete changes no field; an unknown subresource could be any.
+        let odd = [w(Verb::Delete, "7", Some("")), w(Verb::Update, "8", None)];
+        assert_eq!(relist_field(true, "8", &odd, true), Ok((1, Match::Exact)));
+    }
+
+    #[test]
+    fn an_object_a_relist_found_new_or_gone_goes_to_its_create_or_delete() {
+        // bob creates (rv 10), the controller writes its status (rv 12), the
+        // relist finds rv 12: created by bob, likely (he made rv 10).
+        let made = [
+            w(Verb::Create, "10", Some("")),
+            w(Verb::Update, "12", Some("status")),
+        ];
+        assert_eq!(
+            relist_made(Kind::Added, "12", &made, true),
+            Ok((0, Match::Likely))
+        );
+        assert_eq!(
+            relist_made(Kind::Added, "10", &made[..1], true),
+            Ok((0, Match::Exact))
+        );
+        // Server-side apply creates with a patch: the one patch, when no create.
+        let applied = [w(Verb::Patch, "10", Some(""))];
+        assert_eq!(
+            relist_made(Kind::Added, "10", &applied, true),
+            Ok((0, Match::Exact))
+        );
+        // Gone: the one delete; two deletes (a re-create between): ambiguous.
+        let gone = [
+            w(Verb::Update, "11", Some("")),
+            w(Verb::Delete, "13", Some("")),
+        ];
+        assert_eq!(
+            relist_made(Kind::Deleted, "11", &gone, true),
+            Ok((1, Match::Likely))
+        );
+        let twice = [
+            w(Verb::Delete, "13", Some("")),
+            w(Verb::Create, "14", Some("")),
+            w(Verb::Delete, "15", Some("")),
+        ];
+        assert_eq!(
+            relist_made(Kind::Deleted, "11", &twice, true),
+            Err(Unknown::Ambiguous)
+        );
+        assert_eq!(
+            relist_made(Kind::Deleted, "11", &[], false),
+            Err(Unknown::NotCovered)
+        );
+    }
 }
 
 #[cfg(test)]

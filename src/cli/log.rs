@@ -90,7 +90,7 @@ pub fn run(global: &GlobalArgs, args: LogArgs) -> CliResult {
     if let Some(user) = &args.window.by {
         result
             .entries
-            .retain(|e| e.kind == LogType::Gap || e.by.is(user));
+            .retain_mut(|e| e.kind == LogType::Gap || e.by.keeps(user, &mut e.fields));
     }
     match format {
         Format::Json | Format::Yaml => super::out_structured(

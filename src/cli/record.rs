@@ -197,6 +197,7 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
     let summary = summary.map_err(|e| match e {
         recorder::RecordError::Journal(e) => CliError::from(e),
         refused @ recorder::RecordError::AllRefused(_) => refused_error(refused),
+        e @ recorder::RecordError::Pulse(_) => CliError::runtime(e.to_string()).caused_by(e),
     })?;
     super::out(&summary_text(&summary, &path))
 }

@@ -89,7 +89,7 @@ pub fn run(global: &GlobalArgs, args: TimelineArgs) -> CliResult {
     let mut t = history.timeline(&tracked, &opts)?;
     if let Some(user) = &args.by {
         t.entries
-            .retain(|e| e.kind == EntryType::Gap || e.by.is(user));
+            .retain_mut(|e| e.kind == EntryType::Gap || e.by.keeps(user, &mut e.fields));
     }
     match format {
         Format::Json | Format::Yaml => super::out_structured(

@@ -40,6 +40,17 @@ impl By {
         self.actor.as_ref().is_some_and(|a| a.is(user))
     }
 
+    /// Whether `--by USER` keeps a change made by `self` with `fields`, and
+    /// which of its fields: all when the change is the user's, else those
+    /// that are (a change a relist found may have several authors).
+    pub fn keeps(&self, user: &str, fields: &mut Vec<super::diff::Field>) -> bool {
+        if self.is(user) {
+            return true;
+        }
+        fields.retain(|f| f.by.is(user));
+        !fields.is_empty()
+    }
+
     /// `by alice (kubectl-edit)`, `likely by alice (kubectl-edit)`, or the
     /// manager alone (`(kubectl-edit)`) with why the actor is unknown.
     pub fn text(&self, manager: Option<&str>) -> Option<String> {
@@ -185,88 +196,114 @@ impl History<'_> {
 pub(super) type WhoCache = std::cell::RefCell<HashMap<i64, Who>>;
 
 impl History<'_> {
-    /// Who made what `d` reports between `since` and `until`: for an added or
-    /// deleted object, who created or deleted it; for a modified one, each
-    /// field's actor is that of the last change in the window that touched it.
-    pub(super) fn attribute_diff(
+    /// Who made a change only a relist found (docs/audit.md, "Changes a
+    /// relist found"), from the audit writes on the object (`objects`: its
+    /// rows, one per stream that holds it) inside the stretch `between`: an
+    /// object found new or gone to its create or delete
+    /// ([`join::relist_made`]); a changed one field by field, to the one
+    /// write that could have made each ([`join::relist_field`]), and the
+    /// change itself to the actor its fields agree on. The stretch
+    /// starts after the write that made the version before
+    /// (`previous_version`) when the audit logs hold it: what it and older
+    /// writes did is already in that version.
+    pub(super) fn attribute_relist(
         &self,
-        d: &mut super::diff::ObjectDiff,
-        since: i64,
-        until: i64,
-        opts: &crate::diff::DiffOptions,
-    ) -> Result<(), HistoryError> {
-        let Some(stream) = self
-            .journal
-            .object(d.object_id)?
-            .and_then(|o| self.stream(o.stream))
-        else {
-            return Ok(());
-        };
-        let versions = self.versions(stream, d.object_id)?;
-        let found = self.attribute(stream, &versions)?;
-        // The events in the window, oldest first.
-        let steps: Vec<usize> = (0..versions.len())
-            .filter(|&i| {
-                let v = &versions[i];
-                v.watch_type.is_some() && v.observed_at > since && v.observed_at <= until
-            })
-            .collect();
-        let last_of = |t: WatchType| {
-            steps
-                .iter()
-                .rev()
-                .find(|&&i| versions[i].watch_type == Some(t))
-                .map(|&i| By::of(found[i].as_ref()))
-        };
-        match d.change {
-            super::diff::Change::Added => d.by = last_of(WatchType::Added).unwrap_or_default(),
-            super::diff::Change::Deleted => d.by = last_of(WatchType::Deleted).unwrap_or_default(),
-            super::diff::Change::Modified => {
-                let Some(&first) = steps.first() else {
-                    return Ok(());
-                };
-                if steps.iter().all(|&i| found[i] == found[first]) {
-                    for f in &mut d.fields {
-                        f.by = By::of(found[first].as_ref());
-                    }
-                    return Ok(());
-                }
-                // Several actors: which change touched each field last.
-                let mut touched: Vec<(usize, Vec<String>)> = Vec::new();
-                // Each version is parsed once: one step's after is the next one's before.
-                let mut parsed: Option<(usize, serde_json::Value)> = None;
-                for &i in &steps {
-                    let Some(prev) = i.checked_sub(1) else {
-                        continue;
-                    };
-                    let before = match parsed.take() {
-                        Some((at, v)) if at == prev => v,
-                        _ => self.object_json(stream, &versions[prev])?,
-                    };
-                    let after = self.object_json(stream, &versions[i])?;
-                    let paths = crate::diff::diff_objects(&before, &after, opts)
-                        .into_iter()
-                        .map(|c| c.path.to_string())
-                        .collect();
-                    touched.push((i, paths));
-                    parsed = Some((i, after));
-                }
-                for f in &mut d.fields {
-                    let path = f.change.path.to_string();
-                    let last = touched
-                        .iter()
-                        .rev()
-                        .find(|(_, paths)| paths.iter().any(|p| related(p, &path)));
-                    f.by = last.map_or_else(By::default, |(i, _)| By::of(found[*i].as_ref()));
+        objects: &[i64],
+        between: super::Between,
+        previous_version: Option<&str>,
+        (change, resource_version): (join::Kind, &str),
+        fields: &mut [super::diff::Field],
+    ) -> Result<By, HistoryError> {
+        let (from, to) = (between.from - join::BEFORE_MS, between.to + join::AFTER_MS);
+        let mut stored: Vec<crate::journal::audit::StoredWrite> = Vec::new();
+        for &object in objects {
+            for w in self.journal.audit_writes(object, from, to)? {
+                if !stored
+                    .iter()
+                    .any(|s| s.audit_id == w.audit_id && s.at == w.at)
+                {
+                    stored.push(w);
                 }
             }
         }
-        Ok(())
+        if let Some(before) = previous_version
+            && let Some(made) = stored
+                .iter()
+                .rposition(|w| w.resource_version.as_deref() == Some(before))
+        {
+            stored.drain(..=made);
+        }
+        let covered = self
+            .audit_covered
+            .iter()
+            .any(|&(a, b)| a <= between.from && between.to <= b);
+        let writes: Vec<join::RelistWrite<'_>> = stored
+            .iter()
+            .map(|w| join::RelistWrite {
+                verb: w.verb,
+                resource_version: w.resource_version.as_deref(),
+                subresource: w.subresource.as_deref(),
+            })
+            .collect();
+        let by_of = |found: join::Found| -> Result<By, HistoryError> {
+            Ok(match found {
+                Ok((i, matched)) => {
+                    let write = &stored[i];
+                    let who = self.who(write.actor)?;
+                    By::of(Some(&Attribution::Known(Actor {
+                        user: who.user,
+                        groups: who.groups,
+                        impersonated_by: who.impersonated_by,
+                        user_agent: who.user_agent,
+                        source_ips: who.source_ips,
+                        audit_id: write.audit_id.clone(),
+                        matched,
+                    })))
+                }
+                Err(why) => By::of(Some(&Attribution::Unknown(why))),
+            })
+        };
+        if change != Kind::Modified {
+            return by_of(join::relist_made(
+                change,
+                resource_version,
+                &writes,
+                covered,
+            ));
+        }
+        for f in fields.iter_mut() {
+            let status = f.change.path.to_string().starts_with("status");
+            f.by = by_of(join::relist_field(
+                status,
+                resource_version,
+                &writes,
+                covered,
+            ))?;
+        }
+        // The change itself: the one actor of all its fields; without
+        // fields (status only, not shown), the write that made the version.
+        if let Some(first) = fields.first() {
+            return Ok(if fields.iter().all(|f| f.by == first.by) {
+                first.by.clone()
+            } else {
+                By::of(Some(&Attribution::Unknown(
+                    crate::audit::Unknown::Ambiguous,
+                )))
+            });
+        }
+        let maker = writes
+            .iter()
+            .position(|w| w.resource_version == Some(resource_version));
+        by_of(match maker {
+            Some(i) => Ok((i, crate::audit::Match::Exact)),
+            None if covered => Err(crate::audit::Unknown::NoMatch),
+            None => Err(crate::audit::Unknown::NotCovered),
+        })
     }
 }
 
 /// Whether one field path lies within the other (or is it).
-fn related(a: &str, b: &str) -> bool {
+pub(super) fn related(a: &str, b: &str) -> bool {
     let within = |inner: &str, outer: &str| {
         inner == outer
             || inner

@@ -211,7 +211,7 @@ impl History<'_> {
         let mut objects: Vec<ObjectDiff> = objects.into_iter().map(|(_, d)| d).collect();
         if self.has_audit() {
             for d in &mut objects {
-                self.attribute_diff(d, since, until, opts)?;
+                self.attribute_diff(d, (since, until), opts)?;
             }
         }
         Ok(DiffAnswer {

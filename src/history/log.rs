@@ -241,7 +241,7 @@ impl History<'_> {
             out
         };
         Ok(Some(RelistFindings {
-            between: Some(stream.relist_window(list.observed_at)),
+            between: Some(stream.relist_window(list.observed_at, list.seq)),
             changed: names(changed),
             appeared: names(appeared),
             gone: names(gone),

@@ -78,16 +78,17 @@ impl StreamHistory {
 
     /// The stretch a relist at `listed_at` speaks for: from the start of the
     /// gap it closed (nobody watched since then) to the list itself. What it
-    /// found changed happened at an unknown time in between.
-    pub fn relist_window(&self, listed_at: i64) -> Between {
+    /// found changed happened at an unknown time in between. The gap it
+    /// closed is the last one opened before the list (by `seq`, a record of
+    /// the list): a 410 in the list's own millisecond opens the next one.
+    pub fn relist_window(&self, listed_at: i64, seq: i64) -> Between {
         let from = self
             .coverage
             .windows
             .iter()
-            .filter(|w| w.from <= listed_at)
-            .map(|w| w.from)
-            .max()
-            .unwrap_or(listed_at);
+            .filter(|w| w.from <= listed_at && w.seq < seq)
+            .max_by_key(|w| w.seq)
+            .map_or(listed_at, |w| w.from);
         Between {
             from,
             to: listed_at,

@@ -3,14 +3,15 @@
 //! deleted objects; an object that a relist no longer saw is shown as deleted
 //! there (synthetic), since its DELETED event fell into a gap.
 
-use super::actors::By;
+use super::actors::{By, related};
 use super::complete::Completeness;
 use super::cover::Holes;
-use super::diff::{Field, fields_between};
+use super::diff::{Change, Field, ObjectDiff, fields_between};
 use super::merge::What;
 use super::pipeline::{inline, pipeline};
 use super::tracked::Tracked;
 use super::{Between, History, HistoryError, Scope, StreamHistory};
+use crate::audit::join::Kind;
 use crate::diff::DiffOptions;
 use crate::journal::read::GapWindow;
 use crate::journal::versions::{BaselineRef, Decoder, ObjectRow, StoredBody, VersionRow};
@@ -289,6 +290,9 @@ impl History<'_> {
         }
         entries.sort_by(|a, b| a.order().cmp(&b.order()));
         mark_relist_findings(stream, &mut entries);
+        if self.has_audit() {
+            self.attribute_relist_entries(&[object.id], &mut entries)?;
+        }
 
         let scope = Scope {
             namespace: stream
@@ -312,6 +316,120 @@ impl History<'_> {
 }
 
 impl History<'_> {
+    /// Who made what `d` reports in `(since, until]` (docs/audit.md): the
+    /// actors of the changes of the object's timeline in the window, those
+    /// relists found included, every stream that covers it counted.
+    pub(super) fn attribute_diff(
+        &self,
+        d: &mut ObjectDiff,
+        window: (i64, i64),
+        opts: &DiffOptions,
+    ) -> Result<(), HistoryError> {
+        let Some(row) = self.journal.object(d.object_id)? else {
+            return Ok(());
+        };
+        let Some(stream) = self.stream(row.stream) else {
+            return Ok(());
+        };
+        let tracked = self.track_row(stream, &row)?;
+        let timeline = self.timeline_within(&tracked, opts, Some(window))?;
+        d.by = diff_by(&timeline.entries, window, d.change, &mut d.fields);
+        Ok(())
+    }
+}
+
+/// Who made what a diff over `window` shows, from the object's timeline
+/// `entries`: an added object to its last appearance in the window, a deleted
+/// one to its last deletion (the object's `By`, returned); a modified one
+/// field by field, to the last change in the window that touched the field
+/// (a watched change's actor, or the one a relist-found change gives that
+/// field).
+fn diff_by(
+    entries: &[Entry],
+    (since, until): (i64, i64),
+    change: Change,
+    fields: &mut [Field],
+) -> By {
+    let in_window =
+        |e: &Entry| e.kind != EntryType::Gap && e.observed_at > since && e.observed_at <= until;
+    let mut exists = false;
+    let (mut made, mut gone) = (None, None);
+    for e in entries.iter().filter(|e| e.kind != EntryType::Gap) {
+        let appeared = e.kind != EntryType::Deleted && !exists;
+        exists = e.kind != EntryType::Deleted;
+        if in_window(e) {
+            if appeared {
+                made = Some(&e.by);
+            }
+            if e.kind == EntryType::Deleted {
+                gone = Some(&e.by);
+            }
+        }
+    }
+    match change {
+        Change::Added => made.cloned().unwrap_or_default(),
+        Change::Deleted => gone.cloned().unwrap_or_default(),
+        Change::Modified => {
+            for f in fields.iter_mut() {
+                let path = f.change.path.to_string();
+                f.by = entries
+                    .iter()
+                    .rev()
+                    .filter(|e| in_window(e))
+                    .find_map(|e| {
+                        let touched = e
+                            .fields
+                            .iter()
+                            .find(|g| related(&g.change.path.to_string(), &path))?;
+                        Some(match e.found_by_relist {
+                            Some(_) => touched.by.clone(),
+                            None => e.by.clone(),
+                        })
+                    })
+                    .unwrap_or_default();
+            }
+            By::default()
+        }
+    }
+}
+
+impl History<'_> {
+    /// Who made the changes relists found, for the entries of a timeline of
+    /// the object whose rows are `objects`: found new, changed, or gone.
+    fn attribute_relist_entries(
+        &self,
+        objects: &[i64],
+        entries: &mut [Entry],
+    ) -> Result<(), HistoryError> {
+        let mut previous: Option<String> = None;
+        let mut exists = false;
+        for e in entries.iter_mut() {
+            if e.kind == EntryType::Gap {
+                continue;
+            }
+            let change = match e.kind {
+                EntryType::Deleted => Kind::Deleted,
+                _ if !exists => Kind::Added,
+                _ => Kind::Modified,
+            };
+            exists = e.kind != EntryType::Deleted;
+            let Some(rv) = e.resource_version.clone() else {
+                continue;
+            };
+            if let Some(between) = e.found_by_relist {
+                e.by = self.attribute_relist(
+                    objects,
+                    between,
+                    previous.as_deref(),
+                    (change, &rv),
+                    &mut e.fields,
+                )?;
+            }
+            previous = Some(rv);
+        }
+        Ok(())
+    }
+
     /// The timeline of an object several streams cover: their versions
     /// merged, one per resourceVersion ([`super::merge`]), and the stretches
     /// none of them watched.
@@ -405,6 +523,14 @@ impl History<'_> {
             entries.extend(merged_gaps_within(&streams, first, end));
         }
         entries.sort_by(|a, b| a.order().cmp(&b.order()));
+        if self.has_audit() {
+            let rows: Vec<i64> = tracked
+                .members
+                .iter()
+                .filter_map(|(_, r)| r.as_ref().map(|r| r.id))
+                .collect();
+            self.attribute_relist_entries(&rows, &mut entries)?;
+        }
         let scope = Scope {
             namespace: resource.namespaced.then(|| tracked.namespace.clone()),
             types: Some(vec![resource.clone()]),
@@ -523,10 +649,10 @@ fn mark_relist_findings(stream: &StreamHistory, entries: &mut [Entry]) {
                     .as_ref()
                     .is_some_and(|rv| rv.as_ref() != e.resource_version.as_ref()) =>
             {
-                e.found_by_relist = Some(stream.relist_window(e.observed_at));
+                e.found_by_relist = Some(stream.relist_window(e.observed_at, e.seq));
             }
             EntryType::Deleted if e.synthetic => {
-                e.found_by_relist = Some(stream.relist_window(e.observed_at));
+                e.found_by_relist = Some(stream.relist_window(e.observed_at, e.seq));
             }
             _ => {}
         }
@@ -611,5 +737,124 @@ fn vanished(b: &BaselineRef, stream: &str) -> Entry {
         by: By::default(),
         stream: stream.to_string(),
         seq: b.seq,
+    }
+}
+
+#[cfg(test)]
+mod diff_by_tests {
+    use super::*;
+    use crate::audit::{Actor, Attribution, Match};
+    use crate::diff::{FieldChange, parse_path};
+    use serde_json::json;
+
+    fn by(user: &str) -> By {
+        By::of(Some(&Attribution::Known(Actor {
+            user: user.into(),
+            groups: vec![],
+            impersonated_by: None,
+            user_agent: None,
+            source_ips: vec![],
+            audit_id: format!("{user}-id"),
+            matched: Match::Exact,
+        })))
+    }
+
+    fn field(path: &str, who: By) -> Field {
+        Field {
+            change: FieldChange {
+                path: parse_path(path).expect("path"),
+                before: Some(json!(1)),
+                after: Some(json!(2)),
+            },
+            manager: None,
+            by: who,
+        }
+    }
+
+    fn entry(at: i64, kind: EntryType, who: By, fields: Vec<Field>, relist: bool) -> Entry {
+        Entry {
+            observed_at: at,
+            resource_version: Some(at.to_string()),
+            kind,
+            synthetic: relist,
+            fields,
+            gap: None,
+            found_by_relist: relist.then_some(Between {
+                from: at - 5,
+                to: at,
+            }),
+            by: who,
+            stream: "configmaps.v1@shop".into(),
+            seq: at,
+        }
+    }
+
+    #[test]
+    fn each_field_goes_to_the_last_change_in_the_window_that_made_it() {
+        // alice creates (10), edits a (20); a relist finds b changed by bob
+        // (30); carol edits a (40, outside the window).
+        let entries = vec![
+            entry(10, EntryType::Added, by("alice"), vec![], false),
+            entry(
+                20,
+                EntryType::Modified,
+                by("alice"),
+                vec![field("data.a", By::default())],
+                false,
+            ),
+            entry(
+                30,
+                EntryType::Baseline,
+                by("bob"),
+                vec![field("data.b", by("bob"))],
+                true,
+            ),
+            entry(
+                40,
+                EntryType::Modified,
+                by("carol"),
+                vec![field("data.a", By::default())],
+                false,
+            ),
+        ];
+        let mut fields = vec![
+            field("data.a", By::default()),
+            field("data.b", By::default()),
+        ];
+        let object = diff_by(&entries, (15, 35), Change::Modified, &mut fields);
+        assert_eq!(object, By::default());
+        assert_eq!(fields[0].by, by("alice"));
+        assert_eq!(fields[1].by, by("bob"));
+        // Added in the window: its creation's actor; before it: nobody's.
+        assert_eq!(
+            diff_by(&entries, (5, 35), Change::Added, &mut []),
+            by("alice")
+        );
+        assert_eq!(
+            diff_by(&entries, (15, 35), Change::Added, &mut []),
+            By::default()
+        );
+        // A field no change in the window touched has no actor.
+        let mut other = vec![field("data.c", By::default())];
+        diff_by(&entries, (15, 35), Change::Modified, &mut other);
+        assert_eq!(other[0].by, By::default());
+    }
+
+    #[test]
+    fn a_recreated_object_goes_to_its_last_creation_and_deletion() {
+        let entries = vec![
+            entry(10, EntryType::Added, by("alice"), vec![], false),
+            entry(20, EntryType::Deleted, by("bob"), vec![], false),
+            entry(30, EntryType::Baseline, by("carol"), vec![], true),
+            entry(40, EntryType::Deleted, by("dave"), vec![], true),
+        ];
+        assert_eq!(
+            diff_by(&entries, (0, 35), Change::Added, &mut []),
+            by("carol")
+        );
+        assert_eq!(
+            diff_by(&entries, (0, 45), Change::Deleted, &mut []),
+            by("dave")
+        );
     }
 }

@@ -27,6 +27,9 @@ pub struct StoredWrite {
     pub actor: i64,
     pub uid: Option<String>,
     pub resource_version: Option<String>,
+    /// The subresource written (`""`: the object itself); `None` when not
+    /// known (stored before schema version 9).
+    pub subresource: Option<String>,
 }
 
 /// What an import stored.
@@ -46,6 +49,8 @@ struct Row {
     actor: usize,
     uid: Option<usize>,
     resource_version: Option<SqlValue>,
+    /// `None`: not known (an export of events stored before schema 9).
+    subresource: Option<String>,
 }
 
 /// Why an audit log could not be imported.
@@ -111,6 +116,16 @@ impl<'j> AuditImport<'j> {
 
     /// Keeps one write, if it touched a recorded object (then `true`).
     pub fn add(&mut self, e: AuditEvent) -> Result<bool, JournalError> {
+        self.add_with(e, true)
+    }
+
+    /// [`AuditImport::add`]; `subresource_known` false keeps its
+    /// subresource as not known (it was not, where it comes from).
+    pub fn add_with(
+        &mut self,
+        e: AuditEvent,
+        subresource_known: bool,
+    ) -> Result<bool, JournalError> {
         let ids = self.objects_of(&e)?;
         if ids.is_empty() {
             self.unrecorded += 1;
@@ -133,6 +148,7 @@ impl<'j> AuditImport<'j> {
                 actor,
                 uid,
                 resource_version: rv.clone(),
+                subresource: subresource_known.then(|| e.subresource.clone()),
             });
         }
         Ok(true)
@@ -203,8 +219,9 @@ impl<'j> AuditImport<'j> {
                 let mut insert = tx
                     .prepare_cached(
                         "INSERT OR IGNORE INTO audit_events
-                         (object_id, at, audit_id, verb, actor_id, uid_id, resource_version)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                         (object_id, at, audit_id, verb, actor_id, uid_id, resource_version,
+                          subresource)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                     )
                     .map_err(err)?;
                 for r in chunk {
@@ -217,6 +234,7 @@ impl<'j> AuditImport<'j> {
                             actor_ids[r.actor],
                             r.uid.map(|u| uid_ids[u]),
                             r.resource_version,
+                            r.subresource,
                         ])
                         .map_err(err)?;
                     if n == 1 {
@@ -420,7 +438,8 @@ impl Journal {
         let mut stmt = self
             .conn()
             .prepare_cached(
-                "SELECT e.at, e.audit_id, e.verb, e.actor_id, u.uid, e.resource_version
+                "SELECT e.at, e.audit_id, e.verb, e.actor_id, u.uid, e.resource_version,
+                        e.subresource
                  FROM audit_events e LEFT JOIN audit_uids u ON u.id = e.uid_id
                  WHERE e.object_id = ?1 AND e.at BETWEEN ?2 AND ?3
                  ORDER BY e.at, e.audit_id",
@@ -444,6 +463,7 @@ impl Journal {
                     v => Some(uuid_text(v)),
                 },
                 resource_version: rv_text(r.get_ref(5).map_err(err)?),
+                subresource: r.get(6).map_err(err)?,
             });
         }
         Ok(out)
@@ -494,7 +514,7 @@ impl Journal {
             .conn()
             .prepare(
                 "SELECT e.at, e.audit_id, e.verb, a.who, u.uid, e.resource_version,
-                        s.grp, s.resource, o.namespace, o.name
+                        s.grp, s.resource, o.namespace, o.name, e.subresource
                  FROM audit_events e
                  JOIN objects o ON o.id = e.object_id
                  JOIN streams s ON s.id = o.stream_id
@@ -535,6 +555,11 @@ impl Journal {
                 },
                 resource_version: rv_text(r.get_ref(5).map_err(err)?),
             };
+            let subresource: Option<String> = r.get(10).map_err(err)?;
+            let mut event = event;
+            if let Some(sub) = &subresource {
+                event.subresource.clone_from(sub);
+            }
             // The same event on the object of several streams: once.
             let same = |o: &AuditEvent| {
                 o.at == event.at
@@ -545,6 +570,7 @@ impl Journal {
                     && o.name == event.name
             };
             if !out.writes.last().is_some_and(same) {
+                out.unknown_subresource.push(subresource.is_none());
                 out.writes.push(event);
             }
         }

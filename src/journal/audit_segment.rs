@@ -45,6 +45,9 @@ pub struct AuditMeta {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AuditRows {
     pub writes: Vec<AuditEvent>,
+    /// Per write: its subresource is not known (stored before schema 9;
+    /// written as null).
+    pub unknown_subresource: Vec<bool>,
     /// `(from, to, source)`.
     pub coverage: Vec<(i64, i64, String)>,
 }
@@ -103,7 +106,7 @@ pub fn write(
         StringBuilder::new(),
     );
     let (mut at, mut from, mut to) = (ts(), ts(), ts());
-    for e in &rows.writes {
+    for (i, e) in rows.writes.iter().enumerate() {
         record.append_value("write");
         at.append_value(e.at);
         audit_id.append_value(&e.audit_id);
@@ -112,7 +115,11 @@ pub fn write(
         who.append_value(serde_json::to_string(&e.who).expect("plain strings serialise"));
         group.append_value(&e.group);
         resource.append_value(&e.resource);
-        subresource.append_value(&e.subresource);
+        if rows.unknown_subresource.get(i).copied().unwrap_or(false) {
+            subresource.append_null();
+        } else {
+            subresource.append_value(&e.subresource);
+        }
         namespace.append_value(&e.namespace);
         name.append_value(&e.name);
         uid.append_option(e.uid.as_deref());
@@ -259,6 +266,7 @@ pub fn read(path: &Path) -> Result<AuditRows, String> {
                     };
                     let who: Who = serde_json::from_str(who.value(i))
                         .map_err(|e| format!("row {i}: who: {e}"))?;
+                    out.unknown_subresource.push(subresource.is_null(i));
                     out.writes.push(AuditEvent {
                         audit_id: audit_id.value(i).to_string(),
                         at: at.value(i),
@@ -266,7 +274,7 @@ pub fn read(path: &Path) -> Result<AuditRows, String> {
                         who,
                         group: group.value(i).to_string(),
                         resource: resource.value(i).to_string(),
-                        subresource: subresource.value(i).to_string(),
+                        subresource: opt(subresource, i).unwrap_or_default(),
                         namespace: namespace.value(i).to_string(),
                         name: name.value(i).to_string(),
                         uid: opt(uid, i),

@@ -434,8 +434,12 @@ pub fn import(store: &Path, inputs: &[PathBuf]) -> Result<Vec<Imported>, ImportE
             continue;
         }
         let mut gathered = super::audit::AuditImport::new(&journal, &meta.cluster.id)?;
-        for e in rows.writes {
-            gathered.add(e)?;
+        for (e, unknown) in rows.writes.into_iter().zip(
+            rows.unknown_subresource
+                .into_iter()
+                .chain(std::iter::repeat(false)),
+        ) {
+            gathered.add_with(e, !unknown)?;
         }
         for (from, to, source) in rows.coverage {
             gathered.covers(from, to, &source);

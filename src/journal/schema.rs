@@ -11,7 +11,7 @@ use rusqlite::{Connection, OptionalExtension};
 pub const APPLICATION_ID: i64 = 0x6b72_706c;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// Record kinds stored in `records.kind`.
 ///
@@ -173,7 +173,18 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (5, MIGRATE_V5_TO_V6),
     (6, MIGRATE_V6_TO_V7),
     (7, MIGRATE_V7_TO_V8),
+    (8, MIGRATE_V8_TO_V9),
 ];
+
+/// Version 9: which subresource an audit event wrote (`audit_events.subresource`:
+/// `''` the object itself, `status`, `scale`, ...; NULL for events stored
+/// before, whose subresource is unknown), so that a change a relist found can
+/// give its status fields to status writes and the others to the rest
+/// (docs/audit.md, "Changes a relist found"). A version 8 binary would not
+/// store it: hence the new version.
+const MIGRATE_V8_TO_V9: &str = r#"
+ALTER TABLE audit_events ADD COLUMN subresource TEXT;
+"#;
 
 /// Version 8: imported history (docs/at-scale.md, "Importing segments").
 ///

@@ -6,6 +6,7 @@
 
 pub mod backoff;
 pub mod display;
+pub mod pulse;
 pub mod rules;
 pub mod secrets;
 pub mod stream;
@@ -166,6 +167,9 @@ pub enum RecordError {
     /// whole answer (which names the user, the verb and the resource).
     #[error("the server refused every stream ({} of {}): {}", .0.len(), .0.len(), .0.first().map_or("", |(_, why)| why.as_str()))]
     AllRefused(Vec<(String, String)>),
+    /// The thread that tells a frozen recorder could not start.
+    #[error("cannot start the recorder's pulse thread")]
+    Pulse(#[source] std::io::Error),
 }
 
 /// How `record` runs.
@@ -329,6 +333,7 @@ fn spawn_streams(
     opts: &StreamOptions,
     notices: &tokio::sync::mpsc::UnboundedSender<stream::Notice>,
     stop: &watch::Receiver<bool>,
+    pulse: &Arc<pulse::Pulse>,
 ) -> (Vec<LiveStatus>, tokio::task::JoinSet<StreamEnd>) {
     let mut statuses = Vec::new();
     let mut tasks = tokio::task::JoinSet::new();
@@ -354,6 +359,7 @@ fn spawn_streams(
             notices: notices.clone(),
             prior,
             stop: stop.clone(),
+            pulse: pulse.clone(),
         };
         tasks.spawn(stream.run());
     }
@@ -458,6 +464,8 @@ pub async fn record(
         .filter(|(_, _, prior)| prior.is_some())
         .map(|(id, _, _)| *id)
         .collect();
+    let beating =
+        pulse::Beating::start(options.stream.freeze_limit_ms).map_err(RecordError::Pulse)?;
     let (statuses, mut tasks) = spawn_streams(
         registered,
         access,
@@ -465,6 +473,7 @@ pub async fn record(
         &options.stream,
         &notice_tx,
         &stop,
+        &beating.pulse,
     );
     drop(notice_tx);
 

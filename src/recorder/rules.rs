@@ -14,8 +14,12 @@
 //!   becomes a gap and a relist, never an endless retry;
 //! - anything else reconnects from the last durable resourceVersion after a jittered,
 //!   capped backoff that resets once a watch has been healthy;
+//! - a freeze of the recorder since the last durable point (docs/consistency.md,
+//!   "A frozen recorder") is a gap from that point, then a relist: what the
+//!   watch delivers after it cannot be dated;
 //! - stopping while watching writes a stop checkpoint at the last durable point;
-//!   stopping while not connected writes none, so nothing claims the time since.
+//!   stopping while not connected, or right after a freeze, writes none, so
+//!   nothing claims the time since.
 
 use super::backoff::Backoff;
 use super::stream::Phase;
@@ -32,6 +36,9 @@ pub enum WatchEnd {
     StopUnconfirmed,
     /// History is lost: record a gap and relist.
     Expired(String),
+    /// The recorder was frozen from `from` to `to` (ms) since the last
+    /// durable point: a gap from that point, and a relist.
+    Frozen { from: i64, to: i64 },
     /// 403 or 404: the stream cannot be read at all for now.
     Unavailable { short: String, full: String },
     /// The stream could not be read (an event too large, or cut off): retried
@@ -226,6 +233,7 @@ impl Rules {
                 next: Next::Finish,
             },
             WatchEnd::Expired(reason) => self.expired(reason, now),
+            WatchEnd::Frozen { from, to } => self.frozen(from, to),
             WatchEnd::Unavailable { short, full } => {
                 self.resume = None;
                 self.unavailable(&short, &full)
@@ -289,6 +297,38 @@ impl Rules {
             Next::Go
         };
         Decision { effects, next }
+    }
+
+    /// The recorder was frozen: whatever the watch holds may have happened at
+    /// any time since the last durable point, so that is where a gap starts.
+    /// No backoff: the server did nothing wrong.
+    fn frozen(&mut self, from: i64, to: i64) -> Decision {
+        let (start, start_rv) = self
+            .durable
+            .clone()
+            .map_or((from, None), |(at, rv)| (at, Some(rv)));
+        let took = secs(Duration::from_millis((to - from).max(0) as u64));
+        let reason = format!("recorder frozen for {took} (stopped, suspended or starved)");
+        self.gap_open = true;
+        self.resume = None;
+        Decision {
+            effects: vec![
+                gap(start, start_rv, reason),
+                notice(
+                    format!(
+                        "the recorder was frozen for {took}: what the watch holds cannot be dated; \
+                         gap recorded, relisting"
+                    ),
+                    true,
+                ),
+            ],
+            next: Next::Go,
+        }
+    }
+
+    /// When history was last known complete (ms), if it ever was.
+    pub fn durable_at(&self) -> Option<i64> {
+        self.durable.as_ref().map(|(at, _)| *at)
     }
 
     /// Writes the coverage change once. A stream that was covered loses its history
@@ -484,6 +524,36 @@ mod tests {
         );
         assert_eq!(d.next, Next::Go, "the first 410 relists at once");
         assert_eq!(r.next(), Step::List);
+    }
+
+    #[test]
+    fn a_freeze_is_a_gap_from_the_last_durable_point_then_a_relist_at_once() {
+        let (mut r, _) = rules(None);
+        r.listed(1_000, "10", 0);
+        r.progress(2_000, "12");
+        assert_eq!(r.durable_at(), Some(2_000));
+        let d = r.watch_ended(
+            WatchEnd::Frozen {
+                from: 2_100,
+                to: 42_100,
+            },
+            "10",
+            42_150,
+        );
+        assert_eq!(
+            gaps(&d),
+            vec![(
+                2_000,
+                Some("12".into()),
+                "recorder frozen for 40s (stopped, suspended or starved)".into()
+            )]
+        );
+        assert_eq!(d.next, Next::Go);
+        assert_eq!(r.next(), Step::List);
+        // Not the server's fault: a 410 after the relist is a first one.
+        r.listed(43_000, "20", 0);
+        let d = r.watch_ended(WatchEnd::Expired("410".into()), "20", 44_000);
+        assert_eq!(d.next, Next::Go);
     }
 
     #[test]

@@ -43,6 +43,8 @@ pub struct StreamOptions {
     pub list_restarts: u32,
     /// Say every watch (re)start and bookmark, not only what needs attention.
     pub verbose: bool,
+    /// How long without a beat of the recorder's pulse is a freeze (ms).
+    pub freeze_limit_ms: i64,
 }
 
 impl Default for StreamOptions {
@@ -57,6 +59,7 @@ impl Default for StreamOptions {
             heartbeat: Duration::from_millis(crate::journal::records::HEARTBEAT_MS as u64),
             list_restarts: 5,
             verbose: false,
+            freeze_limit_ms: super::pulse::FREEZE_LIMIT_MS,
         }
     }
 }
@@ -127,6 +130,8 @@ pub struct Stream {
     /// downtime since then is a gap.
     pub prior: Option<(i64, String)>,
     pub stop: watch::Receiver<bool>,
+    /// The recorder's pulse: whether it was frozen ([`super::pulse`]).
+    pub pulse: Arc<super::pulse::Pulse>,
 }
 
 /// How a stream task ended.
@@ -148,7 +153,12 @@ struct WatchCursor {
 }
 
 enum ListEnd {
-    Done { rv: String, items: u64 },
+    /// Listed at `rv`, the state when the list started (`at`, ms).
+    Done {
+        rv: String,
+        items: u64,
+        at: i64,
+    },
     Stop,
     Failed(ApiError),
 }
@@ -203,6 +213,13 @@ impl Stream {
         }
     }
 
+    /// The freeze of the recorder since the stream was last durable, if
+    /// any: what the watch delivers now may have happened during it.
+    fn frozen(&self, rules: &Rules) -> Option<WatchEnd> {
+        let (from, to) = self.pulse.frozen_since(rules.durable_at()?)?;
+        Some(WatchEnd::Frozen { from, to })
+    }
+
     async fn send(&self, op: Op) -> Result<()> {
         self.writer.send(op).await
     }
@@ -239,14 +256,19 @@ impl Stream {
                     self.set_phase(Phase::Listing);
                     match self.list().await? {
                         ListEnd::Stop => return Ok(()),
-                        ListEnd::Done { rv, items } => {
-                            rules.listed(Millis::now().as_ms(), &rv, items)
-                        }
+                        ListEnd::Done { rv, items, at } => rules.listed(at, &rv, items),
                         ListEnd::Failed(e) => rules.list_failed(&e, &short(&e)),
                     }
                 }
                 Step::Watch(rv) => {
-                    let end = self.watch(&rv, &mut rules).await?;
+                    let end = match self.watch(&rv, &mut rules).await? {
+                        // Stopped right after a freeze: complete only up to
+                        // before it, so no stop checkpoint claims more.
+                        WatchEnd::Stop if self.frozen(&rules).is_some() => {
+                            WatchEnd::StopUnconfirmed
+                        }
+                        end => end,
+                    };
                     rules.watch_ended(end, &rv, Millis::now().as_ms())
                 }
             };
@@ -406,7 +428,7 @@ impl Stream {
                         })
                         .await?;
                         self.update(|s| s.last_rv = rv.clone());
-                        return Ok(ListEnd::Done { rv, items });
+                        return Ok(ListEnd::Done { rv, items, at });
                     }
                 }
             }
@@ -431,6 +453,9 @@ impl Stream {
             },
             _ = self.stop.changed() => return Ok(WatchEnd::StopUnconfirmed),
         };
+        if let Some(frozen) = self.frozen(rules) {
+            return Ok(frozen);
+        }
         self.set_phase(Phase::Watching);
         if self.opts.verbose {
             self.notice(format!("watching from resourceVersion {rv}"), false);
@@ -469,6 +494,9 @@ impl Stream {
                         });
                     }
                     _ = heartbeat.tick() => {
+                        if let Some(frozen) = self.frozen(rules) {
+                            return Ok(frozen);
+                        }
                         if !cursor.wrote_since_tick {
                             let at = Millis::now().as_ms();
                             self.send(Op::Checkpoint {
@@ -506,6 +534,9 @@ impl Stream {
                     });
                 }
             };
+            if let Some(frozen) = self.frozen(rules) {
+                return Ok(frozen);
+            }
             if let Some(end) = self.journal_line(&line, &mut cursor, rules).await? {
                 return Ok(end);
             }

@@ -1184,3 +1184,71 @@ fn recorders_of_other_namespaces_share_one_journal_under_churn_and_kill_9() {
         .unwrap();
     assert_eq!(ledger["data"], now["data"]);
 }
+
+/// A recorder stopped with SIGSTOP (Ctrl-Z, a suspended laptop) cannot date
+/// what its watch delivers once it runs again: it records a gap from before
+/// the freeze and relists, so the change made meanwhile is found by the
+/// relist, never stamped late as a watched event (docs/consistency.md, "A
+/// frozen recorder").
+#[test]
+fn a_frozen_recorder_records_a_gap_and_relists_rather_than_stamp_events_late() {
+    use krply::recorder::pulse::FREEZE_LIMIT_MS;
+    use krply::time::Millis;
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(1);
+    env.patch_cm("frontend-config", "watched", "1");
+    env.wait_events(CM, 1);
+
+    let frozen_at = Millis::now().as_ms();
+    rec.signal("STOP");
+    env.patch_cm("frontend-config", "while", "frozen");
+    let changed_at = Millis::now().as_ms();
+    // Frozen for longer than the limit, by the clock (not a sleep to wait
+    // for something to happen: the freeze is what is tested).
+    env.wait_for("the freeze to outlast the limit", || {
+        Millis::now().as_ms() > frozen_at + FREEZE_LIMIT_MS + 300
+    });
+    let thawed_at = Millis::now().as_ms();
+    rec.signal("CONT");
+    env.wait_baselines(2);
+    env.patch_cm("frontend-config", "watched", "2");
+    env.wait_events(CM, 2);
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stderr.contains("frozen for"), "{}", out.stderr);
+
+    // One gap, from before the freeze to after it.
+    let cov = env.coverage(CM);
+    assert_eq!(cov.gaps, 1, "{:?}", cov.windows);
+    let gap = &cov.windows[0];
+    assert!(gap.reason.starts_with("recorder frozen for "), "{gap:?}");
+    assert!(
+        gap.from <= frozen_at,
+        "{gap:?} starts after the freeze at {frozen_at}"
+    );
+    assert!(gap.to.is_some_and(|to| to >= thawed_at), "{gap:?}");
+    // The change made while frozen is no watched event...
+    let events = env.events(CM);
+    assert_eq!(events.len(), 2, "{events:?}");
+    // ...but found by the relist, within the gap.
+    let log = env.krply_json(
+        &[
+            "log",
+            "cm/frontend-config",
+            "--since",
+            &Millis::from_ms(frozen_at - 1).to_string(),
+        ],
+        0,
+    );
+    let entries = log["entries"].as_array().unwrap();
+    let relist = entries
+        .iter()
+        .find(|e| e["type"] == "RELIST")
+        .unwrap_or_else(|| panic!("no relist finding: {log:#}"));
+    assert_eq!(relist["fields"][0]["path"], "data.while", "{relist:#}");
+    // And nothing claims to know the object during the freeze.
+    let during = Millis::from_ms(changed_at + 200).to_string();
+    let out = env.run(&["get", "cm/frontend-config", "--at", &during, "--strict"]);
+    assert_eq!(out.code, Some(3), "{out:?}");
+}

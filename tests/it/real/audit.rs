@@ -10,6 +10,7 @@ use serde_json::Value;
 const NS: &str = "audit-who";
 const ADMIN: &str = "krply-admin";
 const ALICE: &str = "alice@example.com";
+const CONTROLLER: &str = "system:serviceaccount:kube-system:deployment-controller";
 
 /// Runs kubectl as alice, impersonated by the admin (who may: system:masters).
 fn as_alice(env: &RealEnv, args: &[&str]) {
@@ -274,4 +275,96 @@ fn record_follows_the_real_servers_audit_log() {
         "the recorder stops cleanly: {}",
         out.stderr
     );
+}
+
+/// A change only a relist found takes its actors from the audit writes inside
+/// its stretch (issue 28, bug 3): alice scales while no recorder runs, the
+/// controller then writes the status; the relist finds the version the
+/// controller made, and `spec.replicas` still goes to alice.
+#[test]
+fn a_relist_found_scale_is_alices_though_the_controller_wrote_last() {
+    const NS: &str = "audit-relist";
+    let env = RealEnv::new(NS);
+    env.create_namespace(NS);
+    env.kubectl_ok(&["create", "deployment", "web", "--image=nginx:1.27"]);
+    let recorder = env.start_recorder(&["deployments"]);
+    env.wait_baselines(1);
+    let out = recorder.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let t0 = mark();
+    as_alice(&env, &["scale", "deployment/web", "--replicas=3"]);
+    // The controller has seen the new spec and written the status.
+    env.wait_real("the controller's status write", || {
+        let d = env.get_json("deploy/web", NS);
+        d["status"]["observedGeneration"] == d["metadata"]["generation"]
+    });
+    let recorder = env.start_recorder(&["deployments"]);
+    env.wait_baselines(2);
+    let out = recorder.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let log = env.kube.ready.audit_log.clone();
+    env.wait_real("the scale in the audit log", || {
+        std::fs::read_to_string(&log).is_ok_and(|text| {
+            text.lines().any(|l| {
+                l.contains(r#""subresource":"scale""#)
+                    && l.contains(NS)
+                    && l.contains("ResponseComplete")
+            })
+        })
+    });
+    let imported = env.krply_json(&["audit", "import", log.to_str().unwrap()], 0);
+    assert!(imported["stored"].as_u64().unwrap() >= 2, "{imported:#}");
+
+    let answer = env.krply_json(&["log", "deploy/web", "--since", &t0], 0);
+    let relist = answer["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "RELIST")
+        .unwrap_or_else(|| panic!("no relist finding in:\n{answer:#}"));
+    let replicas = field(relist, "spec.replicas");
+    assert_eq!(replicas["after"], 3, "{relist:#}");
+    let (user, by, matched) = actor(replicas);
+    assert_eq!(
+        (user.as_str(), by),
+        (ALICE, Value::from(ADMIN)),
+        "{relist:#}"
+    );
+    assert!(matched == "likely" || matched == "exact", "{relist:#}");
+    // diff over the same stretch says the same.
+    let diff = env.krply_json(&["diff", "deploy/web", "--since", &t0], 0);
+    let web = object(&diff, "Deployment", "web");
+    assert_eq!(web["observed"], "relist", "{web:#}");
+    assert_eq!(actor(field(web, "spec.replicas")).0, ALICE, "{web:#}");
+
+    // With the status shown, its fields are the controller's (it writes
+    // through the status subresource), and the change has no one author.
+    let answer = env.krply_json(
+        &["log", "deploy/web", "--since", &t0, "--include-status"],
+        0,
+    );
+    let relist = answer["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "RELIST")
+        .unwrap_or_else(|| panic!("no relist finding in:\n{answer:#}"));
+    assert_eq!(actor(field(relist, "spec.replicas")).0, ALICE, "{relist:#}");
+    assert_eq!(relist["actor_unknown"], "ambiguous", "{relist:#}");
+    let status: Vec<&Value> = relist["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["path"].as_str().unwrap().starts_with("status"))
+        .collect();
+    assert!(!status.is_empty(), "{relist:#}");
+    for f in status {
+        if f["actor"].is_object() {
+            let (user, _, _) = actor(f);
+            assert_eq!(user, CONTROLLER, "{relist:#}");
+        } else {
+            // Several controller writes in the stretch: ambiguous, never alice.
+            assert_eq!(f["actor_unknown"], "ambiguous", "{relist:#}");
+        }
+    }
 }

@@ -29,6 +29,12 @@ pub struct Findings {
     /// Changes answers said a relist found, and watched ones (each checked).
     pub relists: usize,
     pub watched: usize,
+    /// Relist-found changes that named a user (each checked).
+    pub relist_actors: usize,
+    /// Users `diff` named for an object or a field (each checked).
+    pub diff_actors: usize,
+    /// Recorders frozen (SIGSTOP) and thawed in the history.
+    pub freezes: usize,
 }
 
 /// A rule broken on purpose: answers are changed this way before they are
@@ -352,6 +358,8 @@ struct Entry {
     at: i64,
     relist: Option<(i64, i64)>,
     user: Option<String>,
+    /// `exact` or `likely`, with `user`.
+    matched: Option<String>,
 }
 
 fn entries(v: &Value, key: Option<&Key>) -> Vec<Entry> {
@@ -374,6 +382,7 @@ fn entries(v: &Value, key: Option<&Key>) -> Vec<Entry> {
                     .then(|| Some((ms(&e["between"]["from"])?, ms(&e["between"]["to"])?)))
                     .flatten(),
                 user: e["actor"]["user"].as_str().map(str::to_string),
+                matched: e["actor"]["match"].as_str().map(str::to_string),
             })
         })
         .collect()
@@ -450,6 +459,33 @@ fn judge_entries(oracle: &Oracle<'_>, q: &str, entries: &[Entry], f: &mut Findin
                         ),
                     );
                 }
+                // Who, from the writes inside the stretch: exactly the one
+                // that made the version, or likely one of them.
+                match (e.user.as_deref(), e.matched.as_deref()) {
+                    (Some(user), Some("exact")) if user != USERS[w.user] => f.wrong(
+                        q,
+                        format!(
+                            "{:?} rv {rv} is said made by {user} (exact), it was {}",
+                            e.key, USERS[w.user]
+                        ),
+                    ),
+                    (Some(user), Some("likely")) => {
+                        let fits = oracle
+                            .writes_of(&e.key)
+                            .any(|x| USERS[x.user] == user && from <= x.t1 && x.t0 <= to);
+                        if !fits {
+                            f.wrong(
+                                q,
+                                format!(
+                                    "{:?} rv {rv} is said likely made by {user}: none of theirs in {from}..{to}",
+                                    e.key
+                                ),
+                            );
+                        }
+                    }
+                    _ => {}
+                }
+                f.relist_actors += usize::from(e.user.is_some());
             }
             None => {
                 if !oracle.seen_by_watch(w) {
@@ -737,6 +773,28 @@ fn diff(
                 .any(|w| !oracle.seen_by_watch(w) && from <= w.t1 && w.t0 <= to);
             if !unwatched {
                 f.wrong(&q, format!("{key:?} {change} is said found by a relist between {from} and {to}, but no unwatched write fits"));
+            }
+        }
+        // Whoever it names for the object or a field wrote it in the window
+        // (or in the stretch where a relist found it changed).
+        let from = ms(&o["between"]["from"]).map_or(since, |b| b.min(since));
+        let actors = std::iter::once(&o["actor"]).chain(
+            o["fields"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|x| &x["actor"]),
+        );
+        for user in actors.filter_map(|a| a["user"].as_str()) {
+            f.diff_actors += 1;
+            let wrote = oracle
+                .writes_of(&key)
+                .any(|w| USERS[w.user] == user && from < w.t1 && w.t0 < until);
+            if !wrote {
+                f.wrong(
+                    &q,
+                    format!("{key:?} {change} names {user}, who did not write it in the window"),
+                );
             }
         }
         if got.insert(key.clone(), change).is_some() {

@@ -151,6 +151,16 @@ pub enum Step {
     Kill {
         slot: usize,
     },
+    /// SIGSTOP: the recorder is frozen (Ctrl-Z, a suspended laptop) and
+    /// watches nothing until it is thawed.
+    Freeze {
+        slot: usize,
+    },
+    /// SIGCONT, once the freeze has lasted longer than the recorder's freeze
+    /// limit: it records a gap and relists.
+    Thaw {
+        slot: usize,
+    },
     Write {
         key: Key,
         op: Op,
@@ -265,7 +275,44 @@ pub fn history(seed: u64) -> History {
         steps.push(step);
     }
     steps.push(Step::Mark);
+    freeze_one(seed, &mut steps);
     History { seed, steps }
+}
+
+/// In about one history of eight, one running recorder is frozen for a few
+/// steps and thawed before it stops. Chosen with a generator of its own, so
+/// every other history (and every kept seed) stays as it was.
+fn freeze_one(seed: u64, steps: &mut Vec<Step>) {
+    let mut rng = Rng::new(seed ^ 0xf7ee_2e00);
+    if !rng.chance(12) {
+        return;
+    }
+    // Each slot's runs: from its start to its stop, kill, or the final mark.
+    let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+    let mut open: [Option<usize>; SLOTS] = [None; SLOTS];
+    for (i, step) in steps.iter().enumerate() {
+        match step {
+            Step::Start { slot, .. } => open[*slot] = Some(i),
+            Step::Stop { slot } | Step::Kill { slot } => {
+                if let Some(a) = open[*slot].take() {
+                    runs.push((*slot, a, i));
+                }
+            }
+            _ => {}
+        }
+    }
+    let last = steps.len() - 1;
+    runs.extend((0..SLOTS).filter_map(|s| open[s].map(|a| (s, a, last))));
+    // Room for a write or two while it is frozen.
+    runs.retain(|&(_, a, b)| b - a >= 3);
+    if runs.is_empty() {
+        return;
+    }
+    let (slot, a, b) = runs[rng.below(runs.len())];
+    let freeze = a + 1 + rng.below(b - a - 2);
+    let thaw = freeze + 1 + rng.below(b - freeze - 1);
+    steps.insert(thaw, Step::Thaw { slot });
+    steps.insert(freeze, Step::Freeze { slot });
 }
 
 fn scope(rng: &mut Rng) -> Scope {

@@ -1,5 +1,6 @@
 //! A randomized truth checker, in the spirit of Jepsen's: random histories of
-//! recorders (random scopes, two journals, clean stops, SIGKILL), users'
+//! recorders (random scopes, two journals, clean stops, SIGKILL, SIGSTOP and
+//! SIGCONT), users'
 //! writes (create, update, relabel, delete, re-create under the same name),
 //! compactions (410s) and a teammate's segments imported; then every kind of
 //! question, each answer judged against an oracle built from the server's own
@@ -54,7 +55,10 @@ fn check_seed(seed: u64) -> Outcome {
             },
         };
     }
-    let mut findings = Findings::default();
+    let mut findings = Findings {
+        freezes: play.trace.freezes,
+        ..Findings::default()
+    };
     let used = |j: usize| play.trace.recorders.iter().any(|r| r.scope.journal == j);
     let [j0, j1] = play.trace.journals.clone();
     // Who did it: the server's audit log, imported into each journal.
@@ -178,13 +182,17 @@ fn check_all(seeds: impl Iterator<Item = u64> + Send, deadline: Option<Duration>
         .filter(|o| !o.findings.wrong.is_empty())
         .collect();
     crate::real::announce(&format!(
-        "truth: {} histories, {} questions ({} answers complete, {} watched and {} relist-found \
-         changes judged), {} with wrong answers, in {:.0?}",
+        "truth: {} histories ({} recorders frozen and thawed), {} questions ({} answers complete, {} watched and {} relist-found \
+         changes judged, {} of those with an actor; {} actors diff named), {} with wrong answers, \
+         in {:.0?}",
         outcomes.len(),
+        sum(&|f| f.freezes),
         sum(&|f| f.questions),
         sum(&|f| f.complete),
         sum(&|f| f.watched),
         sum(&|f| f.relists),
+        sum(&|f| f.relist_actors),
+        sum(&|f| f.diff_actors),
         failed.len(),
         started.elapsed()
     ));

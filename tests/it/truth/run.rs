@@ -61,6 +61,8 @@ pub struct Trace {
     pub recorders: Vec<Recorder>,
     pub journals: [PathBuf; 2],
     pub audit_log: PathBuf,
+    /// Recorders frozen with SIGSTOP and thawed.
+    pub freezes: usize,
 }
 
 /// A history being played.
@@ -69,6 +71,8 @@ pub struct Play {
     pub sim: Simulator,
     pub trace: Trace,
     running: [Option<(usize, RecorderProc)>; SLOTS],
+    /// When each frozen slot's recorder was stopped with SIGSTOP.
+    frozen: [Option<i64>; SLOTS],
 }
 
 impl Play {
@@ -107,8 +111,10 @@ impl Play {
                 recorders: Vec::new(),
                 journals,
                 audit_log,
+                freezes: 0,
             },
             running: [None, None, None],
+            frozen: [None; SLOTS],
         }
     }
 
@@ -135,6 +141,16 @@ impl Play {
                 }
                 Ok(())
             }
+            Step::Freeze { slot } => {
+                if let Some((index, rec)) = &self.running[*slot] {
+                    let index = *index;
+                    rec.signal("STOP");
+                    self.end_watching(index);
+                    self.frozen[*slot] = Some(Millis::now().as_ms());
+                }
+                Ok(())
+            }
+            Step::Thaw { slot } => self.thaw(*slot),
             Step::Write { key, op, user } => self.write(key, op, *user),
             Step::Compact => self.compact(),
             Step::Mark => {
@@ -171,6 +187,7 @@ impl Play {
     }
 
     fn stop(&mut self, slot: usize) -> Result<(), String> {
+        self.thaw(slot)?;
         let Some((index, rec)) = self.running[slot].take() else {
             return Ok(());
         };
@@ -185,6 +202,40 @@ impl Play {
         Ok(())
     }
 
+    /// Thaws a frozen recorder once its freeze has outlasted the limit, and
+    /// waits for its relists: it watches again from then on.
+    fn thaw(&mut self, slot: usize) -> Result<(), String> {
+        let Some(since) = self.frozen[slot].take() else {
+            return Ok(());
+        };
+        let Some((index, rec)) = &self.running[slot] else {
+            return Ok(());
+        };
+        let index = *index;
+        // The freeze itself is what is played: its length is the point.
+        let until = since + krply::recorder::pulse::FREEZE_LIMIT_MS + 300;
+        wait("the freeze to outlast the limit", &mut || {
+            Ok(Millis::now().as_ms() > until)
+        })?;
+        let scope = self.trace.recorders[index].scope.clone();
+        let journal = self.trace.journals[scope.journal].clone();
+        let streams: Vec<String> = scope.kinds.iter().map(|&k| scope.stream(k)).collect();
+        let thawed = Millis::now().as_ms();
+        rec.signal("CONT");
+        // Whatever it does about the freeze (the checker judges that), it
+        // claims to watch again once every stream is durable after it: a
+        // relist's baseline, or a checkpoint.
+        wait(
+            &format!("{streams:?} durable after the freeze"),
+            &mut || Ok(streams.iter().all(|s| durable_after(&journal, s, thawed))),
+        )?;
+        self.trace.recorders[index]
+            .watching
+            .push((Millis::now().as_ms(), i64::MAX));
+        self.trace.freezes += 1;
+        Ok(())
+    }
+
     fn end_watching(&mut self, index: usize) {
         let now = Millis::now().as_ms();
         if let Some(last) = self.trace.recorders[index].watching.last_mut()
@@ -195,7 +246,11 @@ impl Play {
     }
 
     fn compact(&mut self) -> Result<(), String> {
-        let running: Vec<usize> = self.running.iter().flatten().map(|(i, _)| *i).collect();
+        // A frozen recorder relists when it is thawed.
+        let running: Vec<usize> = (0..SLOTS)
+            .filter(|&s| self.frozen[s].is_none())
+            .filter_map(|s| self.running[s].as_ref().map(|(i, _)| *i))
+            .collect();
         let mut waits = Vec::new();
         for &i in &running {
             let scope = &self.trace.recorders[i].scope;
@@ -301,7 +356,8 @@ impl Play {
         // Every running recorder whose stream sees this write journals it
         // before anything else happens.
         let mut waits = Vec::new();
-        for (index, _) in self.running.iter().flatten() {
+        let awake = (0..SLOTS).filter(|&s| self.frozen[s].is_none());
+        for (index, _) in awake.filter_map(|s| self.running[s].as_ref()) {
             let scope = &self.trace.recorders[*index].scope;
             let sees = scope.holds(key)
                 && (!scope.selector || tier_before == Some("web") || tier_after == Some("web"));
@@ -416,6 +472,30 @@ fn lists(journal: &Path, stream: &str) -> u64 {
         |r| r.get::<_, i64>(0).map(|n| n as u64),
     )
     .unwrap_or(0)
+}
+
+/// Whether the stream made a durable point (a baseline or a checkpoint)
+/// stamped after `at`.
+fn durable_after(journal: &Path, stream: &str, at: i64) -> bool {
+    let Some(conn) = read(journal) else {
+        return false;
+    };
+    let Some(id) = stream_id(&conn, stream) else {
+        return false;
+    };
+    conn.query_row(
+        &format!(
+            "SELECT 1 FROM records WHERE stream_id = ?1 AND kind IN ({}, {}) AND observed_at > ?2",
+            krply::journal::schema::kind::BASELINE,
+            krply::journal::schema::kind::CHECKPOINT
+        ),
+        rusqlite::params![id, at],
+        |_| Ok(()),
+    )
+    .optional()
+    .ok()
+    .flatten()
+    .is_some()
 }
 
 /// Whether the stream journaled an event of resourceVersion `rv`.
