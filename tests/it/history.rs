@@ -102,8 +102,18 @@ fn incident() -> Incident {
 
     assert_eq!(rec.stop().code, Some(0));
     let t_stopped = now();
-    let gap = env.coverage(CM).windows[0].clone();
-    let t_gap = Millis::from_ms((gap.from + gap.to.unwrap()) / 2);
+    // A time inside the gap of both streams: each closes its own gap with
+    // its own relist, so their gaps start together but end apart.
+    let (cm, deploy) = (
+        env.coverage(CM).windows[0].clone(),
+        env.coverage(DEPLOY).windows[0].clone(),
+    );
+    let (from, to) = (
+        cm.from.max(deploy.from),
+        cm.to.unwrap().min(deploy.to.unwrap()),
+    );
+    assert!(from < to, "the gaps overlap: {cm:?} {deploy:?}");
+    let t_gap = Millis::from_ms((from + to) / 2);
     Incident {
         env,
         t0,
