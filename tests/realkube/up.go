@@ -41,8 +41,10 @@ const (
 // auditPolicy logs every write with its request and response, except that
 // Secrets and service-account tokens are kept at Metadata level (their bodies
 // must never reach a log), and so are ConfigMaps (as many clusters log them,
-// which gives the tests real Metadata-level events), and leaves out reads,
-// Events and leases.
+// which gives the tests real Metadata-level events) outside namespaces shop
+// and pay, where the truth checker's histories play and its oracle needs
+// every write's resourceVersion (tests/it/truth/real.rs); and leaves out
+// reads, Events and leases.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
@@ -55,6 +57,11 @@ rules:
         resources: ["events"]
       - group: "events.k8s.io"
       - group: "coordination.k8s.io"
+  - level: RequestResponse
+    namespaces: ["shop", "pay"]
+    resources:
+      - group: ""
+        resources: ["configmaps"]
   - level: Metadata
     resources:
       - group: ""

@@ -150,7 +150,7 @@ fn key_of(v: &Value) -> Option<Key> {
 pub fn ask(play: &Play, store: &Path, args: &[String]) -> (Option<i32>, Option<Value>, String) {
     let mut full: Vec<&str> = args.iter().map(String::as_str).collect();
     full.extend(["--store", store.to_str().expect("utf-8 path")]);
-    let out = play.sandbox.run(&full);
+    let out = play.sandbox().run(&full);
     let mut json: Option<Value> = serde_json::from_str(&out.stdout).ok();
     if let (Some(b), Some(v)) = (BREAK.with(|c| c.get()), json.as_mut()) {
         broken(b, v);
@@ -171,7 +171,9 @@ pub fn questions(
     let keys = oracle.keys();
     let mut answers = Vec::new();
     let mut scopes: Vec<Option<&str>> = NAMESPACES.iter().map(|n| Some(*n)).collect();
-    scopes.push(None);
+    if !play.is_real() {
+        scopes.push(None);
+    }
     for &at in marks {
         // The state of one scope at a quiet moment.
         let ns = rng.pick(&scopes);

@@ -17,6 +17,7 @@
 mod check;
 mod histories;
 mod oracle;
+mod real;
 mod run;
 
 use check::Findings;
@@ -26,6 +27,9 @@ use std::time::{Duration, Instant};
 
 /// Histories of a run in the test command.
 const HISTORIES: u64 = 200;
+
+/// Histories on the real control plane in the test command.
+const REAL_HISTORIES: u64 = 5;
 
 /// Where failing seeds are kept: one per line, `#` comments.
 const REGRESSIONS: &str = concat!(
@@ -39,10 +43,33 @@ struct Outcome {
     findings: Findings,
 }
 
+/// Where histories are played.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum On {
+    Simulator,
+    /// The real control plane ([`real`]), one history at a time.
+    RealControlPlane,
+}
+
 /// Plays the history of `seed` and asks its journals every question.
-fn check_seed(seed: u64) -> Outcome {
+fn check_seed(seed: u64, on: On) -> Outcome {
     let history = histories::history(seed);
-    let mut play = Play::new();
+    let (history, play) = match on {
+        On::Simulator => (history, Ok(Play::new())),
+        On::RealControlPlane => (real::for_real(history), Play::real()),
+    };
+    let mut play = match play {
+        Ok(p) => p,
+        Err(e) => {
+            return Outcome {
+                seed,
+                findings: Findings {
+                    wrong: vec![format!("the real control plane is not ready: {e}")],
+                    ..Findings::default()
+                },
+            };
+        }
+    };
     if let Err(e) = play.play(&history) {
         return Outcome {
             seed,
@@ -78,8 +105,8 @@ fn check_seed(seed: u64) -> Outcome {
     if used(1) {
         // The teammate's journal as segments, imported into a new journal
         // (which must answer as it does) and into ours.
-        let segments = play.sandbox.dir.path().join("segments");
-        let copy = play.sandbox.dir.path().join("copy").join("journal.db");
+        let segments = play.sandbox().dir.path().join("segments");
+        let copy = play.sandbox().dir.path().join("copy").join("journal.db");
         let dir = segments.display().to_string();
         for (what, args, store) in [
             (
@@ -140,26 +167,36 @@ fn check_seed(seed: u64) -> Outcome {
         let mut rng = histories::Rng::new(seed ^ 0x5eed_0000);
         check::questions(&play, &oracle, &j0, &mut rng, &mut findings);
     }
-    if !findings.wrong.is_empty() && std::env::var_os("KRPLY_TRUTH_VERBOSE").is_some() {
-        findings.wrong.push(format!(
+    if std::env::var_os("KRPLY_TRUTH_VERBOSE").is_some() {
+        let dump = format!(
             "history: {:#?}\ntrace: {:#?}\nkept in {}",
             history.steps,
             play.trace,
-            play.sandbox.dir.path().display()
-        ));
+            play.sandbox().dir.path().display()
+        );
+        if findings.wrong.is_empty() {
+            eprintln!("seed {seed}: {dump}");
+        } else {
+            findings.wrong.push(dump);
+        }
         // The journals stay for a look (the simulator stops with the test).
         std::mem::forget(play);
     }
     Outcome { seed, findings }
 }
 
-/// Checks `seeds` on a few threads; panics with every wrong answer found.
-fn check_all(seeds: impl Iterator<Item = u64> + Send, deadline: Option<Duration>) {
+/// Checks `seeds` on a few threads (one on the real control plane, whose
+/// namespaces the histories share); panics with every wrong answer found.
+fn check_all(seeds: impl Iterator<Item = u64> + Send, deadline: Option<Duration>, on: On) {
     let started = Instant::now();
     let seeds = std::sync::Mutex::new(seeds);
     let outcomes = std::sync::Mutex::new(Vec::new());
+    let threads = match on {
+        On::Simulator => 3,
+        On::RealControlPlane => 1,
+    };
     std::thread::scope(|s| {
-        for _ in 0..3 {
+        for _ in 0..threads {
             s.spawn(|| {
                 loop {
                     if deadline.is_some_and(|d| started.elapsed() > d) {
@@ -168,7 +205,7 @@ fn check_all(seeds: impl Iterator<Item = u64> + Send, deadline: Option<Duration>
                     let Some(seed) = seeds.lock().unwrap().next() else {
                         return;
                     };
-                    let outcome = check_seed(seed);
+                    let outcome = check_seed(seed, on);
                     outcomes.lock().unwrap().push(outcome);
                 }
             });
@@ -182,9 +219,13 @@ fn check_all(seeds: impl Iterator<Item = u64> + Send, deadline: Option<Duration>
         .filter(|o| !o.findings.wrong.is_empty())
         .collect();
     crate::real::announce(&format!(
-        "truth: {} histories ({} recorders frozen and thawed), {} questions ({} answers complete, {} watched and {} relist-found \
+        "truth{}: {} histories ({} recorders frozen and thawed), {} questions ({} answers complete, {} watched and {} relist-found \
          changes judged, {} of those with an actor; {} actors diff named), {} with wrong answers, \
          in {:.0?}",
+        match on {
+            On::Simulator => "",
+            On::RealControlPlane => " on the real control plane",
+        },
         outcomes.len(),
         sum(&|f| f.freezes),
         sum(&|f| f.questions),
@@ -221,7 +262,7 @@ fn the_journal_tells_the_truth_in_random_histories() {
         .ok()
         .and_then(|s| s.parse().ok())
     {
-        return check_all(std::iter::once(seed), None);
+        return check_all(std::iter::once(seed), None, On::Simulator);
     }
     let histories = std::env::var("KRPLY_TRUTH_HISTORIES")
         .ok()
@@ -235,9 +276,21 @@ fn the_journal_tells_the_truth_in_random_histories() {
     // command (the long mode goes on from there).
     let first = 1_000;
     match seconds {
-        Some(d) => check_all(first.., Some(d)),
-        None => check_all(first..first + histories, None),
+        Some(d) => check_all(first.., Some(d), On::Simulator),
+        None => check_all(first..first + histories, None, On::Simulator),
     }
+}
+
+/// A handful of histories on the real control plane, judged against its
+/// own audit log (`KRPLY_TRUTH_REAL_HISTORIES` for more).
+#[test]
+fn the_journal_tells_the_truth_on_the_real_control_plane() {
+    let histories = std::env::var("KRPLY_TRUTH_REAL_HISTORIES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(REAL_HISTORIES);
+    let first = 7_000;
+    check_all(first..first + histories, None, On::RealControlPlane);
 }
 
 #[test]
@@ -257,7 +310,7 @@ fn the_checker_catches_a_broken_rule() {
     ] {
         check::break_rule(Some(b));
         let caught = (1_000..1_010)
-            .map(check_seed)
+            .map(|s| check_seed(s, On::Simulator))
             .filter(|o| o.findings.wrong.iter().any(|w| w.contains(rule)))
             .count();
         check::break_rule(None);
@@ -273,5 +326,5 @@ fn every_failing_seed_stays_fixed() {
         .filter_map(|l| l.split('#').next())
         .filter_map(|l| l.trim().parse().ok())
         .collect();
-    check_all(seeds.into_iter(), None);
+    check_all(seeds.into_iter(), None, On::Simulator);
 }

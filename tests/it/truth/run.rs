@@ -43,9 +43,9 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Whether it watched throughout a write made from `t0` to `t1` (this
-    /// process does one thing at a time: a write that starts in the
-    /// millisecond the recorder was seen listed starts after it).
+    /// Whether it watched throughout a write made from `t0` to `t1` (its
+    /// watching starts and ends at quiet moments, which no write shares:
+    /// seed 1154 once had a write in the millisecond a freeze began).
     pub fn watched(&self, t0: i64, t1: i64) -> bool {
         self.watching.iter().any(|&(a, b)| a <= t0 && t1 <= b)
     }
@@ -65,10 +65,15 @@ pub struct Trace {
     pub freezes: usize,
 }
 
+/// Where a history is played.
+enum Server {
+    Sim { sandbox: Sandbox, sim: Simulator },
+    Real(Box<super::real::RealServer>),
+}
+
 /// A history being played.
 pub struct Play {
-    pub sandbox: Sandbox,
-    pub sim: Simulator,
+    server: Server,
     pub trace: Trace,
     running: [Option<(usize, RecorderProc)>; SLOTS],
     /// When each frozen slot's recorder was stopped with SIGSTOP.
@@ -103,8 +108,7 @@ impl Play {
             sandbox.dir.path().join("teammate").join("journal.db"),
         ];
         Play {
-            sandbox,
-            sim,
+            server: Server::Sim { sandbox, sim },
             trace: Trace {
                 writes: Vec::new(),
                 marks: Vec::new(),
@@ -118,7 +122,47 @@ impl Play {
         }
     }
 
-    /// Plays every step, then stops every recorder still running.
+    /// A history on the real control plane ([`super::real`]).
+    pub fn real() -> Result<Play, String> {
+        let server = super::real::RealServer::start()?;
+        let sandbox: &Sandbox = &server.env;
+        let journals = [
+            sandbox.store.clone(),
+            sandbox.dir.path().join("teammate").join("journal.db"),
+        ];
+        let audit_log = server.audit_log().to_path_buf();
+        Ok(Play {
+            server: Server::Real(Box::new(server)),
+            trace: Trace {
+                writes: Vec::new(),
+                marks: Vec::new(),
+                recorders: Vec::new(),
+                journals,
+                audit_log,
+                freezes: 0,
+            },
+            running: [None, None, None],
+            frozen: [None; SLOTS],
+        })
+    }
+
+    /// Where the recorders and questions run.
+    pub fn sandbox(&self) -> &Sandbox {
+        match &self.server {
+            Server::Sim { sandbox, .. } => sandbox,
+            Server::Real(real) => &real.env,
+        }
+    }
+
+    /// Whether it plays on the real control plane (shared with other
+    /// tests: questions about every namespace are not asked).
+    pub fn is_real(&self) -> bool {
+        matches!(self.server, Server::Real(_))
+    }
+
+    /// Plays every step, then stops every recorder still running. On the
+    /// real control plane the trace's writes are then those of the server's
+    /// audit log, which must be the writes made.
     pub fn play(&mut self, history: &History) -> Result<(), String> {
         for (i, step) in history.steps.iter().enumerate() {
             self.step(step)
@@ -126,6 +170,29 @@ impl Play {
         }
         for slot in 0..SLOTS {
             self.stop(slot)?;
+        }
+        if let Server::Real(real) = &self.server {
+            let made: Vec<(Key, String)> = self
+                .trace
+                .writes
+                .iter()
+                .map(|w| (w.key.clone(), w.rv.clone()))
+                .collect();
+            let mut logged = Vec::new();
+            wait("every write in the audit log", &mut || {
+                logged = real.writes_from_audit()?;
+                Ok(logged.len() >= made.len())
+            })?;
+            let seen: Vec<(Key, String)> = logged
+                .iter()
+                .map(|w| (w.key.clone(), w.rv.clone()))
+                .collect();
+            if seen != made {
+                return Err(format!(
+                    "the audit log holds other writes than those made: {seen:?} where {made:?}"
+                ));
+            }
+            self.trace.writes = logged;
         }
         Ok(())
     }
@@ -167,7 +234,7 @@ impl Play {
         let mut args = scope.args();
         args.extend(["--store".into(), journal.display().to_string()]);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut rec = self.sandbox.start_recorder(&args);
+        let mut rec = self.sandbox().start_recorder(&args);
         wait(&format!("{streams:?} listed"), &mut || {
             if rec.exited() {
                 return Err(format!("the recorder ended: {}", rec.log_text()));
@@ -180,7 +247,7 @@ impl Play {
         let index = self.trace.recorders.len();
         self.trace.recorders.push(Recorder {
             scope: scope.clone(),
-            watching: vec![(Millis::now().as_ms(), i64::MAX)],
+            watching: vec![(quiet_moment(), i64::MAX)],
         });
         self.running[slot] = Some((index, rec));
         Ok(())
@@ -231,13 +298,15 @@ impl Play {
         )?;
         self.trace.recorders[index]
             .watching
-            .push((Millis::now().as_ms(), i64::MAX));
+            .push((quiet_moment(), i64::MAX));
         self.trace.freezes += 1;
         Ok(())
     }
 
+    /// Ends a recorder's watching at a moment of its own: no write shares
+    /// its millisecond, so each is before it or after it.
     fn end_watching(&mut self, index: usize) {
-        let now = Millis::now().as_ms();
+        let now = quiet_moment();
         if let Some(last) = self.trace.recorders[index].watching.last_mut()
             && last.1 == i64::MAX
         {
@@ -263,31 +332,74 @@ impl Play {
         for &i in &running {
             self.end_watching(i);
         }
-        self.sim.compact();
-        self.sim.expire_watches();
-        wait("every running recorder to relist", &mut || {
-            Ok(waits.iter().all(|(j, s, n)| lists(j, s) > *n))
-        })?;
-        let now = Millis::now().as_ms();
+        match &self.server {
+            Server::Sim { sim, .. } => {
+                sim.compact();
+                sim.expire_watches();
+                wait("every running recorder to relist", &mut || {
+                    Ok(waits.iter().all(|(j, s, n)| lists(j, s) > *n))
+                })?;
+            }
+            // The real server expires a watch when it resumes from a
+            // compacted resourceVersion; it may also resume in time.
+            Server::Real(real) => {
+                real.cut_and_compact(!running.is_empty())?;
+                let released = Millis::now().as_ms();
+                wait("every running recorder durable again", &mut || {
+                    Ok(waits.iter().all(|(j, s, _)| durable_after(j, s, released)))
+                })?;
+            }
+        }
+        let now = quiet_moment();
         for &i in &running {
             self.trace.recorders[i].watching.push((now, i64::MAX));
         }
         Ok(())
     }
 
-    fn write(&mut self, key: &Key, op: &Op, user: usize) -> Result<(), String> {
+    /// The object as the server holds it now.
+    fn current(&self, key: &Key) -> Result<Option<Value>, String> {
+        match &self.server {
+            Server::Sim { sim, .. } => Ok(sim.get(
+                key.kind.api_version(),
+                key.kind.name(),
+                Some(key.namespace),
+                key.name,
+            )),
+            Server::Real(real) => real.get(key),
+        }
+    }
+
+    /// Makes the write as `user`: `body` is the object to create or replace
+    /// it with (none for a delete). The server's answer.
+    fn send(&self, key: &Key, op: &Op, body: Option<Value>, user: usize) -> Result<Value, String> {
+        let sim = match &self.server {
+            Server::Real(real) => return real.write(key, body.as_ref(), op, user),
+            Server::Sim { sim, .. } => sim,
+        };
         let who = SimUser {
             name: USERS[user],
             groups: &["system:authenticated"],
             impersonated_by: None,
             user_agent: "kubectl/v1.37.2 (linux/amd64) kubernetes/truth",
         };
-        let current = self.sim.get(
-            key.kind.api_version(),
-            key.kind.name(),
-            Some(key.namespace),
-            key.name,
-        );
+        match (op, body) {
+            (Op::Create { .. }, Some(obj)) => sim.create_as(obj, "kubectl-create", &who),
+            (Op::Update, Some(obj)) => sim.update_as(obj, "kubectl-edit", &who),
+            (Op::Relabel { .. }, Some(obj)) => sim.update_as(obj, "kubectl-label", &who),
+            _ => sim.delete_as(
+                key.kind.api_version(),
+                key.kind.name(),
+                Some(key.namespace),
+                key.name,
+                &who,
+            ),
+        }
+        .map_err(|e| format!("the simulator refused {op:?} of {key:?}: {e}"))
+    }
+
+    fn write(&mut self, key: &Key, op: &Op, user: usize) -> Result<(), String> {
+        let current = self.current(key)?;
         let tier_of = |v: &Value| {
             super::histories::TIERS
                 .into_iter()
@@ -295,12 +407,8 @@ impl Play {
         };
         let tier_before = current.as_ref().and_then(tier_of);
         let counter = self.trace.writes.len();
-        let t0 = Millis::now().as_ms();
-        let done = match (op, current) {
-            (Op::Create { tier }, None) => {
-                self.sim
-                    .create_as(object(key, tier, counter), "kubectl-create", &who)
-            }
+        let body = match (op, current) {
+            (Op::Create { tier }, None) => Some(object(key, tier, counter)),
             (Op::Update, Some(mut obj)) => {
                 // Always a change (a write that changes nothing makes no
                 // new resourceVersion).
@@ -312,19 +420,13 @@ impl Play {
                             json!(format!("nginx:1.{counter}"));
                     }
                 }
-                self.sim.update_as(obj, "kubectl-edit", &who)
+                Some(obj)
             }
             (Op::Relabel { tier }, Some(mut obj)) => {
                 obj["metadata"]["labels"]["tier"] = json!(tier);
-                self.sim.update_as(obj, "kubectl-label", &who)
+                Some(obj)
             }
-            (Op::Delete, Some(_)) => self.sim.delete_as(
-                key.kind.api_version(),
-                key.kind.name(),
-                Some(key.namespace),
-                key.name,
-                &who,
-            ),
+            (Op::Delete, Some(_)) => None,
             (op, current) => {
                 return Err(format!(
                     "{op:?} of {key:?} that {} (the generator's model is wrong)",
@@ -335,8 +437,9 @@ impl Play {
                     }
                 ));
             }
-        }
-        .map_err(|e| format!("the simulator refused {op:?} of {key:?}: {e}"))?;
+        };
+        let t0 = Millis::now().as_ms();
+        let done = self.send(key, op, body, user)?;
         let t1 = Millis::now().as_ms();
         let rv = done
             .pointer("/metadata/resourceVersion")
