@@ -9,7 +9,10 @@
 //!   then, and is named once;
 //! - **relist labels exact**: a change is `relist` exactly where no recorder
 //!   watched it happen, and happened within the stretch it gives;
-//! - **actors exact**: a watched change names the user who made it.
+//! - **actors exact**: a watched change names the user who made it;
+//! - **coverage true**: no time `coverage` claims holds an unwatched write;
+//! - **plans whole**: a `replay plan` made holds exactly what existed;
+//! - **browse agrees**: browse lists what `log` names, marked alike.
 
 use super::histories::{Key, Kind, NAMESPACES, Op, Rng, USERS};
 use super::oracle::Oracle;
@@ -35,6 +38,12 @@ pub struct Findings {
     pub diff_actors: usize,
     /// Recorders frozen (SIGSTOP) and thawed in the history.
     pub freezes: usize,
+    /// Writes made in time `coverage` says a stream covered (each checked
+    /// watched).
+    pub covered_writes: usize,
+    /// `replay plan`s made (each object set checked), and refused for gaps.
+    pub plans: usize,
+    pub plans_refused: usize,
 }
 
 /// A rule broken on purpose: answers are changed this way before they are
@@ -51,6 +60,11 @@ pub enum Break {
     LabelWatchedAsRelist,
     /// A change is said made by someone else.
     NameAnotherUser,
+    /// `coverage` leaves a stream's gaps out: time nobody watched is said
+    /// covered.
+    HideAGap,
+    /// A `replay plan` leaves an object out.
+    DropAPlannedObject,
 }
 
 thread_local! {
@@ -93,6 +107,20 @@ fn broken(b: Break, v: &mut Value) {
                 let at = v["entries"][i]["observed_at"].clone();
                 v["entries"][i]["observed"] = "relist".into();
                 v["entries"][i]["between"] = serde_json::json!({"from": at, "to": at});
+            }
+        }
+        Break::HideAGap => {
+            for s in v["streams"].as_array_mut().into_iter().flatten() {
+                s["gap_windows"] = Value::Array(Vec::new());
+            }
+        }
+        Break::DropAPlannedObject => {
+            if let Some(objects) = v["objects"].as_array_mut()
+                && let Some(i) = objects
+                    .iter()
+                    .position(|o| matches!(o["kind"].as_str(), Some("ConfigMap" | "Deployment")))
+            {
+                objects.remove(i);
             }
         }
         Break::NameAnotherUser => {
@@ -205,6 +233,12 @@ pub fn questions(
     if !keys.is_empty() {
         let key = keys[rng.below(keys.len())].clone();
         answers.push(timeline(play, oracle, store, &key, findings));
+    }
+    answers.push(coverage(play, oracle, store, rng.pick(&scopes), findings));
+    if let (false, Some(&at)) = (marks.is_empty(), marks.get(rng.below(marks.len().max(1)))) {
+        // Into a namespace of its own: a plan is saved in the journal, and
+        // not compared between journals (its id and time are its own).
+        replay_plan(play, oracle, store, rng.pick(&NAMESPACES), at, findings);
     }
     answers
 }
@@ -824,4 +858,160 @@ fn diff(
         }
     }
     answer
+}
+
+/// `coverage`: no time a stream is said to cover holds a write of its
+/// objects that no recorder of that stream watched. (Time a recorder watched
+/// may be left out: a killed recorder's last checkpoint falls short of it.)
+fn coverage(
+    play: &Play,
+    oracle: &Oracle<'_>,
+    store: &Path,
+    ns: Option<&str>,
+    f: &mut Findings,
+) -> String {
+    f.questions += 1;
+    let mut args: Vec<String> = vec!["coverage".into()];
+    args.extend(scope_args(ns));
+    args.extend(["-o".into(), "json".into()]);
+    let q = args.join(" ");
+    let (code, json, stderr) = ask(play, store, &args);
+    let answer = record_answer(&args, code, &json);
+    let Some(v) = json.filter(|_| code == Some(0)) else {
+        f.wrong(&q, format!("no answer ({code:?}): {stderr}"));
+        return answer;
+    };
+    for s in v["streams"].as_array().into_iter().flatten() {
+        let id = s["id"].as_str().unwrap_or_default();
+        let (kind, recorders) = oracle.recorders_of(id);
+        let Some(scope) = recorders.first().map(|r| &r.scope) else {
+            f.wrong(&q, format!("stream {id} was never recorded"));
+            continue;
+        };
+        if kind.is_none() || !in_scope_of(scope, ns) {
+            f.wrong(&q, format!("stream {id} is not in scope"));
+            continue;
+        }
+        let (Some(from), Some(to)) = (ms(&s["from"]), ms(&s["to"])) else {
+            continue;
+        };
+        let gaps: Vec<(i64, Option<i64>)> = s["gap_windows"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|g| Some((ms(&g["from"])?, ms(&g["to"]))))
+            .collect();
+        if s["complete"] == true && !gaps.is_empty() {
+            f.wrong(&q, format!("stream {id} is complete with gaps {gaps:?}"));
+        }
+        for w in play
+            .trace
+            .writes
+            .iter()
+            .filter(|w| Oracle::concerns(scope, w))
+        {
+            let inside = from <= w.t0
+                && w.t1 <= to
+                && gaps
+                    .iter()
+                    .all(|&(a, b)| a > w.t1 || b.is_some_and(|b| b < w.t0));
+            if !inside {
+                continue;
+            }
+            f.covered_writes += 1;
+            if !recorders.iter().any(|r| r.watched(w.t0, w.t1)) {
+                f.wrong(
+                    &q,
+                    format!(
+                        "{id} is said to cover {}..{}, when {:?} rv {} was written, but no recorder of it watched",
+                        w.t0, w.t1, w.key, w.rv
+                    ),
+                );
+            }
+        }
+    }
+    answer
+}
+
+/// Whether a recorder of `scope` records something a question about `ns`
+/// asks about.
+fn in_scope_of(scope: &super::histories::Scope, ns: Option<&str>) -> bool {
+    match (ns, scope.namespace) {
+        (None, _) | (_, None) => true,
+        (Some(a), Some(b)) => a == b,
+    }
+}
+
+/// `replay plan`'s object set at a quiet moment: a plan it makes (never with
+/// `--allow-gaps`) is complete, and holds exactly the objects that existed.
+/// Refusing for gaps claims nothing.
+fn replay_plan(
+    play: &Play,
+    oracle: &Oracle<'_>,
+    store: &Path,
+    ns: &str,
+    at: i64,
+    f: &mut Findings,
+) {
+    f.questions += 1;
+    let args: Vec<String> = vec![
+        "replay".into(),
+        "plan".into(),
+        "-n".into(),
+        ns.into(),
+        "--at".into(),
+        Millis::from_ms(at).to_string(),
+        "--to-namespace".into(),
+        format!("{ns}-replay"),
+        "-o".into(),
+        "json".into(),
+    ];
+    let q = args.join(" ");
+    let (code, json, stderr) = ask(play, store, &args);
+    match (code, json) {
+        (Some(0), Some(v)) => {
+            f.plans += 1;
+            if v["complete"] != true {
+                f.wrong(&q, "a plan made without --allow-gaps is incomplete".into());
+            }
+            let mut got = BTreeSet::new();
+            for o in v["objects"].as_array().into_iter().flatten() {
+                let key = key_of(&serde_json::json!({
+                    "kind": o["kind"], "namespace": ns, "name": o["name"]
+                }));
+                if let Some(key) = key
+                    && !got.insert(key.clone())
+                {
+                    f.wrong(&q, format!("{key:?} is planned twice"));
+                }
+            }
+            let want: BTreeSet<Key> = oracle
+                .keys()
+                .into_iter()
+                .filter(|k| k.namespace == ns && oracle.asked(k, Some(ns)))
+                .filter(|k| oracle.state_at(k, at).is_some())
+                .collect();
+            if v["complete"] == true {
+                f.complete += 1;
+                if got != want {
+                    f.wrong(&q, format!("plans {got:?} where the truth is {want:?}"));
+                }
+            }
+        }
+        (Some(1), _) if stderr.contains("refusing to plan: the recording of namespace") => {
+            f.plans_refused += 1;
+        }
+        (Some(1), _)
+            if stderr.contains("nothing recorded") || stderr.contains("never recorded") =>
+        {
+            if oracle
+                .keys()
+                .iter()
+                .any(|k| k.namespace == ns && oracle.ever_recorded(k))
+            {
+                f.wrong(&q, format!("said never recorded: {stderr}"));
+            }
+        }
+        (code, _) => f.wrong(&q, format!("unexpected answer {code:?}: {stderr}")),
+    }
 }

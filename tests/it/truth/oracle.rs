@@ -2,8 +2,8 @@
 //! (the simulator's answers to them, timed by this process) and from when
 //! each recorder surely watched. Never from what krply answers.
 
-use super::histories::{Key, Op, SELECTOR};
-use super::run::{Trace, Written};
+use super::histories::{Key, Kind, Op, SELECTOR, Scope};
+use super::run::{Recorder, Trace, Written};
 
 /// The truth for the answers of one journal: the recorders whose history it
 /// holds (its own, and those of the journals imported into it).
@@ -37,12 +37,37 @@ impl<'t> Oracle<'t> {
     /// Whether any recorder of this journal saw `w` happen (a stream with a
     /// selector sees a write of an object that matched before or after it).
     pub fn seen_by_watch(&self, w: &Written) -> bool {
+        self.recorders()
+            .any(|r| Oracle::concerns(&r.scope, w) && r.watched(w.t0, w.t1))
+    }
+
+    /// The recorders of this journal (or of the journals imported into it)
+    /// that recorded the stream named `id` (`configmaps.v1@shop?tier=web`, or
+    /// `configmaps.v1@shop (imported 3eca6bb4#1)` as segments brought it),
+    /// and the kind it holds.
+    pub fn recorders_of(&self, id: &str) -> (Option<Kind>, Vec<&'t Recorder>) {
+        let id = id.split_once(" (imported ").map_or(id, |(id, _)| id);
+        let kind = Kind::ALL.into_iter().find(|k| {
+            id.strip_prefix(k.stream())
+                .is_some_and(|rest| rest.starts_with('@'))
+        });
+        let recorders = kind
+            .map(|kind| {
+                self.recorders()
+                    .filter(|r| r.scope.kinds.contains(&kind) && r.scope.stream(kind) == id)
+                    .collect()
+            })
+            .unwrap_or_default();
+        (kind, recorders)
+    }
+
+    /// Whether a write is one a stream of `scope` sees happen: its kind and
+    /// namespace, and (with the selector) an object that matched before or
+    /// after it.
+    pub fn concerns(scope: &Scope, w: &Written) -> bool {
         let web = SELECTOR.trim_start_matches("tier=");
-        self.recorders().any(|r| {
-            r.scope.holds(&w.key)
-                && r.watched(w.t0, w.t1)
-                && (!r.scope.selector || w.tier_before == Some(web) || w.tier_after == Some(web))
-        })
+        scope.holds(&w.key)
+            && (!scope.selector || w.tier_before == Some(web) || w.tier_after == Some(web))
     }
 
     /// Every write of `key`, oldest first.
