@@ -28,7 +28,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-pub use age::format_age;
+pub use age::{format_age, format_duration};
 use duration::DurationSyntax;
 
 const ACCEPTED_TIMES: &str = "use \"now\", a duration like 30m, 2h, 1d or 1h30m (meaning \

@@ -201,7 +201,7 @@ pub fn detail(
 }
 
 /// An actor as a column shows it: `alice`, `likely alice`, `? not_covered`.
-pub fn actor(by: &crate::history::actors::By) -> String {
+pub fn actor(by: &crate::audit::By) -> String {
     match (&by.actor, by.actor_unknown) {
         (Some(a), _) => a.label(),
         (None, Some(why)) => format!("? {}", why.as_str()),

@@ -131,7 +131,7 @@ pub fn warning_text(completeness: &Completeness, paint: Paint) -> String {
     let time = |t: i64| clock.stamp(t);
     for m in completeness.grouped() {
         let line = format!("  {}", m.describe_with(&time));
-        if line.chars().count() <= super::diff::TEXT_WIDTH {
+        if line.chars().count() <= crate::render::TEXT_WIDTH {
             out.push_str(&line);
             out.push('\n');
             continue;
@@ -139,12 +139,12 @@ pub fn warning_text(completeness: &Completeness, paint: Paint) -> String {
         // Too wide: the stretch, the reason, then the streams it hit, wrapped.
         let what = format!("  {}", m.what_with(&time));
         match m.when_with(&time) {
-            Some(when) if what.chars().count() > super::diff::TEXT_WIDTH => {
+            Some(when) if what.chars().count() > crate::render::TEXT_WIDTH => {
                 out.push_str(&format!("  {when}:\n    {}\n", m.reason));
             }
             _ => out.push_str(&format!("{what}\n")),
         }
-        out.push_str(&wrap_list("    in ", &m.stream, super::diff::TEXT_WIDTH));
+        out.push_str(&wrap_list("    in ", &m.stream, crate::render::TEXT_WIDTH));
     }
     out
 }

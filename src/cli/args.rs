@@ -7,94 +7,49 @@ use clap::{ArgAction, Args};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// kubectl's connection flags, under one heading in `--help`.
 #[derive(Debug, Clone, Args)]
-pub struct GlobalArgs {
+#[command(next_help_heading = "Cluster connection")]
+pub struct ConnectionArgs {
     /// Path to the kubeconfig file to use (only this file; default: $KUBECONFIG, else ~/.kube/config)
-    #[arg(
-        long,
-        global = true,
-        value_name = "PATH",
-        help_heading = "Cluster connection"
-    )]
+    #[arg(long, global = true, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
     /// The kubeconfig context to use
-    #[arg(
-        long,
-        global = true,
-        value_name = "NAME",
-        help_heading = "Cluster connection"
-    )]
+    #[arg(long, global = true, value_name = "NAME")]
     pub context: Option<String>,
     /// The kubeconfig cluster to use
-    #[arg(
-        long,
-        global = true,
-        value_name = "NAME",
-        help_heading = "Cluster connection"
-    )]
+    #[arg(long, global = true, value_name = "NAME")]
     pub cluster: Option<String>,
     /// The kubeconfig user to use
-    #[arg(
-        long,
-        global = true,
-        value_name = "NAME",
-        help_heading = "Cluster connection"
-    )]
+    #[arg(long, global = true, value_name = "NAME")]
     pub user: Option<String>,
     /// The address and port of the Kubernetes API server
-    #[arg(
-        short = 's',
-        long,
-        global = true,
-        value_name = "URL",
-        help_heading = "Cluster connection"
-    )]
+    #[arg(short = 's', long, global = true, value_name = "URL")]
     pub server: Option<String>,
     /// Bearer token for authentication to the API server
-    #[arg(
-        long,
-        global = true,
-        value_name = "TOKEN",
-        help_heading = "Cluster connection"
-    )]
+    #[arg(long, global = true, value_name = "TOKEN")]
     pub token: Option<String>,
     /// Path to a cert file for the certificate authority
-    #[arg(
-        long,
-        global = true,
-        value_name = "PATH",
-        help_heading = "Cluster connection"
-    )]
+    #[arg(long, global = true, value_name = "PATH")]
     pub certificate_authority: Option<PathBuf>,
     /// Do not verify the server's certificate (insecure)
-    #[arg(long, global = true, help_heading = "Cluster connection")]
+    #[arg(long, global = true)]
     pub insecure_skip_tls_verify: bool,
     /// Username to impersonate for the operation
-    #[arg(
-        long = "as",
-        global = true,
-        value_name = "USER",
-        help_heading = "Cluster connection"
-    )]
+    #[arg(long = "as", global = true, value_name = "USER")]
     pub as_user: Option<String>,
     /// Group to impersonate for the operation (repeatable)
-    #[arg(
-        long = "as-group",
-        global = true,
-        value_name = "GROUP",
-        help_heading = "Cluster connection"
-    )]
+    #[arg(long = "as-group", global = true, value_name = "GROUP")]
     pub as_group: Vec<String>,
     /// How long to wait for a single request (e.g. 30s, 1m; watches are exempt); 0 waits
     /// forever
-    #[arg(
-        long,
-        global = true,
-        value_name = "DURATION",
-        default_value = "30s",
-        help_heading = "Cluster connection"
-    )]
+    #[arg(long, global = true, value_name = "DURATION", default_value = "30s")]
     pub request_timeout: RequestTimeout,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(next_display_order = 100)]
+pub struct GlobalArgs {
     /// The namespace (default: the context's namespace, else "default")
     #[arg(short = 'n', long, global = true, value_name = "NS")]
     pub namespace: Option<String>,
@@ -123,22 +78,25 @@ pub struct GlobalArgs {
     /// always UTC)
     #[arg(long, global = true)]
     pub utc: bool,
+    /// Last: the heading it sets would hold every flag after it.
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
 }
 
 impl GlobalArgs {
     pub fn connect_options(&self) -> CliResult<ConnectOptions> {
         Ok(ConnectOptions {
-            kubeconfig: self.kubeconfig.clone(),
-            context: self.context.clone(),
-            cluster: self.cluster.clone(),
-            user: self.user.clone(),
-            server: self.server.clone(),
-            token: self.token.clone(),
-            certificate_authority: self.certificate_authority.clone(),
-            insecure_skip_tls_verify: self.insecure_skip_tls_verify,
-            impersonate: self.as_user.clone(),
-            impersonate_groups: self.as_group.clone(),
-            request_timeout: self.request_timeout.0,
+            kubeconfig: self.connection.kubeconfig.clone(),
+            context: self.connection.context.clone(),
+            cluster: self.connection.cluster.clone(),
+            user: self.connection.user.clone(),
+            server: self.connection.server.clone(),
+            token: self.connection.token.clone(),
+            certificate_authority: self.connection.certificate_authority.clone(),
+            insecure_skip_tls_verify: self.connection.insecure_skip_tls_verify,
+            impersonate: self.connection.as_user.clone(),
+            impersonate_groups: self.connection.as_group.clone(),
+            request_timeout: self.connection.request_timeout.0,
         })
     }
 

@@ -90,10 +90,10 @@ pub fn run(global: &GlobalArgs, args: BrowseArgs) -> CliResult {
 /// The flags the copied commands need to read the same journal and cluster.
 fn common_flags(global: &GlobalArgs, journal: &crate::journal::Journal) -> String {
     let mut out = Vec::new();
-    if let Some(k) = &global.kubeconfig {
+    if let Some(k) = &global.connection.kubeconfig {
         out.push(format!("--kubeconfig {}", k.display()));
     }
-    if let Some(c) = &global.context {
+    if let Some(c) = &global.connection.context {
         out.push(format!("--context {c}"));
     }
     if crate::journal::default_path().as_deref() != Some(journal.path()) {

@@ -5,11 +5,10 @@ use super::args::GlobalArgs;
 use super::reader::Reader;
 use crate::diff::{DiffOptions, render_pair, strip_noise};
 
-/// Text answers fit this many columns (docs/output.md: 120).
-pub(super) const TEXT_WIDTH: usize = 120;
+use crate::audit::By;
 use crate::error::CliResult;
-use crate::history::actors::By;
 use crate::history::diff::{Change, DiffAnswer, Field, ObjectDiff};
+use crate::render::TEXT_WIDTH;
 use crate::render::{self, Format, Paint};
 use crate::time::Millis;
 use clap::Args;

@@ -2,12 +2,13 @@
 
 use super::answer::{self, StrictArg};
 use super::args::GlobalArgs;
-use super::diff::{BetweenOut, TEXT_WIDTH};
+use super::diff::BetweenOut;
 use super::reader::Reader;
 use crate::diff::DiffOptions;
 use crate::error::CliResult;
 use crate::history::diff::{Field, fields_after, shorten};
 use crate::history::log::{LogAnswer, LogEntry, LogType};
+use crate::render::TEXT_WIDTH;
 use crate::render::{Format, Paint};
 use crate::time::Millis;
 use clap::Args;
@@ -63,7 +64,7 @@ struct EntryOut<'a> {
     between: Option<BetweenOut>,
     /// Who made this change (audit logs).
     #[serde(flatten)]
-    by: &'a crate::history::actors::By,
+    by: &'a crate::audit::By,
     fields: &'a [Field],
     #[serde(skip_serializing_if = "Option::is_none")]
     gap: Option<GapOut>,

@@ -159,7 +159,7 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
             target.server,
             path.display(),
             duration
-                .map(|d| format!(" for {}", humantime(d)))
+                .map(|d| format!(" for {}", crate::time::format_duration(d)))
                 .unwrap_or_else(|| "; Ctrl-C stops".into()),
             crate::render::clock::clock().zone(crate::time::Millis::now().as_ms()),
         );
@@ -227,7 +227,7 @@ fn summary_text(summary: &recorder::RecordSummary, path: &std::path::Path) -> St
         "recorded {} event(s) in {} stream(s) over {}; {} gap(s); {} change(s) found by relists\njournal {}\n",
         summary.events(),
         summary.streams.len(),
-        humantime(summary.elapsed),
+        crate::time::format_duration(summary.elapsed),
         summary.gaps(),
         summary.found_by_relists(),
         path.display()
@@ -353,14 +353,4 @@ fn hostname() -> String {
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "this host".into())
-}
-
-fn humantime(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0 => format!("{}ms", d.as_millis()),
-        1..=119 => format!("{s}s"),
-        120..=7199 => format!("{}m{}s", s / 60, s % 60),
-        _ => format!("{}h{}m", s / 3600, (s % 3600) / 60),
-    }
 }

@@ -142,7 +142,10 @@ async fn plan(global: &GlobalArgs, args: PlanArgs) -> CliResult {
     check_includes(&args.include)?;
     let reader = Reader::open(global)?;
     let opts = ConnectOptions {
-        context: args.target_context.clone().or(global.context.clone()),
+        context: args
+            .target_context
+            .clone()
+            .or(global.connection.context.clone()),
         ..global.connect_options()?
     };
     let plan = make_plan(&reader, &opts, &args).await?;

@@ -3,9 +3,9 @@
 use super::answer::{self, StrictArg};
 use super::args::GlobalArgs;
 use super::reader::Reader;
+use crate::audit::By;
 use crate::diff::{DiffOptions, render_pair};
 use crate::error::CliResult;
-use crate::history::actors::By;
 use crate::history::diff::{Field, managers};
 use crate::history::timeline::{Entry, EntryType};
 use crate::render::{self, Format, Paint};

@@ -165,52 +165,59 @@ struct ListBody<'a> {
     items: Option<Vec<&'a RawValue>>,
 }
 
-/// Percent-encodes a query value (RFC 3986 unreserved characters stay).
+/// Every byte but RFC 3986's unreserved characters is escaped.
+const QUERY_VALUE: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// Percent-encodes a path segment or query value (RFC 3986 unreserved
+/// characters stay).
 pub fn encode_query(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for b in value.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(value, QUERY_VALUE).to_string()
 }
 
-/// Query parameters of a list page.
-pub fn list_query(selector: Option<&str>, limit: u32, continue_token: Option<&str>) -> String {
-    let mut q = format!("limit={limit}");
-    if let Some(sel) = selector.filter(|s| !s.is_empty()) {
-        q.push_str("&labelSelector=");
-        q.push_str(&encode_query(sel));
-    }
-    if let Some(c) = continue_token {
-        q.push_str("&continue=");
-        q.push_str(&encode_query(c));
-    }
-    q
+/// The path and query of a list page of the collection at `collection`, as
+/// kube-core builds them: no resourceVersion, so the server reads from etcd
+/// (a consistent list, docs/consistency.md).
+pub fn list_path(
+    collection: &str,
+    selector: Option<&str>,
+    limit: u32,
+    continue_token: Option<&str>,
+) -> Result<String, ApiError> {
+    let params = kube::core::params::ListParams {
+        label_selector: selector.filter(|s| !s.is_empty()).map(str::to_string),
+        limit: Some(limit),
+        continue_token: continue_token.map(str::to_string),
+        ..Default::default()
+    };
+    let req = kube::core::Request::new(collection)
+        .list(&params)
+        .map_err(|e| ApiError::Transport(e.to_string()))?;
+    Ok(req.uri().to_string())
 }
 
-/// Query parameters of a watch from exactly `resource_version`.
-pub fn watch_query(
+/// The path and query of a watch of the collection at `collection` from
+/// exactly `resource_version`, as kube-core builds them.
+pub fn watch_path(
+    collection: &str,
     selector: Option<&str>,
     resource_version: &str,
     bookmarks: bool,
     timeout_seconds: u32,
-) -> String {
-    let mut q = format!(
-        "watch=1&resourceVersion={}&timeoutSeconds={timeout_seconds}",
-        encode_query(resource_version)
-    );
-    if bookmarks {
-        q.push_str("&allowWatchBookmarks=true");
-    }
-    if let Some(sel) = selector.filter(|s| !s.is_empty()) {
-        q.push_str("&labelSelector=");
-        q.push_str(&encode_query(sel));
-    }
-    q
+) -> Result<String, ApiError> {
+    let params = kube::core::params::WatchParams {
+        label_selector: selector.filter(|s| !s.is_empty()).map(str::to_string),
+        bookmarks,
+        timeout: Some(timeout_seconds),
+        ..Default::default()
+    };
+    let req = kube::core::Request::new(collection)
+        .watch(&params, resource_version)
+        .map_err(|e| ApiError::Transport(e.to_string()))?;
+    Ok(req.uri().to_string())
 }
 
 fn transport(e: kube::Error) -> ApiError {
@@ -285,11 +292,12 @@ pub async fn list_page(
     limit: u32,
     continue_token: Option<&str>,
 ) -> Result<ListPage, ApiError> {
-    let path = format!(
-        "{}?{}",
-        resource.collection_path(namespace),
-        list_query(selector, limit, continue_token)
-    );
+    let path = list_path(
+        &resource.collection_path(namespace),
+        selector,
+        limit,
+        continue_token,
+    )?;
     let res = send(access, &path, false).await?;
     let body = read_all(res.into_body(), access.request_timeout).await?;
     let list: ListBody =
@@ -417,11 +425,13 @@ pub async fn open_watch(
     bookmarks: bool,
     timeout_seconds: u32,
 ) -> Result<WatchBody, ApiError> {
-    let path = format!(
-        "{}?{}",
-        resource.collection_path(namespace),
-        watch_query(selector, resource_version, bookmarks, timeout_seconds)
-    );
+    let path = watch_path(
+        &resource.collection_path(namespace),
+        selector,
+        resource_version,
+        bookmarks,
+        timeout_seconds,
+    )?;
     let res = send(access, &path, true).await?;
     Ok(WatchBody {
         body: res.into_body(),
@@ -515,13 +525,21 @@ mod tests {
     #[test]
     fn queries_are_encoded() {
         assert_eq!(
-            list_query(Some("app in (a,b),!tier"), 500, Some("tok/en=")),
-            "limit=500&labelSelector=app%20in%20%28a%2Cb%29%2C%21tier&continue=tok%2Fen%3D"
+            list_path(
+                "/api/v1/configmaps",
+                Some("app in (a,b),!tier"),
+                500,
+                Some("tok/en=")
+            )
+            .unwrap(),
+            // kube-core's serializer leaves an empty first pair; servers skip it.
+            "/api/v1/configmaps?&labelSelector=app+in+%28a%2Cb%29%2C%21tier&limit=500&continue=tok%2Fen%3D"
         );
         assert_eq!(
-            watch_query(None, "123", true, 290),
-            "watch=1&resourceVersion=123&timeoutSeconds=290&allowWatchBookmarks=true"
+            watch_path("/api/v1/configmaps", None, "123", true, 290).unwrap(),
+            "/api/v1/configmaps?&watch=true&timeoutSeconds=290&allowWatchBookmarks=true&resourceVersion=123"
         );
+        assert_eq!(encode_query("a b/é"), "a%20b%2F%C3%A9");
     }
 
     #[test]

@@ -4,67 +4,10 @@
 
 use super::{History, HistoryError, StreamHistory};
 use crate::audit::join::{self, Change, Kind, Write};
-use crate::audit::{Actor, Attribution, Who};
+use crate::audit::{Actor, Attribution, By, Who};
 use crate::journal::versions::VersionRow;
 use crate::model::WatchType;
 use std::collections::HashMap;
-
-/// What the audit logs say about a change, ready for answers: the actor, or
-/// why it is not known (`None` when no audit log of the cluster was imported).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub struct By {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub actor: Option<Actor>,
-    /// Why `actor` is missing although audit logs were imported.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub actor_unknown: Option<crate::audit::Unknown>,
-}
-
-impl By {
-    pub fn of(a: Option<&Attribution>) -> By {
-        match a {
-            Some(Attribution::Known(actor)) => By {
-                actor: Some(actor.clone()),
-                actor_unknown: None,
-            },
-            Some(Attribution::Unknown(why)) => By {
-                actor: None,
-                actor_unknown: Some(*why),
-            },
-            None => By::default(),
-        }
-    }
-
-    /// Whether `--by USER` keeps this change.
-    pub fn is(&self, user: &str) -> bool {
-        self.actor.as_ref().is_some_and(|a| a.is(user))
-    }
-
-    /// Whether `--by USER` keeps a change made by `self` with `fields`, and
-    /// which of its fields: all when the change is the user's, else those
-    /// that are (a change a relist found may have several authors).
-    pub fn keeps(&self, user: &str, fields: &mut Vec<super::diff::Field>) -> bool {
-        if self.is(user) {
-            return true;
-        }
-        fields.retain(|f| f.by.is(user));
-        !fields.is_empty()
-    }
-
-    /// `by alice (kubectl-edit)`, `likely by alice (kubectl-edit)`, or the
-    /// manager alone (`(kubectl-edit)`) with why the actor is unknown.
-    pub fn text(&self, manager: Option<&str>) -> Option<String> {
-        let manager = manager.map(|m| format!(" ({m})")).unwrap_or_default();
-        match (&self.actor, self.actor_unknown) {
-            (Some(a), _) => Some(match a.matched {
-                crate::audit::Match::Exact => format!("by {}{manager}", a.user),
-                crate::audit::Match::Likely => format!("likely by {}{manager}", a.user),
-            }),
-            (None, Some(why)) => Some(format!("by ?{manager}: {}", why.as_str())),
-            (None, None) => None,
-        }
-    }
-}
 
 impl History<'_> {
     /// Whether answers about this cluster carry actors: audit logs of it were

@@ -3,12 +3,12 @@
 //! objects that relist no longer saw); each is compared field by field between
 //! its state at both ends. A relist that saw an unchanged object is no change.
 
-use super::actors::By;
 use super::complete::Completeness;
 use super::merge::{self, Member, Seen};
 use super::pipeline;
 use super::state::Reading;
 use super::{Between, History, HistoryError, Scope, StreamHistory};
+use crate::audit::By;
 use crate::diff::{
     DiffOptions, FieldChange, FieldPath, diff_objects, field_manager, parse_managed_for,
     reduce_pair_managed, render_pair,
@@ -46,6 +46,19 @@ pub struct Field {
     /// Who made it, when audit logs were imported (`actor`, `actor_unknown`).
     #[serde(flatten)]
     pub by: By,
+}
+
+impl By {
+    /// Whether `--by USER` keeps a change made by `self` with `fields`, and
+    /// which of its fields: all when the change is the user's, else those
+    /// that are (a change a relist found may have several authors).
+    pub fn keeps(&self, user: &str, fields: &mut Vec<Field>) -> bool {
+        if self.is(user) {
+            return true;
+        }
+        fields.retain(|f| f.by.is(user));
+        !fields.is_empty()
+    }
 }
 
 /// One object that differs between the two times.

@@ -81,7 +81,7 @@ pub struct LogEntry {
     /// For a gap: the stretch, and the streams it is missing from.
     pub gap: Option<(GapWindow, Vec<String>)>,
     /// Who made the change, when audit logs were imported.
-    pub by: super::actors::By,
+    pub by: crate::audit::By,
     /// Where it falls in the journal's order (see
     /// [`super::timeline::Entry::seq`]): its stream's name, and its `seq`
     /// there; a gap that no record opened comes last within its millisecond.

@@ -3,7 +3,7 @@
 //! deleted objects; an object that a relist no longer saw is shown as deleted
 //! there (synthetic), since its DELETED event fell into a gap.
 
-use super::actors::{By, related};
+use super::actors::related;
 use super::complete::Completeness;
 use super::cover::Holes;
 use super::diff::{Change, Field, ObjectDiff, fields_between};
@@ -11,6 +11,7 @@ use super::merge::What;
 use super::pipeline::{inline, pipeline};
 use super::tracked::Tracked;
 use super::{Between, History, HistoryError, Scope, StreamHistory};
+use crate::audit::By;
 use crate::audit::join::Kind;
 use crate::diff::DiffOptions;
 use crate::journal::read::GapWindow;

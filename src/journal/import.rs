@@ -94,7 +94,7 @@ pub enum Placement {
 
 /// Decides [`Placement`] for rows `first..=last` whose source line before
 /// them is `prev`.
-pub fn place(lanes: &[Runs], first: i64, last: i64, prev: Option<i64>) -> Placement {
+pub fn lane_for(lanes: &[Runs], first: i64, last: i64, prev: Option<i64>) -> Placement {
     for (i, runs) in lanes.iter().enumerate() {
         // A lane made by an import cut short before its first rows: theirs.
         let Some(&(_, end)) = runs.last() else {
@@ -500,7 +500,7 @@ fn audit_input(
 const CHUNK: u64 = 2_048;
 
 /// What the first transaction of a file decided.
-enum Decided {
+enum Route {
     /// Nothing to write.
     Done(Imported),
     /// Write the rows after `after` into lane `stream`, a gap first when
@@ -524,9 +524,9 @@ fn import_file(
     own: &str,
 ) -> Result<Imported, ImportError> {
     let (mut report, stream, after, gap, mut extend) =
-        match writer.transaction(|w| decide(w, input, own))? {
-            Decided::Done(report) => return Ok(report),
-            Decided::Go {
+        match writer.transaction(|w| route(w, input, own))? {
+            Route::Done(report) => return Ok(report),
+            Route::Go {
                 report,
                 stream,
                 after,
@@ -579,10 +579,10 @@ fn import_file(
                 upto = Some(last);
             }
             if let Some(upto) = upto {
-                hold(w.conn(), stream, &mut extend, first, upto).map_err(sql)?;
+                extend_run(w.conn(), stream, &mut extend, first, upto).map_err(sql)?;
             }
             if finished {
-                note(w.conn(), input, Some(stream), report.added).map_err(sql)?;
+                record_import(w.conn(), input, Some(stream), report.added).map_err(sql)?;
             }
             Ok(finished)
         })?;
@@ -595,7 +595,7 @@ fn import_file(
 /// Notes that lane `stream` holds its source up to `upto`: its last run
 /// grows, or (the first time, when the rows do not continue it) a run from
 /// `first` starts.
-fn hold(
+fn extend_run(
     conn: &Connection,
     stream: StreamId,
     extend: &mut bool,
@@ -621,7 +621,7 @@ fn hold(
 
 /// Whether the file was imported already, is this journal's own, or where
 /// its rows go (making the lane when they start one).
-fn decide(w: &mut TxWriter<'_, '_>, input: &Input, own: &str) -> Result<Decided, ImportError> {
+fn route(w: &mut TxWriter<'_, '_>, input: &Input, own: &str) -> Result<Route, ImportError> {
     let meta = &input.meta;
     let mut report = Imported {
         path: input.path.display().to_string(),
@@ -646,16 +646,16 @@ fn decide(w: &mut TxWriter<'_, '_>, input: &Input, own: &str) -> Result<Decided,
         .map_err(sql)?;
     if seen.is_some() {
         report.result = "already imported";
-        return Ok(Decided::Done(report));
+        return Ok(Route::Done(report));
     }
     if meta.journal == own {
         report.result = "own history";
-        return Ok(Decided::Done(report));
+        return Ok(Route::Done(report));
     }
     let (Some(first), Some(last)) = (meta.first_seq, meta.last_seq) else {
-        note(conn, input, None, 0).map_err(sql)?;
+        record_import(conn, input, None, 0).map_err(sql)?;
         report.result = "held";
-        return Ok(Decided::Done(report));
+        return Ok(Route::Done(report));
     };
     conn.execute(
         "INSERT INTO clusters(id, server, context, first_seen) VALUES (?1, ?2, ?3, ?4)
@@ -670,11 +670,11 @@ fn decide(w: &mut TxWriter<'_, '_>, input: &Input, own: &str) -> Result<Decided,
     .map_err(sql)?;
     let lanes = lanes(conn, meta).map_err(sql)?;
     let runs: Vec<Runs> = lanes.iter().map(|l| l.2.clone()).collect();
-    let (stream, origin, after, gap, extend) = match place(&runs, first, last, meta.prev_seq) {
+    let (stream, origin, after, gap, extend) = match lane_for(&runs, first, last, meta.prev_seq) {
         Placement::Held => {
-            note(conn, input, None, 0).map_err(sql)?;
+            record_import(conn, input, None, 0).map_err(sql)?;
             report.result = "held";
-            return Ok(Decided::Done(report));
+            return Ok(Route::Done(report));
         }
         // Rows that continue the lane grow its last run.
         Placement::Append { lane, after, gap } => {
@@ -690,7 +690,7 @@ fn decide(w: &mut TxWriter<'_, '_>, input: &Input, own: &str) -> Result<Decided,
     };
     report.lane = Some(origin);
     report.gap_before = gap;
-    Ok(Decided::Go {
+    Ok(Route::Go {
         report,
         stream,
         after,
@@ -700,7 +700,7 @@ fn decide(w: &mut TxWriter<'_, '_>, input: &Input, own: &str) -> Result<Decided,
 }
 
 /// Notes that a file was imported (`imports`).
-fn note(
+fn record_import(
     conn: &Connection,
     input: &Input,
     stream: Option<StreamId>,
@@ -896,10 +896,10 @@ mod tests {
     #[test]
     fn files_continue_their_lane_or_leave_a_gap() {
         // Nothing imported yet: a lane of its own.
-        assert_eq!(place(&[], 10, 20, Some(3)), Placement::NewLane);
+        assert_eq!(lane_for(&[], 10, 20, Some(3)), Placement::NewLane);
         // A lane an import made before it was cut short, empty: reused.
         assert_eq!(
-            place(&[vec![]], 10, 20, Some(3)),
+            lane_for(&[vec![]], 10, 20, Some(3)),
             Placement::Append {
                 lane: 0,
                 after: None,
@@ -909,7 +909,7 @@ mod tests {
         let lane: Runs = vec![(10, 20)];
         // The next day, straight after.
         assert_eq!(
-            place(std::slice::from_ref(&lane), 25, 30, Some(20)),
+            lane_for(std::slice::from_ref(&lane), 25, 30, Some(20)),
             Placement::Append {
                 lane: 0,
                 after: None,
@@ -918,7 +918,7 @@ mod tests {
         );
         // A day later than that: the day between is missing.
         assert_eq!(
-            place(std::slice::from_ref(&lane), 40, 50, Some(33)),
+            lane_for(std::slice::from_ref(&lane), 40, 50, Some(33)),
             Placement::Append {
                 lane: 0,
                 after: None,
@@ -927,7 +927,7 @@ mod tests {
         );
         // The same day exported again, grown: only the new rows.
         assert_eq!(
-            place(std::slice::from_ref(&lane), 10, 28, None),
+            lane_for(std::slice::from_ref(&lane), 10, 28, None),
             Placement::Append {
                 lane: 0,
                 after: Some(20),
@@ -936,18 +936,18 @@ mod tests {
         );
         // Held already.
         assert_eq!(
-            place(std::slice::from_ref(&lane), 12, 18, Some(11)),
+            lane_for(std::slice::from_ref(&lane), 12, 18, Some(11)),
             Placement::Held
         );
         // Older history the lane does not hold: another lane.
         assert_eq!(
-            place(std::slice::from_ref(&lane), 1, 5, None),
+            lane_for(std::slice::from_ref(&lane), 1, 5, None),
             Placement::NewLane
         );
         // ... which then takes what follows it, where the first cannot.
         let lanes = vec![lane, vec![(1, 5)]];
         assert_eq!(
-            place(&lanes, 6, 8, Some(5)),
+            lane_for(&lanes, 6, 8, Some(5)),
             Placement::Append {
                 lane: 1,
                 after: None,

@@ -452,10 +452,11 @@ impl Journal {
             .query_row(
                 &format!(
                     "SELECT observed_at, resource_version FROM records
-                     WHERE stream_id = ?1 AND kind IN ({}, {}) AND kind <> 1
+                     WHERE stream_id = ?1 AND kind IN ({}, {}) AND {meta}
                      ORDER BY seq DESC LIMIT 1",
                     schema::kind::CHECKPOINT,
-                    schema::kind::BASELINE
+                    schema::kind::BASELINE,
+                    meta = schema::kind::META
                 ),
                 params![stream],
                 |r| {

@@ -80,7 +80,10 @@ impl Journal {
         for c in cuts {
             report.records_deleted += tx
                 .execute(
-                    "DELETE FROM records WHERE stream_id = ?1 AND kind <> 1 AND observed_at <= ?2",
+                    &format!(
+                        "DELETE FROM records WHERE stream_id = ?1 AND {} AND observed_at <= ?2",
+                        kind::META
+                    ),
                     params![c.stream, c.cut],
                 )
                 .map_err(err)? as u64;

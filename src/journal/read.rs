@@ -195,10 +195,11 @@ impl Journal {
         let mut stmt = conn
             .prepare_cached(&format!(
                 "SELECT kind, observed_at, resource_version, info, seq FROM records
-                 WHERE stream_id = ?1 AND kind IN ({}, {}, {}) AND kind <> 1 ORDER BY seq",
+                 WHERE stream_id = ?1 AND kind IN ({}, {}, {}) AND {meta} ORDER BY seq",
                 kind::BASELINE,
                 kind::GAP,
-                kind::COVERAGE
+                kind::COVERAGE,
+                meta = kind::META
             ))
             .map_err(err)?;
         let rows: Vec<FoldRow> = stmt
@@ -220,8 +221,9 @@ impl Journal {
         let last_checkpoint: Option<(i64, Option<String>, String)> = conn
             .prepare_cached(&format!(
                 "SELECT observed_at, resource_version, info FROM records
-                 WHERE stream_id = ?1 AND kind = {} AND kind <> 1 ORDER BY seq DESC LIMIT 1",
-                kind::CHECKPOINT
+                 WHERE stream_id = ?1 AND kind = {} AND {meta} ORDER BY seq DESC LIMIT 1",
+                kind::CHECKPOINT,
+                meta = kind::META
             ))
             .and_then(|mut s| {
                 s.query_row(params![stream.id], |r| {
@@ -289,8 +291,9 @@ impl Journal {
         let gaps: i64 = conn
             .query_row(
                 &format!(
-                    "SELECT count(*) FROM records WHERE kind = {} AND kind <> 1",
-                    kind::GAP
+                    "SELECT count(*) FROM records WHERE kind = {} AND {meta}",
+                    kind::GAP,
+                    meta = kind::META
                 ),
                 [],
                 |r| r.get(0),
@@ -299,10 +302,9 @@ impl Journal {
         let mut stmt = conn
             .prepare(&format!(
                 "SELECT r.info FROM records r JOIN (
-                     SELECT stream_id, max(seq) AS seq FROM records WHERE kind = {} AND kind <> 1 GROUP BY stream_id
+                     SELECT stream_id, max(seq) AS seq FROM records WHERE kind = {} AND {meta} GROUP BY stream_id
                  ) last ON last.seq = r.seq",
-                kind::CHECKPOINT
-            ))
+                kind::CHECKPOINT, meta = kind::META))
             .map_err(err)?;
         let events: u64 = stmt
             .query_map([], |r| r.get::<_, String>(0))
@@ -334,20 +336,19 @@ impl Journal {
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
             .map_err(err)?;
         for id in ids {
-            let first = edge(
-                format!(
-                    "SELECT observed_at FROM records WHERE stream_id = ?1 AND kind = {} AND kind <> 1
+            let first =
+                edge(
+                    format!(
+                    "SELECT observed_at FROM records WHERE stream_id = ?1 AND kind = {} AND {meta}
                      ORDER BY seq LIMIT 1",
-                    kind::BASELINE
-                ),
-                id,
-            )?;
+                    kind::BASELINE, meta = kind::META),
+                    id,
+                )?;
             for k in [kind::CHECKPOINT, kind::BASELINE, kind::GAP] {
                 let last = edge(
                     format!(
-                        "SELECT observed_at FROM records WHERE stream_id = ?1 AND kind = {k} AND kind <> 1
-                         ORDER BY seq DESC LIMIT 1"
-                    ),
+                        "SELECT observed_at FROM records WHERE stream_id = ?1 AND kind = {k} AND {meta}
+                         ORDER BY seq DESC LIMIT 1", meta = kind::META),
                     id,
                 )?;
                 last_observed = last_observed.max(last);

@@ -15,9 +15,8 @@ pub const SCHEMA_VERSION: i64 = 9;
 
 /// Record kinds stored in `records.kind`.
 ///
-/// `records_stream_meta` indexes every kind but [`kind::EVENT`] (`kind <> 1`);
-/// SQLite uses a partial index only when the query says so literally, so every
-/// query meant for it carries `AND kind <> 1`.
+/// `records_stream_meta` indexes every kind but [`kind::EVENT`]; every query
+/// meant for it carries [`kind::META`].
 pub mod kind {
     /// A live ADDED/MODIFIED/DELETED watch event.
     pub const EVENT: i64 = 1;
@@ -32,6 +31,13 @@ pub mod kind {
     pub const COVERAGE: i64 = 5;
     /// A durable point: the stream is known complete up to this resourceVersion.
     pub const CHECKPOINT: i64 = 6;
+
+    /// The condition every query over the stream metadata (every kind but
+    /// [`EVENT`]) carries, beside its own `kind = ..`: SQLite uses the
+    /// partial index `records_stream_meta` only when a query's WHERE
+    /// contains the index's WHERE term as written, and cannot infer it from
+    /// `kind = 3`. Without it those reads scan every event of the stream.
+    pub const META: &str = "kind <> 1";
 }
 
 /// Version 1 of the schema.

@@ -120,8 +120,9 @@ impl Journal {
             .conn()
             .prepare_cached(&format!(
                 "SELECT seq, aux, observed_at, resource_version, info FROM records
-                 WHERE stream_id = ?1 AND kind = {} AND kind <> 1 ORDER BY seq",
-                kind::BASELINE
+                 WHERE stream_id = ?1 AND kind = {} AND {meta} ORDER BY seq",
+                kind::BASELINE,
+                meta = kind::META
             ))
             .map_err(|e| self.err(e))?;
         stmt.query_map(params![stream], |r| {
@@ -151,10 +152,9 @@ impl Journal {
             .conn()
             .prepare_cached(&format!(
                 "SELECT {VERSION_COLUMNS} FROM records
-                 WHERE stream_id = ?1 AND kind = {} AND kind <> 1 AND seq >= ?2 AND seq < ?3 AND aux = ?2
+                 WHERE stream_id = ?1 AND kind = {} AND {meta} AND seq >= ?2 AND seq < ?3 AND aux = ?2
                  ORDER BY seq",
-                kind::BASELINE_ITEM
-            ))
+                kind::BASELINE_ITEM, meta = kind::META))
             .map_err(|e| self.err(e))?;
         stmt.query_map(params![stream, baseline.token, baseline.seq], version)
             .and_then(|rows| rows.collect())
@@ -539,10 +539,11 @@ impl Journal {
             .conn()
             .prepare_cached(&format!(
                 "SELECT seq, observed_at, resource_version FROM records
-                 WHERE stream_id = ?1 AND kind IN ({}, {}) AND kind <> 1 AND observed_at <= ?2
+                 WHERE stream_id = ?1 AND kind IN ({}, {}) AND {meta} AND observed_at <= ?2
                  ORDER BY seq DESC LIMIT 1",
                 kind::CHECKPOINT,
-                kind::BASELINE
+                kind::BASELINE,
+                meta = kind::META
             ))
             .and_then(|mut s| {
                 s.query_row(params![stream, at], |r| {

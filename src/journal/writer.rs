@@ -2,8 +2,8 @@
 //! turns [`Op`]s into records, batching whatever has queued into one transaction.
 //!
 //! Batching is a group commit: the thread blocks for the first op, takes
-//! everything already waiting, and unless that is company enough
-//! ([`ENOUGH_COMPANY`]) lets more arrive for [`COMMIT_WINDOW`]; all of it (up
+//! everything already waiting, and unless that is a batch big enough
+//! ([`BATCH_ENOUGH`]) lets more arrive for [`COMMIT_WINDOW`]; all of it (up
 //! to [`MAX_BATCH`]) goes into one transaction. Nothing waits longer than the
 //! window to become durable, and a busy cluster pays one commit (one WAL write
 //! of the touched pages) per window or per few hundred ops instead of one per
@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 /// The most ops committed in one transaction.
 pub const MAX_BATCH: usize = 2048;
-/// How long the first op of a transaction waits for company.
+/// How long the first op of a transaction waits for more to share its commit.
 pub const COMMIT_WINDOW: std::time::Duration = std::time::Duration::from_millis(20);
 /// The most body bytes committed in one transaction: with large objects (a
 /// relist of thousands of Deployments) a batch is cut by size, not count, so
@@ -32,8 +32,8 @@ pub const COMMIT_WINDOW: std::time::Duration = std::time::Duration::from_millis(
 pub const MAX_BATCH_BYTES: usize = 4 << 20;
 /// Ops already waiting that make a transaction worth committing without
 /// waiting out [`COMMIT_WINDOW`] (or an eighth of [`MAX_BATCH_BYTES`] of
-/// bodies): the window only gathers company to share a commit.
-pub const ENOUGH_COMPANY: usize = MAX_BATCH / 8;
+/// bodies): the window only gathers more ops to share one commit.
+pub const BATCH_ENOUGH: usize = MAX_BATCH / 8;
 /// Room in the queue between the streams and the writer; a full queue makes the
 /// streams wait (back-pressure) instead of growing memory.
 pub const QUEUE: usize = 1024;
@@ -206,7 +206,7 @@ pub struct WriterOptions {
     /// Pack older versions of objects together (docs/journal.md, "Packs"). Off
     /// only to compare the two layouts: answers must not differ.
     pub pack: bool,
-    /// How long the first op of a transaction waits for company
+    /// How long the first op of a transaction waits for more
     /// ([`COMMIT_WINDOW`]; zero makes every flushed op its own transaction).
     pub commit_window: std::time::Duration,
 }
@@ -255,7 +255,7 @@ impl Writer {
         let (tx, rx) = tokio::sync::mpsc::channel(QUEUE);
         let stats = Arc::new(WriterStats::default());
         let mut state = WriterState::new(journal, stats.clone(), pack)?;
-        state.feed = feed.map(|feed| FeedState {
+        state.caches.feed = feed.map(|feed| FeedState {
             feed,
             window: std::time::Instant::now(),
             sent: 0,
@@ -309,12 +309,8 @@ struct StreamState {
 struct WriterState {
     conn: Connection,
     path: PathBuf,
-    bodies: BodyStore,
-    next_seq: i64,
-    streams: HashMap<StreamId, StreamState>,
-    objects: HashMap<(StreamId, String, String), i64>,
+    caches: Caches,
     stats: Arc<WriterStats>,
-    feed: Option<FeedState>,
 }
 
 impl WriterState {
@@ -330,13 +326,15 @@ impl WriterState {
             .map_err(|e| JournalError::sqlite(&path, e))?;
         Ok(WriterState {
             conn,
-            bodies: BodyStore::new(path.clone(), pack),
+            caches: Caches {
+                bodies: BodyStore::new(path.clone(), pack),
+                next_seq,
+                streams: HashMap::new(),
+                objects: HashMap::new(),
+                feed: None,
+            },
             path,
-            next_seq,
-            streams: HashMap::new(),
-            objects: HashMap::new(),
             stats,
-            feed: None,
         })
     }
 
@@ -350,7 +348,7 @@ impl WriterState {
             let mut bytes = first.body_len();
             batch.push(first);
             take_waiting(&mut rx, &mut batch, &mut bytes);
-            if waits_for_company(&batch, bytes) && !rx.is_closed() && !window.is_zero() {
+            if waits_for_more(&batch, bytes) && !rx.is_closed() && !window.is_zero() {
                 std::thread::sleep(window);
                 take_waiting(&mut rx, &mut batch, &mut bytes);
             }
@@ -376,12 +374,12 @@ impl WriterState {
         // The transaction is durable: publish what it made durable.
         {
             let mut totals = self.stats.streams.lock().unwrap_or_else(|e| e.into_inner());
-            for (id, s) in &self.streams {
+            for (id, s) in &self.caches.streams {
                 totals.insert(*id, s.totals.clone());
             }
             *self.stats.commits.lock().unwrap_or_else(|e| e.into_inner()) += 1;
         }
-        if let Some(f) = &self.feed {
+        if let Some(f) = &self.caches.feed {
             for change in changes {
                 let _ = f.feed.tx.try_send(change);
             }
@@ -408,29 +406,26 @@ impl WriterState {
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(err)?;
-        self.next_seq = next_seq(&tx).map_err(err)?.max(self.next_seq);
-        let mut pending = Pending::default();
-        let mut changes = Vec::new();
-        let mut zone = Zone::default();
-        let out = f(&mut TxWriter {
+        self.caches.next_seq = next_seq(&tx).map_err(err)?.max(self.caches.next_seq);
+        let mut w = TxWriter {
             tx: &tx,
             cx: Ctx {
                 path: &self.path,
-                bodies: &mut self.bodies,
-                next_seq: &mut self.next_seq,
-                streams: &mut self.streams,
-                objects: &mut self.objects,
-                pending: &mut pending,
-                feed: self.feed.as_mut(),
-                changes: &mut changes,
-                zone: &mut zone,
+                caches: &mut self.caches,
+                tx: TxState::default(),
             },
-        })?;
+        };
+        let out = f(&mut w)?;
+        let TxState {
+            forget,
+            changes,
+            zone,
+        } = std::mem::take(&mut w.cx.tx);
         zones::record(&tx, zone).map_err(err)?;
         tx.commit().map_err(err)?;
-        for (key, obj) in pending.forget {
-            self.bodies.forget(obj);
-            self.objects.remove(&key);
+        for (key, obj) in forget {
+            self.caches.bodies.forget(obj);
+            self.caches.objects.remove(&key);
         }
         Ok((out, changes))
     }
@@ -458,10 +453,10 @@ impl TxWriter<'_, '_> {
     pub fn apply(&mut self, op: Op) -> Result<(), JournalError> {
         apply(self.tx, op, &mut self.cx)?;
         // One import transaction may write a day of records: zones stay small.
-        if self.cx.zone.records >= zones::ZONE_RECORDS {
-            zones::record(self.tx, *self.cx.zone)
+        if self.cx.tx.zone.records >= zones::ZONE_RECORDS {
+            zones::record(self.tx, self.cx.tx.zone)
                 .map_err(|e| JournalError::sqlite(self.cx.path, e))?;
-            *self.cx.zone = Zone::default();
+            self.cx.tx.zone = Zone::default();
         }
         Ok(())
     }
@@ -471,14 +466,14 @@ impl TxWriter<'_, '_> {
     /// together.
     fn checkpoint_dirty(&mut self) -> Result<(), JournalError> {
         let cx = &mut self.cx;
-        for (id, s) in cx.streams.iter_mut().filter(|(_, s)| s.dirty) {
+        for (id, s) in cx.caches.streams.iter_mut().filter(|(_, s)| s.dirty) {
             let info = CheckpointInfo {
                 reason: CheckpointReason::Event,
                 events: s.events,
             };
             insert_meta(
                 self.tx,
-                cx.next_seq,
+                &mut cx.caches.next_seq,
                 *id,
                 kind::CHECKPOINT,
                 s.dirty_at,
@@ -526,7 +521,7 @@ impl DirectWriter {
         self.broken = true;
         let (out, _) = self.state.in_transaction(f)?;
         // What the rows vouch for came with them (their checkpoints).
-        for st in self.state.streams.values_mut() {
+        for st in self.state.caches.streams.values_mut() {
             st.dirty = false;
         }
         self.broken = false;
@@ -534,26 +529,34 @@ impl DirectWriter {
     }
 }
 
-/// Work decided during a transaction that may only happen once it committed.
+/// What one transaction gathers for after its commit.
 #[derive(Default)]
-struct Pending {
-    /// Objects deleted in this transaction: their caches can go.
+struct TxState {
+    /// Objects deleted in it: their caches can go once it is durable.
     forget: Vec<((StreamId, String, String), i64)>,
+    /// Sampled changes, sent to the feed once it commits.
+    changes: Vec<Change>,
+    /// Where its object records are (docs/journal.md, "Zones").
+    zone: Zone,
 }
 
-/// Mutable writer state borrowed for one op.
+/// What the writer remembers between transactions, so that an op rarely
+/// reads back what it wrote.
+struct Caches {
+    bodies: BodyStore,
+    /// The `seq` the next record gets.
+    next_seq: i64,
+    streams: HashMap<StreamId, StreamState>,
+    /// Object ids by stream, namespace and name.
+    objects: HashMap<(StreamId, String, String), i64>,
+    feed: Option<FeedState>,
+}
+
+/// What an op is written with: the caches, and the open transaction's state.
 struct Ctx<'a> {
     path: &'a PathBuf,
-    bodies: &'a mut BodyStore,
-    next_seq: &'a mut i64,
-    streams: &'a mut HashMap<StreamId, StreamState>,
-    objects: &'a mut HashMap<(StreamId, String, String), i64>,
-    pending: &'a mut Pending,
-    feed: Option<&'a mut FeedState>,
-    /// Sampled changes of this transaction, sent once it commits.
-    changes: &'a mut Vec<Change>,
-    /// Where this transaction's object records are (docs/journal.md, "Zones").
-    zone: &'a mut Zone,
+    caches: &'a mut Caches,
+    tx: TxState,
 }
 
 /// Writes one operation into the open transaction. Long on purpose: one short arm per
@@ -582,9 +585,10 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
             list_rv,
             items,
         } => {
-            stream_state(tx, cx.streams, stream).map_err(err)?;
-            let seq = take_seq(cx.next_seq);
+            stream_state(tx, &mut cx.caches.streams, stream).map_err(err)?;
+            let seq = take_seq(&mut cx.caches.next_seq);
             let s = cx
+                .caches
                 .streams
                 .get_mut(&stream)
                 .expect("stream state loaded above");
@@ -593,9 +597,14 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
             // is not compared with what came before (docs/journal.md,
             // "Status-only changes").
             let listed = std::mem::take(&mut s.listed);
-            for (_, &object) in cx.objects.iter().filter(|((s, _, _), _)| *s == stream) {
+            for (_, &object) in cx
+                .caches
+                .objects
+                .iter()
+                .filter(|((s, _, _), _)| *s == stream)
+            {
                 if !listed.contains(&object) {
-                    cx.bodies.forget_diff_digest(object);
+                    cx.caches.bodies.forget_diff_digest(object);
                 }
             }
             let info = serde_json::to_string(&BaselineInfo { items }).unwrap_or_default();
@@ -617,30 +626,45 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
             Ok(())
         }
         Op::BaselineAbort { stream } => {
-            if let Some(s) = cx.streams.get_mut(&stream) {
+            if let Some(s) = cx.caches.streams.get_mut(&stream) {
                 s.open_list = None;
                 s.listed.clear();
             }
             // Readers skip the items of a list that failed: what comes next
             // for these objects is not compared with them.
-            for (_, &object) in cx.objects.iter().filter(|((s, _, _), _)| *s == stream) {
-                cx.bodies.forget_diff_digest(object);
+            for (_, &object) in cx
+                .caches
+                .objects
+                .iter()
+                .filter(|((s, _, _), _)| *s == stream)
+            {
+                cx.caches.bodies.forget_diff_digest(object);
             }
             Ok(())
         }
         Op::Gap { stream, at, info } => {
-            stream_state(tx, cx.streams, stream).map_err(err)?;
-            insert_meta(tx, cx.next_seq, stream, kind::GAP, at, None, None, &info).map_err(err)?;
-            if let Some(s) = cx.streams.get_mut(&stream) {
+            stream_state(tx, &mut cx.caches.streams, stream).map_err(err)?;
+            insert_meta(
+                tx,
+                &mut cx.caches.next_seq,
+                stream,
+                kind::GAP,
+                at,
+                None,
+                None,
+                &info,
+            )
+            .map_err(err)?;
+            if let Some(s) = cx.caches.streams.get_mut(&stream) {
                 s.totals.gaps += 1;
             }
             Ok(())
         }
         Op::Coverage { stream, at, info } => {
-            stream_state(tx, cx.streams, stream).map_err(err)?;
+            stream_state(tx, &mut cx.caches.streams, stream).map_err(err)?;
             insert_meta(
                 tx,
-                cx.next_seq,
+                &mut cx.caches.next_seq,
                 stream,
                 kind::COVERAGE,
                 at,
@@ -656,7 +680,7 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
             rv,
             reason,
         } => {
-            let s = stream_state(tx, cx.streams, stream).map_err(err)?;
+            let s = stream_state(tx, &mut cx.caches.streams, stream).map_err(err)?;
             let info = CheckpointInfo {
                 reason,
                 events: s.events,
@@ -669,7 +693,7 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
             rv,
             info,
         } => {
-            let s = stream_state(tx, cx.streams, stream).map_err(err)?;
+            let s = stream_state(tx, &mut cx.caches.streams, stream).map_err(err)?;
             s.events = info.events;
             checkpoint(tx, cx, stream, at, rv, info).map_err(err)
         }
@@ -686,7 +710,7 @@ fn checkpoint(
     info: CheckpointInfo,
 ) -> rusqlite::Result<()> {
     {
-        let s = stream_state(tx, cx.streams, stream)?;
+        let s = stream_state(tx, &mut cx.caches.streams, stream)?;
         s.last_rv = rv.clone();
         s.totals.last_rv = rv.clone();
         // A bookmark, heartbeat or stop at or after the transaction's events vouches
@@ -697,7 +721,7 @@ fn checkpoint(
     }
     insert_meta(
         tx,
-        cx.next_seq,
+        &mut cx.caches.next_seq,
         stream,
         kind::CHECKPOINT,
         at,
@@ -720,14 +744,15 @@ fn apply_event(
 ) -> Result<(), JournalError> {
     let path = cx.path.clone();
     let err = |e| JournalError::sqlite(&path, e);
-    stream_state(tx, cx.streams, stream).map_err(err)?;
-    let object = object_id(tx, cx.objects, stream, &meta).map_err(err)?;
-    let new = match cx.bodies.last_version(tx, object)? {
+    stream_state(tx, &mut cx.caches.streams, stream).map_err(err)?;
+    let object = object_id(tx, &mut cx.caches.objects, stream, &meta).map_err(err)?;
+    let new = match cx.caches.bodies.last_version(tx, object)? {
         None => true,
         Some(last) if is_surely_new(last, &meta.resource_version) => true,
         Some(_) => !stored_event(tx, object, &meta.resource_version, watch_type).map_err(err)?,
     };
     let s = cx
+        .caches
         .streams
         .get_mut(&stream)
         .expect("stream state loaded above");
@@ -739,15 +764,16 @@ fn apply_event(
     let digest = meta
         .diff_digest
         .filter(|_| watch_type != WatchType::Deleted);
-    let stored = cx
-        .bodies
-        .store(tx, stream, object, &meta.resource_version, &body, digest)?;
-    if cx.feed.as_mut().is_some_and(|f| f.admit()) {
+    let stored =
+        cx.caches
+            .bodies
+            .store(tx, stream, object, &meta.resource_version, &body, digest)?;
+    if cx.caches.feed.as_mut().is_some_and(|f| f.admit()) {
         let before = match (watch_type, stored.previous) {
-            (WatchType::Modified, Some(prev)) => Some(cx.bodies.read(tx, prev)?),
+            (WatchType::Modified, Some(prev)) => Some(cx.caches.bodies.read(tx, prev)?),
             _ => None,
         };
-        cx.changes.push(Change {
+        cx.tx.changes.push(Change {
             stream,
             at,
             watch_type,
@@ -757,8 +783,8 @@ fn apply_event(
             after: body.clone(),
         });
     }
-    let seq = take_seq(cx.next_seq);
-    cx.zone.add(seq, at);
+    let seq = take_seq(&mut cx.caches.next_seq);
+    cx.tx.zone.add(seq, at);
     // A change a default diff does not see is marked (docs/journal.md,
     // "Status-only changes"): 1 costs no byte more than NULL.
     let status_only = (watch_type == WatchType::Modified && stored.same_for_diff).then_some(1);
@@ -782,6 +808,7 @@ fn apply_event(
     })
     .map_err(err)?;
     let s = cx
+        .caches
         .streams
         .get_mut(&stream)
         .expect("stream state loaded above");
@@ -793,7 +820,7 @@ fn apply_event(
     s.dirty_at = s.dirty_at.max(at);
     s.dirty_rv.clone_from(&meta.resource_version);
     if watch_type == WatchType::Deleted {
-        cx.pending
+        cx.tx
             .forget
             .push(((stream, meta.namespace, meta.name), object));
     }
@@ -832,9 +859,10 @@ fn apply_baseline_item(
 ) -> Result<(), JournalError> {
     let path = cx.path.clone();
     let err = |e| JournalError::sqlite(&path, e);
-    stream_state(tx, cx.streams, stream).map_err(err)?;
-    let object = object_id(tx, cx.objects, stream, &meta).map_err(err)?;
+    stream_state(tx, &mut cx.caches.streams, stream).map_err(err)?;
+    let object = object_id(tx, &mut cx.caches.objects, stream, &meta).map_err(err)?;
     let body_id = cx
+        .caches
         .bodies
         .store(
             tx,
@@ -845,9 +873,10 @@ fn apply_baseline_item(
             meta.diff_digest,
         )?
         .body;
-    let seq = take_seq(cx.next_seq);
-    cx.zone.add(seq, at);
+    let seq = take_seq(&mut cx.caches.next_seq);
+    cx.tx.zone.add(seq, at);
     let s = cx
+        .caches
         .streams
         .get_mut(&stream)
         .expect("stream state loaded above");
@@ -918,10 +947,9 @@ fn stream_state<'a>(
         let last: Option<(String, Option<String>)> = tx
             .query_row(
                 &format!(
-                    "SELECT info, resource_version FROM records WHERE stream_id = ?1 AND kind = {} AND kind <> 1
+                    "SELECT info, resource_version FROM records WHERE stream_id = ?1 AND kind = {} AND {meta}
                      ORDER BY seq DESC LIMIT 1",
-                    kind::CHECKPOINT
-                ),
+                    kind::CHECKPOINT, meta = kind::META),
                 params![stream],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
@@ -977,13 +1005,13 @@ fn object_id(
 
 /// Whether a transaction of `ops` (with `bytes` of bodies) waits out the
 /// commit window for more. A flush is waited on: it is committed at once. So
-/// is a batch with company enough already: under load the queue refills
+/// is a batch big enough already: under load the queue refills
 /// while a transaction commits, and waiting out the window on top would cap
 /// how fast the writer goes.
-fn waits_for_company(ops: &[Op], bytes: usize) -> bool {
+fn waits_for_more(ops: &[Op], bytes: usize) -> bool {
     let urgent = ops.iter().any(|op| matches!(op, Op::Flush(_)));
-    let company = ops.len() >= ENOUGH_COMPANY || bytes >= MAX_BATCH_BYTES / 8;
-    !urgent && !company
+    let enough = ops.len() >= BATCH_ENOUGH || bytes >= MAX_BATCH_BYTES / 8;
+    !urgent && !enough
 }
 
 /// Moves the ops already queued into `batch`, up to [`MAX_BATCH`] ops or
@@ -1258,7 +1286,7 @@ mod tests {
     }
 
     #[test]
-    fn a_transaction_waits_for_company_only_when_it_has_little() {
+    fn a_transaction_waits_for_more_only_when_it_has_little() {
         let (_dir, stream) = configmap_stream();
         let events = |n: usize| -> Vec<Op> {
             (0..n)
@@ -1267,19 +1295,19 @@ mod tests {
         };
         let bytes = |ops: &[Op]| ops.iter().map(Op::body_len).sum::<usize>();
         let one = events(1);
-        assert!(waits_for_company(&one, bytes(&one)));
-        let few = events(ENOUGH_COMPANY - 1);
-        assert!(waits_for_company(&few, bytes(&few)));
+        assert!(waits_for_more(&one, bytes(&one)));
+        let few = events(BATCH_ENOUGH - 1);
+        assert!(waits_for_more(&few, bytes(&few)));
         // Under load: what queued while the last transaction committed.
-        let many = events(ENOUGH_COMPANY);
-        assert!(!waits_for_company(&many, bytes(&many)));
-        // One large object is company enough.
-        assert!(!waits_for_company(&one, MAX_BATCH_BYTES / 8));
+        let many = events(BATCH_ENOUGH);
+        assert!(!waits_for_more(&many, bytes(&many)));
+        // One large object is a batch big enough.
+        assert!(!waits_for_more(&one, MAX_BATCH_BYTES / 8));
         // A flush is waited on.
         let (ack, _) = std::sync::mpsc::sync_channel(1);
         let mut flushed = events(1);
         flushed.push(Op::Flush(ack));
-        assert!(!waits_for_company(&flushed, bytes(&flushed)));
+        assert!(!waits_for_more(&flushed, bytes(&flushed)));
     }
 
     #[test]

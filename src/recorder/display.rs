@@ -2,7 +2,8 @@
 //! (state, events, last resourceVersion, gaps) under a feed of the changes being
 //! recorded. Elsewhere: plain lines on stderr, one per notable thing.
 
-use super::stream::{Notice, StreamStatus};
+use super::rules::Notice;
+use super::stream::StreamStatus;
 use crate::history::diff::{Field, fields_after};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 use std::collections::VecDeque;

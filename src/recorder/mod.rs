@@ -19,10 +19,11 @@ use crate::journal::{DurablePoint, Journal, JournalError, StreamId};
 use crate::model::StreamSpec;
 use crate::model::{ResourceType, WatchType};
 use display::{Display, FeedItem, Mode};
+use rules::{Notice, Phase};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use stream::{Phase, Stream, StreamEnd, StreamOptions, StreamStatus};
+use stream::{Stream, StreamEnd, StreamOptions, StreamStatus};
 use tokio::sync::watch;
 
 /// Resources recorded when none are named (plus namespaces with `-A`).
@@ -331,7 +332,7 @@ fn spawn_streams(
     access: &ClusterAccess,
     writer: &Writer,
     opts: &StreamOptions,
-    notices: &tokio::sync::mpsc::UnboundedSender<stream::Notice>,
+    notices: &tokio::sync::mpsc::UnboundedSender<Notice>,
     stop: &watch::Receiver<bool>,
     pulse: &Arc<pulse::Pulse>,
 ) -> (Vec<LiveStatus>, tokio::task::JoinSet<StreamEnd>) {
@@ -617,7 +618,7 @@ fn answer_start(
                     display.notice(&refusal(&s.name, why, retry));
                 }
             }
-            display.notice(&stream::Notice {
+            display.notice(&Notice {
                 stream: String::new(),
                 text,
                 warning: true,
@@ -628,10 +629,13 @@ fn answer_start(
 }
 
 /// The warning for one stream the server refused.
-fn refusal(stream: &str, why: &str, retry: Duration) -> stream::Notice {
-    stream::Notice {
+fn refusal(stream: &str, why: &str, retry: Duration) -> Notice {
+    Notice {
         stream: stream.to_string(),
-        text: format!("unavailable: {why}; retrying every {}", rules::secs(retry)),
+        text: format!(
+            "unavailable: {why}; retrying every {}",
+            crate::time::format_duration(retry)
+        ),
         warning: true,
     }
 }

@@ -22,9 +22,42 @@
 //!   nothing claims the time since.
 
 use super::backoff::Backoff;
-use super::stream::Phase;
 use crate::cluster::api::ApiError;
+use crate::time::format_duration;
 use std::time::Duration;
+
+/// What a stream is doing now, for the live display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    Starting,
+    Listing,
+    Watching,
+    /// Waiting before a reconnect, with the reason.
+    Retrying(String),
+    Unavailable(String),
+    Stopped,
+}
+
+impl Phase {
+    pub fn label(&self) -> String {
+        match self {
+            Phase::Starting => "starting".into(),
+            Phase::Listing => "listing".into(),
+            Phase::Watching => "watching".into(),
+            Phase::Retrying(why) => format!("retrying ({why})"),
+            Phase::Unavailable(why) => format!("unavailable ({why})"),
+            Phase::Stopped => "stopped".into(),
+        }
+    }
+}
+
+/// A line for the user about one stream.
+#[derive(Debug, Clone)]
+pub struct Notice {
+    pub stream: String,
+    pub text: String,
+    pub warning: bool,
+}
 
 /// Why the watch loop handed control back.
 #[derive(Debug)]
@@ -210,7 +243,10 @@ impl Rules {
         Decision {
             effects: vec![
                 Effect::Phase(Phase::Retrying(short.to_owned())),
-                notice(format!("list failed: {e}; retrying in {}", secs(d)), true),
+                notice(
+                    format!("list failed: {e}; retrying in {}", format_duration(d)),
+                    true,
+                ),
             ],
             next: Next::Pause(d),
         }
@@ -307,7 +343,7 @@ impl Rules {
             .durable
             .clone()
             .map_or((from, None), |(at, rv)| (at, Some(rv)));
-        let took = secs(Duration::from_millis((to - from).max(0) as u64));
+        let took = format_duration(Duration::from_millis((to - from).max(0) as u64));
         let reason = format!("recorder frozen for {took} (stopped, suspended or starved)");
         self.gap_open = true;
         self.resume = None;
@@ -350,7 +386,7 @@ impl Rules {
                 effects.push(notice(
                     format!(
                         "unavailable: {full}; retrying every {}",
-                        secs(self.unavailable_retry)
+                        format_duration(self.unavailable_retry)
                     ),
                     true,
                 ));
@@ -381,7 +417,7 @@ impl Rules {
             effects.push(notice(
                 format!(
                     "watch interrupted ({why}); resuming from {from} in {}",
-                    secs(d)
+                    format_duration(d)
                 ),
                 true,
             ));
@@ -414,15 +450,6 @@ fn retry_after(e: &ApiError) -> Option<Duration> {
     match e {
         ApiError::Status { retry_after, .. } => *retry_after,
         _ => None,
-    }
-}
-
-/// `30s`, `200ms`: a delay as the notices say it.
-pub fn secs(d: Duration) -> String {
-    if d >= Duration::from_secs(1) {
-        format!("{:.0}s", d.as_secs_f64())
-    } else {
-        format!("{}ms", d.as_millis())
     }
 }
 

@@ -12,7 +12,7 @@
 //! ```
 
 use super::backoff::Backoff;
-use super::rules::{Effect, Next, Rules, Step, WatchEnd, secs};
+use super::rules::{Effect, Next, Notice, Phase, Rules, Step, WatchEnd};
 use super::secrets::redact_secret;
 use super::wire::{self, WireEvent};
 use crate::cluster::ClusterAccess;
@@ -22,6 +22,7 @@ use crate::journal::records::{CheckpointReason, CoverageInfo, GapInfo};
 use crate::journal::writer::{Op, WriterSender};
 use crate::model::StreamSpec;
 use crate::time::Millis;
+use crate::time::format_duration;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -64,31 +65,6 @@ impl Default for StreamOptions {
     }
 }
 
-/// What a stream is doing now, for the live display.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Phase {
-    Starting,
-    Listing,
-    Watching,
-    /// Waiting before a reconnect, with the reason.
-    Retrying(String),
-    Unavailable(String),
-    Stopped,
-}
-
-impl Phase {
-    pub fn label(&self) -> String {
-        match self {
-            Phase::Starting => "starting".into(),
-            Phase::Listing => "listing".into(),
-            Phase::Watching => "watching".into(),
-            Phase::Retrying(why) => format!("retrying ({why})"),
-            Phase::Unavailable(why) => format!("unavailable ({why})"),
-            Phase::Stopped => "stopped".into(),
-        }
-    }
-}
-
 /// Live counters of one stream.
 #[derive(Debug, Clone)]
 pub struct StreamStatus {
@@ -107,14 +83,6 @@ pub struct StreamStatus {
     /// Why the server refused it before any list of this run (the whole
     /// error, which names the user, verb and resource).
     pub refused: Option<String>,
-}
-
-/// A line for the user about one stream.
-#[derive(Debug, Clone)]
-pub struct Notice {
-    pub stream: String,
-    pub text: String,
-    pub warning: bool,
 }
 
 /// Everything one stream task needs.
@@ -689,7 +657,7 @@ pub fn short(e: &ApiError) -> String {
             .unwrap_or(t)
             .to_string(),
         ApiError::Decode(_) => "unreadable response".into(),
-        ApiError::Timeout(d) => format!("timeout after {}", secs(*d)),
+        ApiError::Timeout(d) => format!("timeout after {}", format_duration(*d)),
     }
 }
 

@@ -4,6 +4,9 @@
 pub mod bars;
 pub mod clock;
 
+/// Text answers fit this many columns (docs/output.md: 120).
+pub const TEXT_WIDTH: usize = 120;
+
 use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table, presets};
 use serde::Serialize;
 use std::io::IsTerminal;

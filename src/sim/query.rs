@@ -2,35 +2,27 @@
 //! route a path names (discovery documents, resource collections, objects,
 //! subresources).
 
-/// Decodes `%XX` escapes (and `+` as space in query strings). Invalid escapes
-/// are kept literally, as Go's lenient readers do not; callers validate.
+/// Decodes `%XX` escapes (and `+` as space in query strings). An escape that
+/// is not two hex digits is an error, as Go's `url.ParseQuery` makes it (the
+/// crate alone would keep it literally).
 pub(crate) fn percent_decode(s: &str, plus_is_space: bool) -> Result<String, String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' => {
-                let hex = b
-                    .get(i + 1..i + 3)
-                    .ok_or_else(|| format!("invalid URL escape {:?}", &s[i..]))?;
-                let hex = std::str::from_utf8(hex).map_err(|e| e.to_string())?;
-                let v = u8::from_str_radix(hex, 16)
-                    .map_err(|_| format!("invalid URL escape \"%{hex}\""))?;
-                out.push(v);
-                i += 3;
-            }
-            b'+' if plus_is_space => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
+    for (i, _) in s.match_indices('%') {
+        let hex = s.get(i + 1..i + 3).unwrap_or(&s[i + 1..]);
+        if hex.len() != 2 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!("invalid URL escape \"%{hex}\""));
         }
     }
-    String::from_utf8(out).map_err(|_| "invalid UTF-8 in URL".to_string())
+    let spaced;
+    let s = if plus_is_space && s.contains('+') {
+        spaced = s.replace('+', " ");
+        &spaced
+    } else {
+        s
+    };
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .map(|c| c.into_owned())
+        .map_err(|_| "invalid UTF-8 in URL".to_string())
 }
 
 /// Query parameters in order; the first occurrence of a key wins (as Go's `Get`).

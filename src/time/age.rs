@@ -45,6 +45,17 @@ pub fn format_age(ms: i64) -> String {
     format!("{}y", hours / 24 / 365)
 }
 
+/// A duration as every human line says it (a delay, how long a recorder ran
+/// or was frozen): milliseconds below a second (`200ms`), else as kubectl's
+/// AGE column ([`format_age`]: `30s`, `2m5s`, `3h`).
+pub fn format_duration(d: std::time::Duration) -> String {
+    if d < std::time::Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format_age(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    }
+}
+
 fn with_remainder(major: i64, major_unit: &str, minor: i64, minor_unit: &str) -> String {
     if minor == 0 {
         format!("{major}{major_unit}")
@@ -55,7 +66,16 @@ fn with_remainder(major: i64, major_unit: &str, minor: i64, minor_unit: &str) ->
 
 #[cfg(test)]
 mod tests {
-    use super::format_age;
+    use super::{format_age, format_duration};
+    use std::time::Duration;
+
+    #[test]
+    fn durations_read_as_ages_and_milliseconds_below_a_second() {
+        assert_eq!(format_duration(Duration::from_millis(200)), "200ms");
+        assert_eq!(format_duration(Duration::from_millis(30_400)), "30s");
+        assert_eq!(format_duration(Duration::from_secs(125)), "2m5s");
+        assert_eq!(format_duration(Duration::from_secs(3 * 3600)), "3h");
+    }
 
     const S: i64 = 1_000;
     const M: i64 = 60 * S;

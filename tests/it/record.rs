@@ -130,7 +130,7 @@ fn a_dropped_connection_resumes_from_the_exact_resource_version() {
         .sim
         .request_log()
         .into_iter()
-        .filter(|r| r.path_and_query.contains("watch=1"))
+        .filter(|r| r.path_and_query.contains("watch=true"))
         .nth(1)
         .expect("a second watch");
     let first_rv = env.events(CM)[0].2.clone();
@@ -153,7 +153,7 @@ fn count_watch_requests(env: &Env) -> usize {
         .request_log()
         .iter()
         .filter(|r| {
-            r.path_and_query.contains("/configmaps?") && r.path_and_query.contains("watch=1")
+            r.path_and_query.contains("/configmaps?") && r.path_and_query.contains("watch=true")
         })
         .count()
 }
