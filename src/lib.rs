@@ -16,6 +16,7 @@ pub mod model;
 pub mod recorder;
 pub mod render;
 pub mod replay;
+pub mod segments;
 pub mod selector;
 pub mod sim;
 pub mod time;

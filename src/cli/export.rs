@@ -4,7 +4,7 @@ use super::args::{GlobalArgs, TimeArg};
 use crate::error::{CliError, CliResult};
 use crate::journal::Journal;
 use crate::journal::export::{ExportOptions, export};
-use crate::journal::segments::{SegmentError, SegmentOptions, export_segments};
+use crate::segments::export::{SegmentError, SegmentOptions, export_segments};
 use crate::time::Millis;
 use clap::Args;
 

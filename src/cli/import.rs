@@ -3,8 +3,8 @@
 
 use super::args::GlobalArgs;
 use crate::error::{CliError, CliResult};
-use crate::journal::import::{ImportError, Imported, import};
 use crate::render::{self, Format};
+use crate::segments::import::{ImportError, Imported, import};
 use clap::Args;
 use std::path::PathBuf;
 

@@ -13,6 +13,17 @@ use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{OptionalExtension, params};
 use std::collections::HashMap;
 
+/// The audit events and coverage of one cluster.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AuditRows {
+    pub writes: Vec<AuditEvent>,
+    /// Per write: its subresource is not known (stored before schema 9;
+    /// written as null).
+    pub unknown_subresource: Vec<bool>,
+    /// `(from, to, source)`.
+    pub coverage: Vec<(i64, i64, String)>,
+}
+
 /// Rows stored per transaction.
 const CHUNK: usize = 20_000;
 
@@ -508,7 +519,7 @@ impl Journal {
         namespace: Option<&str>,
         from: i64,
         to: i64,
-    ) -> Result<super::audit_segment::AuditRows, JournalError> {
+    ) -> Result<AuditRows, JournalError> {
         let err = |e| self.err(e);
         let mut stmt = self
             .conn()
@@ -528,7 +539,7 @@ impl Journal {
         let mut rows = stmt
             .query(params![cluster, from, to, namespace])
             .map_err(err)?;
-        let mut out = super::audit_segment::AuditRows::default();
+        let mut out = AuditRows::default();
         // Bounded by the cluster's audit events.
         while let Some(r) = rows.next().map_err(err)? {
             let Some(verb) = Verb::from_code(r.get(2).map_err(err)?) else {

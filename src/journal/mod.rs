@@ -7,18 +7,16 @@
 //! - [`codec`] stores bodies compactly and returns their exact bytes.
 
 pub mod audit;
-pub mod audit_segment;
 pub mod bodies;
 pub mod codec;
 pub mod export;
-pub mod import;
+pub mod imports;
 pub mod lock;
 pub mod plans;
 pub mod prune;
 pub mod read;
 pub mod records;
 pub mod schema;
-pub mod segments;
 pub mod snapshots;
 pub mod versions;
 pub mod writer;

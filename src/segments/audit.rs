@@ -9,8 +9,9 @@
 //! verb, who, and the object it wrote with the resourceVersion it made) or a
 //! stretch an audit log covered (`record = 'coverage'`).
 
-use super::segments::ClusterMeta;
+use super::ClusterMeta;
 use crate::audit::{AuditEvent, Verb, Who};
+pub use crate::journal::audit::AuditRows;
 use arrow_array::builder::{StringBuilder, TimestampMillisecondBuilder};
 use arrow_array::cast::AsArray;
 use arrow_array::types::TimestampMillisecondType;
@@ -39,17 +40,6 @@ pub struct AuditMeta {
     pub cluster: ClusterMeta,
     pub writes: u64,
     pub coverage: u64,
-}
-
-/// The audit events and coverage of one cluster.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AuditRows {
-    pub writes: Vec<AuditEvent>,
-    /// Per write: its subresource is not known (stored before schema 9;
-    /// written as null).
-    pub unknown_subresource: Vec<bool>,
-    /// `(from, to, source)`.
-    pub coverage: Vec<(i64, i64, String)>,
 }
 
 /// The columns.

@@ -5,16 +5,17 @@
 //! again replaces it; then `DIR/manifest.json` lists the files, their slices,
 //! row counts and the coverage they hold.
 //!
-//! The rows are the NDJSON export's records ([`super::export`]), one column
+//! The rows are the NDJSON export's records ([`crate::journal::export`]), one column
 //! per field, with times as UTC timestamps and the object as its JSON text:
 //! "the object at T" and "what changed in a window" are then SQL alone
 //! (`json_extract`, `JSONExtract...`), at the cost of storing each version
 //! whole, which zstd over a column of near-identical JSON keeps small.
 
-use super::export::{ExportOptions, Line, visit};
-use super::read::StreamInfo;
-use super::{IdSet, Journal, JournalError};
+use super::ClusterMeta;
 use crate::history::History;
+use crate::journal::export::{ExportOptions, Line, visit};
+use crate::journal::read::StreamInfo;
+use crate::journal::{IdSet, Journal, JournalError};
 use crate::model::StreamSpec;
 use crate::time::Millis;
 use arrow_array::builder::{
@@ -72,7 +73,7 @@ pub struct Manifest {
     pub until: Option<String>,
     pub files: Vec<FileEntry>,
     /// Who made the changes: each cluster's audit events and the time its
-    /// audit logs covered ([`super::audit_segment`]), when it has any.
+    /// audit logs covered ([`super::audit`]), when it has any.
     pub audit: Vec<AuditEntry>,
 }
 
@@ -147,13 +148,6 @@ pub struct SegmentMeta {
     /// the rows start the stream's history.
     pub prev_seq: Option<i64>,
     pub rows: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct ClusterMeta {
-    pub id: String,
-    pub server: String,
-    pub context: Option<String>,
 }
 
 /// The stream a segment holds, with the discovery metadata that resolves
@@ -498,24 +492,24 @@ pub fn export_segments(
         if rows.writes.is_empty() && rows.coverage.is_empty() {
             continue;
         }
-        let rel = format!("{}/{}", part(&cluster.id), super::audit_segment::FILE);
+        let rel = format!("{}/{}", part(&cluster.id), super::audit::FILE);
         let path = dir.join(&rel);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(io(parent))?;
         }
-        let meta = super::audit_segment::AuditMeta {
-            format: super::audit_segment::FORMAT.into(),
+        let meta = super::audit::AuditMeta {
+            format: super::audit::FORMAT.into(),
             journal: journal_id.clone(),
             cluster: cluster.clone(),
             writes: rows.writes.len() as u64,
             coverage: rows.coverage.len() as u64,
         };
-        super::audit_segment::write(&path, &meta, &rows, props.clone()).map_err(|e| match e {
-            super::audit_segment::WriteError::Io(source) => SegmentError::Io {
+        super::audit::write(&path, &meta, &rows, props.clone()).map_err(|e| match e {
+            super::audit::WriteError::Io(source) => SegmentError::Io {
                 path: path.clone(),
                 source,
             },
-            super::audit_segment::WriteError::Parquet(source) => SegmentError::Parquet {
+            super::audit::WriteError::Parquet(source) => SegmentError::Parquet {
                 path: path.clone(),
                 source,
             },

@@ -1,5 +1,5 @@
 //! `import DIR|FILE...`: Parquet segments written by `export --format parquet`
-//! ([`super::segments`]) become read-only history of their clusters in this
+//! ([`super::export`]) become read-only history of their clusters in this
 //! journal (docs/at-scale.md, "Importing segments").
 //!
 //! - Each file says, in its key-value metadata ([`SegmentMeta`]), which
@@ -12,22 +12,22 @@
 //!   how far the lane holds its source (`import_runs`); the last one notes
 //!   the file (`imports`, by the SHA-256 of its bytes). Importing it again
 //!   adds nothing; after a crash, it continues after the last chunk.
-//! - Rows continue a lane when they follow what it holds ([`place`]); a lane
+//! - Rows continue a lane when they follow what it holds ([`lane_for`]); a lane
 //!   that skips part of its source's history gets a gap there, so a missing
 //!   day is never read as a quiet one.
 
-use super::bodies::is_surely_new;
-use super::records::{CheckpointInfo, CoverageInfo, GapInfo};
-use super::schema::IMPORTED_PREFIX;
-use super::segments::{FORMAT, META_KEY, SegmentMeta};
-use super::writer::{DirectWriter, Op, TxWriter};
-use super::{Journal, JournalError, StreamId};
+use super::export::{FORMAT, META_KEY, SegmentMeta};
+use crate::journal::bodies::is_surely_new;
+use crate::journal::imports::{self, ImportNote};
+use crate::journal::records::{CheckpointInfo, CoverageInfo, GapInfo};
+use crate::journal::schema::IMPORTED_PREFIX;
+use crate::journal::writer::{DirectWriter, Op, TxWriter};
+use crate::journal::{Journal, JournalError, StreamId};
 use crate::model::{ObjectMeta, WatchType};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, TimestampMillisecondType};
 use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -71,9 +71,7 @@ pub struct Imported {
     pub gap_before: bool,
 }
 
-/// The stretches of a source journal's records (by its `seq`) a lane holds
-/// without a break, oldest first.
-pub type Runs = Vec<(i64, i64)>;
+pub use crate::journal::imports::Runs;
 
 /// Where a file's rows go, given the runs of each lane of its stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -377,7 +375,7 @@ pub fn import(store: &Path, inputs: &[PathBuf]) -> Result<Vec<Imported>, ImportE
     // their events attach to the objects those rows recorded.
     let (audit, streams): (Vec<PathBuf>, Vec<PathBuf>) = segment_files(inputs)?
         .into_iter()
-        .partition(|p| super::audit_segment::meta_of(p).is_some());
+        .partition(|p| super::audit::meta_of(p).is_some());
     let audit = audit
         .iter()
         .map(|p| audit_input(p))
@@ -388,7 +386,7 @@ pub fn import(store: &Path, inputs: &[PathBuf]) -> Result<Vec<Imported>, ImportE
         .collect::<Result<Vec<_>, _>>()?;
     let journal = Journal::open_or_create(store)?;
     // Beside recorders, never during a prune (which holds the journal alone).
-    let _lease = super::lock::StreamLease::acquire(
+    let _lease = crate::journal::lock::StreamLease::acquire(
         store,
         &format!("import (pid {})", std::process::id()),
         &[],
@@ -433,7 +431,7 @@ pub fn import(store: &Path, inputs: &[PathBuf]) -> Result<Vec<Imported>, ImportE
             });
             continue;
         }
-        let mut gathered = super::audit::AuditImport::new(&journal, &meta.cluster.id)?;
+        let mut gathered = crate::journal::audit::AuditImport::new(&journal, &meta.cluster.id)?;
         for (e, unknown) in rows.writes.into_iter().zip(
             rows.unknown_subresource
                 .into_iter()
@@ -463,31 +461,23 @@ pub fn import(store: &Path, inputs: &[PathBuf]) -> Result<Vec<Imported>, ImportE
     Ok(out)
 }
 
-/// An audit file ([`super::audit_segment`]): its path, description and rows.
+/// An audit file ([`super::audit`]): its path, description and rows.
 fn audit_input(
     path: &Path,
-) -> Result<
-    (
-        PathBuf,
-        super::audit_segment::AuditMeta,
-        super::audit_segment::AuditRows,
-    ),
-    ImportError,
-> {
+) -> Result<(PathBuf, super::audit::AuditMeta, super::audit::AuditRows), ImportError> {
     let not = |why: String| ImportError::NotSegment {
         path: path.to_path_buf(),
         why,
     };
-    let meta =
-        super::audit_segment::meta_of(path).ok_or_else(|| not("no audit metadata".into()))?;
-    if meta.format != super::audit_segment::FORMAT {
+    let meta = super::audit::meta_of(path).ok_or_else(|| not("no audit metadata".into()))?;
+    if meta.format != super::audit::FORMAT {
         return Err(not(format!(
             "format {:?}, this kubectl-krply reads {:?}",
             meta.format,
-            super::audit_segment::FORMAT
+            super::audit::FORMAT
         )));
     }
-    let rows = super::audit_segment::read(path).map_err(|why| ImportError::BadRow {
+    let rows = super::audit::read(path).map_err(|why| ImportError::BadRow {
         path: path.to_path_buf(),
         why,
     })?;
@@ -555,7 +545,7 @@ fn import_file(
                     continue;
                 }
                 if gap_pending {
-                    w.apply(gap_op(w.conn(), stream, row.at).map_err(sql)?)?;
+                    w.apply(imports::lane_gap(w.conn(), stream, row.at).map_err(sql)?)?;
                     gap_pending = false;
                 }
                 upto = Some(row.seq);
@@ -579,10 +569,11 @@ fn import_file(
                 upto = Some(last);
             }
             if let Some(upto) = upto {
-                extend_run(w.conn(), stream, &mut extend, first, upto).map_err(sql)?;
+                imports::extend_run(w.conn(), stream, &mut extend, first, upto).map_err(sql)?;
             }
             if finished {
-                record_import(w.conn(), input, Some(stream), report.added).map_err(sql)?;
+                imports::record(w.conn(), &noted(input, Some(stream), report.added))
+                    .map_err(sql)?;
             }
             Ok(finished)
         })?;
@@ -590,33 +581,6 @@ fn import_file(
             return Ok(report);
         }
     }
-}
-
-/// Notes that lane `stream` holds its source up to `upto`: its last run
-/// grows, or (the first time, when the rows do not continue it) a run from
-/// `first` starts.
-fn extend_run(
-    conn: &Connection,
-    stream: StreamId,
-    extend: &mut bool,
-    first: i64,
-    upto: i64,
-) -> rusqlite::Result<()> {
-    if *extend {
-        conn.execute(
-            "UPDATE import_runs SET last_seq = max(last_seq, ?2)
-             WHERE stream_id = ?1 AND first_seq =
-                 (SELECT max(first_seq) FROM import_runs WHERE stream_id = ?1)",
-            params![stream, upto],
-        )?;
-    } else {
-        conn.execute(
-            "INSERT INTO import_runs(stream_id, first_seq, last_seq) VALUES (?1, ?2, ?3)",
-            params![stream, first, upto],
-        )?;
-        *extend = true;
-    }
-    Ok(())
 }
 
 /// Whether the file was imported already, is this journal's own, or where
@@ -636,15 +600,7 @@ fn route(w: &mut TxWriter<'_, '_>, input: &Input, own: &str) -> Result<Route, Im
     let path = w.path().to_path_buf();
     let sql = |e| JournalError::sqlite(&path, e);
     let conn = w.conn();
-    let seen: Option<i64> = conn
-        .query_row(
-            "SELECT 1 FROM imports WHERE hash = ?1",
-            [&input.hash],
-            |r| r.get(0),
-        )
-        .optional()
-        .map_err(sql)?;
-    if seen.is_some() {
+    if imports::imported(conn, &input.hash).map_err(sql)? {
         report.result = "already imported";
         return Ok(Route::Done(report));
     }
@@ -653,26 +609,28 @@ fn route(w: &mut TxWriter<'_, '_>, input: &Input, own: &str) -> Result<Route, Im
         return Ok(Route::Done(report));
     }
     let (Some(first), Some(last)) = (meta.first_seq, meta.last_seq) else {
-        record_import(conn, input, None, 0).map_err(sql)?;
+        imports::record(conn, &noted(input, None, 0)).map_err(sql)?;
         report.result = "held";
         return Ok(Route::Done(report));
     };
-    conn.execute(
-        "INSERT INTO clusters(id, server, context, first_seen) VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT(id) DO NOTHING",
-        params![
-            meta.cluster.id,
-            meta.cluster.server,
-            meta.cluster.context,
-            crate::time::Millis::now().as_ms()
-        ],
+    imports::add_cluster(
+        conn,
+        &meta.cluster.id,
+        &meta.cluster.server,
+        meta.cluster.context.as_deref(),
     )
     .map_err(sql)?;
-    let lanes = lanes(conn, meta).map_err(sql)?;
+    let lanes = imports::lanes(
+        conn,
+        &meta.cluster.id,
+        &meta.stream,
+        &format!("{IMPORTED_PREFIX}{}#", meta.journal),
+    )
+    .map_err(sql)?;
     let runs: Vec<Runs> = lanes.iter().map(|l| l.2.clone()).collect();
     let (stream, origin, after, gap, extend) = match lane_for(&runs, first, last, meta.prev_seq) {
         Placement::Held => {
-            record_import(conn, input, None, 0).map_err(sql)?;
+            imports::record(conn, &noted(input, None, 0)).map_err(sql)?;
             report.result = "held";
             return Ok(Route::Done(report));
         }
@@ -683,8 +641,8 @@ fn route(w: &mut TxWriter<'_, '_>, input: &Input, own: &str) -> Result<Route, Im
         }
         Placement::NewLane => {
             let origin = format!("{IMPORTED_PREFIX}{}#{}", meta.journal, lanes.len() + 1);
-            let id =
-                super::insert_stream(conn, &meta.cluster.id, &meta.stream, &origin).map_err(sql)?;
+            let id = crate::journal::insert_stream(conn, &meta.cluster.id, &meta.stream, &origin)
+                .map_err(sql)?;
             (id, origin, None, false, false)
         }
     };
@@ -699,90 +657,17 @@ fn route(w: &mut TxWriter<'_, '_>, input: &Input, own: &str) -> Result<Route, Im
     })
 }
 
-/// Notes that a file was imported (`imports`).
-fn record_import(
-    conn: &Connection,
-    input: &Input,
-    stream: Option<StreamId>,
-    added: u64,
-) -> rusqlite::Result<()> {
-    conn.execute(
-        "INSERT INTO imports(hash, path, stream_id, first_seq, last_seq, rows, added, imported_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![
-            input.hash,
-            input.path.display().to_string(),
-            stream,
-            input.meta.first_seq,
-            input.meta.last_seq,
-            input.meta.rows as i64,
-            added as i64,
-            crate::time::Millis::now().as_ms()
-        ],
-    )
-    .map(|_| ())
-}
-
-/// The lanes of a segment's stream imported from its journal: id, origin and
-/// runs, in the order they were made.
-fn lanes(conn: &Connection, meta: &SegmentMeta) -> rusqlite::Result<Vec<(StreamId, String, Runs)>> {
-    let s = &meta.stream;
-    let prefix = format!("{IMPORTED_PREFIX}{}#", meta.journal);
-    let mut stmt = conn.prepare(
-        "SELECT id, origin FROM streams WHERE cluster_id = ?1 AND grp = ?2 AND version = ?3
-           AND resource = ?4 AND namespace = ?5 AND selector = ?6
-           AND substr(origin, 1, length(?7)) = ?7
-         ORDER BY id",
-    )?;
-    let found: Vec<(StreamId, String)> = stmt
-        .query_map(
-            params![
-                meta.cluster.id,
-                s.resource.group,
-                s.resource.version,
-                s.resource.resource,
-                s.namespace.as_deref().unwrap_or(""),
-                s.selector.as_deref().unwrap_or(""),
-                prefix
-            ],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut runs = conn.prepare(
-        "SELECT first_seq, last_seq FROM import_runs WHERE stream_id = ?1 ORDER BY first_seq",
-    )?;
-    found
-        .into_iter()
-        .map(|(id, origin)| {
-            let r: Runs = runs
-                .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<_>>()?;
-            Ok((id, origin, r))
-        })
-        .collect()
-}
-
-/// The gap before rows that do not follow what their lane holds: from the
-/// lane's last record to them.
-fn gap_op(conn: &Connection, stream: StreamId, at: i64) -> rusqlite::Result<Op> {
-    let last: Option<(i64, Option<String>)> = conn
-        .query_row(
-            "SELECT observed_at, resource_version FROM records WHERE stream_id = ?1
-             ORDER BY seq DESC LIMIT 1",
-            [stream],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?;
-    let (from, from_rv) = last.unwrap_or((at, None));
-    Ok(Op::Gap {
+/// How `imports` notes a file.
+fn noted(input: &Input, stream: Option<StreamId>, added: u64) -> ImportNote<'_> {
+    ImportNote {
+        hash: &input.hash,
+        path: &input.path,
         stream,
-        at,
-        info: GapInfo {
-            from,
-            from_rv,
-            reason: "not imported: segments of this stretch are missing".into(),
-        },
-    })
+        first_seq: input.meta.first_seq,
+        last_seq: input.meta.last_seq,
+        rows: input.meta.rows,
+        added,
+    }
 }
 
 /// The rows of a segment, in order.
