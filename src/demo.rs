@@ -282,8 +282,7 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
     // As `kubectl krply audit import` does: who made each change.
     let journal = Journal::open(store)?;
     let mut import = AuditImport::new(&journal, &target.cluster_id)?;
-    import
-        .read(&audit_log)
+    crate::audit_import::read_log(&mut import, &audit_log)
         .map_err(|e| DemoError::Audit(e.to_string()))?;
     let stored = import.store()?;
     say(&format!(

@@ -4,6 +4,7 @@
 //! integration tests and benchmarks can reach the same code paths.
 
 pub mod audit;
+pub mod audit_import;
 pub mod browse;
 pub mod cli;
 pub mod cluster;

@@ -3,12 +3,10 @@
 //! - [`parse`] reads `audit.k8s.io/v1` `Event` lines, keeping only what the
 //!   join needs: never a request or response body.
 //! - [`read`] reads audit log files: plain, rotated or gzip.
-//! - [`follow`] follows a growing log while recording (`record --audit-log`).
 //! - [`join`] decides which audit event made which recorded change: exact by
 //!   resourceVersion, likely by object and time when only one candidate fits,
 //!   unknown otherwise.
 
-pub mod follow;
 pub mod join;
 pub mod parse;
 pub mod read;

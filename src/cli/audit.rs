@@ -5,9 +5,10 @@ use super::args::GlobalArgs;
 use super::reader::select_cluster;
 use crate::audit::parse::Skip;
 use crate::audit::read::{ReadError, Scan};
+use crate::audit_import::{ImportError, read_log};
 use crate::error::{CliError, CliResult};
 use crate::journal::Journal;
-use crate::journal::audit::{AuditImport, ImportError, Stored};
+use crate::journal::audit::{AuditImport, Stored};
 use crate::render::{self, Format};
 use crate::time::Millis;
 use clap::{Args, Subcommand};
@@ -97,7 +98,7 @@ fn import(global: &GlobalArgs, args: ImportArgs) -> CliResult {
     // Every file is read (and checked) before anything is stored: bad input
     // stores nothing.
     for path in &args.files {
-        let scan = importer.read(path).map_err(|e| match e {
+        let scan = read_log(&mut importer, path).map_err(|e| match e {
             ImportError::Read(e) => read_error(e),
             ImportError::Journal(e) => e.into(),
         })?;

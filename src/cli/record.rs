@@ -1,7 +1,7 @@
 //! `record`: wires flags, cluster access, discovery, the journal and the recorder.
 
 use super::args::{GlobalArgs, PositiveDuration, SelectorArg};
-use crate::audit::follow::Follower;
+use crate::audit_import::follow::Follower;
 use crate::cluster::{self, discovery::Catalog};
 use crate::error::{CliError, CliResult};
 use crate::journal::Journal;
@@ -181,7 +181,7 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
             }
             let (stop, stopped) = std::sync::mpsc::channel::<()>();
             let thread = std::thread::spawn(move || {
-                crate::audit::follow::run(follower, stopped, Duration::from_secs(1), |w| {
+                crate::audit_import::follow::run(follower, stopped, Duration::from_secs(1), |w| {
                     eprintln!("warning: {w}")
                 })
             });

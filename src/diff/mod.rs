@@ -140,3 +140,61 @@ pub fn changed_paths(before: &Value, after: &Value, opts: &DiffOptions) -> Vec<S
     walk::walk(before, after, opts, &mut out);
     out.0
 }
+
+/// The field changes from one version's JSON to the next, each with the
+/// field manager that owns it after the change (for a removed field, the one
+/// that owned it). Only the parts that differ are parsed, and each side's
+/// managedFields only when a change needs them.
+pub fn owned_changes(
+    before: &str,
+    after: &str,
+    opts: &DiffOptions,
+    defaults: &[(&str, &str)],
+) -> serde_json::Result<Vec<(FieldChange, Option<String>)>> {
+    let r = reduce_pair_managed(before, after, opts, defaults)?;
+    let (mut rb, mut ra) = (r.before, r.after);
+    let changes = diff_objects(&rb, &ra, opts);
+    if changes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let paths = |after: bool| -> Vec<&FieldPath> {
+        changes
+            .iter()
+            .filter(|c| c.after.is_some() == after)
+            .map(|c| &c.path)
+            .collect()
+    };
+    with_managed_fields(&mut ra, r.managed_after, &paths(true));
+    with_managed_fields(&mut rb, r.managed_before, &paths(false));
+    Ok(changes
+        .into_iter()
+        .map(|change| {
+            let owner = if change.after.is_some() { &ra } else { &rb };
+            let manager = field_manager(owner, &change.path);
+            (change, manager)
+        })
+        .collect())
+}
+
+/// Puts raw managedFields into a reduced value's metadata, parsed for the
+/// owners of `paths` only.
+fn with_managed_fields(
+    reduced: &mut Value,
+    raw: Option<&serde_json::value::RawValue>,
+    paths: &[&FieldPath],
+) {
+    if paths.is_empty() {
+        return;
+    }
+    let Some(fields) = raw.and_then(|raw| parse_managed_for(raw, paths)) else {
+        return;
+    };
+    if let Some(obj) = reduced.as_object_mut() {
+        let metadata = obj
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(m) = metadata.as_object_mut() {
+            m.insert("managedFields".into(), fields);
+        }
+    }
+}

@@ -460,8 +460,7 @@ proptest! {
         for before in [&before, &o] {
             let after = with_managers(&mutate(before, &mut rng), &mut rng);
             let before = with_managers(before, &mut rng);
-            let fields = crate::history::diff::fields_between(&before.to_string(), &after.to_string(), &opts, &[]).unwrap();
-            let reduced: Vec<_> = fields.into_iter().map(|f| (f.change, f.manager)).collect();
+            let reduced = owned_changes(&before.to_string(), &after.to_string(), &opts, &[]).unwrap();
             let full: Vec<_> = diff_objects(&before, &after, &opts)
                 .into_iter()
                 .map(|c| {

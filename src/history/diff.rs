@@ -10,8 +10,7 @@ use super::state::Reading;
 use super::{Between, History, HistoryError, Scope, StreamHistory};
 use crate::audit::By;
 use crate::diff::{
-    DiffOptions, FieldChange, FieldPath, diff_objects, field_manager, parse_managed_for,
-    reduce_pair_managed, render_pair,
+    DiffOptions, FieldChange, diff_objects, field_manager, owned_changes, render_pair,
 };
 use crate::journal::versions::{Decoder, ObjectRow, StoredBody, WindowRecord};
 use crate::journal::{IdMap, IdSet, Journal, StreamId};
@@ -927,38 +926,19 @@ fn compare(
 
 /// The field changes from one version's JSON to the next, each with the
 /// field manager that owns it after the change (for a removed field, the one
-/// that owned it). Only the parts that differ are parsed, and each side's
-/// managedFields only when a change needs them.
+/// that owned it): [`crate::diff::owned_changes`], as [`Field`]s.
 pub fn fields_between(
     before: &str,
     after: &str,
     opts: &DiffOptions,
     defaults: &[(&str, &str)],
 ) -> serde_json::Result<Vec<Field>> {
-    let r = reduce_pair_managed(before, after, opts, defaults)?;
-    let (mut rb, mut ra) = (r.before, r.after);
-    let changes = diff_objects(&rb, &ra, opts);
-    if changes.is_empty() {
-        return Ok(Vec::new());
-    }
-    let paths = |after: bool| -> Vec<&FieldPath> {
-        changes
-            .iter()
-            .filter(|c| c.after.is_some() == after)
-            .map(|c| &c.path)
-            .collect()
-    };
-    with_managed_fields(&mut ra, r.managed_after, &paths(true));
-    with_managed_fields(&mut rb, r.managed_before, &paths(false));
-    Ok(changes
+    Ok(owned_changes(before, after, opts, defaults)?
         .into_iter()
-        .map(|change| {
-            let owner = if change.after.is_some() { &ra } else { &rb };
-            Field {
-                manager: field_manager(owner, &change.path),
-                change,
-                by: By::default(),
-            }
+        .map(|(change, manager)| Field {
+            change,
+            manager,
+            by: By::default(),
         })
         .collect())
 }
@@ -1045,29 +1025,6 @@ pub fn managers(fields: &[Field]) -> Option<String> {
         }
     }
     (!seen.is_empty()).then(|| seen.join(", "))
-}
-
-/// Puts raw managedFields into a reduced value's metadata, parsed for the
-/// owners of `paths` only.
-fn with_managed_fields(
-    reduced: &mut Value,
-    raw: Option<&serde_json::value::RawValue>,
-    paths: &[&FieldPath],
-) {
-    if paths.is_empty() {
-        return;
-    }
-    let Some(fields) = raw.and_then(|raw| parse_managed_for(raw, paths)) else {
-        return;
-    };
-    if let Some(obj) = reduced.as_object_mut() {
-        let metadata = obj
-            .entry("metadata")
-            .or_insert_with(|| Value::Object(Default::default()));
-        if let Some(m) = metadata.as_object_mut() {
-            m.insert("managedFields".into(), fields);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@
 //! them with [`Journal::audit_who`].
 
 use super::{Journal, JournalError, StreamId};
-use crate::audit::read::{ReadError, Scan, read_file};
 use crate::audit::{AuditEvent, Verb, Who};
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{OptionalExtension, params};
@@ -62,15 +61,6 @@ struct Row {
     resource_version: Option<SqlValue>,
     /// `None`: not known (an export of events stored before schema 9).
     subresource: Option<String>,
-}
-
-/// Why an audit log could not be imported.
-#[derive(Debug, thiserror::Error)]
-pub enum ImportError {
-    #[error(transparent)]
-    Read(#[from] ReadError),
-    #[error(transparent)]
-    Journal(#[from] JournalError),
 }
 
 /// Audit events of one cluster on their way into the journal.
@@ -163,28 +153,6 @@ impl<'j> AuditImport<'j> {
             });
         }
         Ok(true)
-    }
-
-    /// Reads one audit log file, keeping its writes on recorded objects and
-    /// the time it covers.
-    pub fn read(&mut self, path: &std::path::Path) -> Result<Scan, ImportError> {
-        let mut failed = None;
-        let scan = read_file(path, |event| {
-            if failed.is_none()
-                && let Err(e) = self.add(event)
-            {
-                failed = Some(e);
-            }
-            // (A write on an object never recorded is counted in `unrecorded`.)
-            Ok(())
-        })?;
-        if let Some(e) = failed {
-            return Err(e.into());
-        }
-        if let (Some(from), Some(to)) = (scan.first_at, scan.last_at) {
-            self.covers(from, to, &path.display().to_string());
-        }
-        Ok(scan)
     }
 
     /// Notes that a log (`source`) covers `[from, to]`.

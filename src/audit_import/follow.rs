@@ -13,8 +13,8 @@
 //!
 //! [`decide`] is the decision, apart from the IO; [`Follower`] does the IO.
 
-use super::parse::{AuditEvent, Line, parse_line};
-use super::read::read_complete_lines;
+use crate::audit::parse::{AuditEvent, Line, parse_line};
+use crate::audit::read::read_complete_lines;
 use crate::journal::audit::{AuditImport, FollowPosition};
 use crate::journal::{Journal, JournalError};
 use std::io::{Seek, SeekFrom};
