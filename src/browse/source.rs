@@ -6,13 +6,14 @@
 use super::app::{Detail, ObjectLine, StreamLine};
 use crate::diff::DiffOptions;
 use crate::history::diff::NameFilter;
-use crate::history::log::RelistFinding;
+use crate::history::log::{LogType, RelistFinding};
 use crate::history::state::ObjectState;
 use crate::history::timeline::TimelineAnswer;
 use crate::history::{History, HistoryError, Scope};
 use crate::journal::IdSet;
 use crate::journal::versions::VersionRow;
 use crate::render::bars::BarRow;
+use crate::time::{Millis, TimeWindow};
 
 /// The streams in `scope`, grouped by namespace (cluster-wide streams first),
 /// then by resource.
@@ -158,6 +159,27 @@ pub fn objects(
                     detail: None,
                 });
             }
+        }
+    }
+    // Marked as `log` marks them, the streams merged: a change one stream's
+    // relist found that another stream watched is not marked, and an object
+    // a stream's first list found gone is (seed 1273 of the truth checker).
+    if let Ok(window) = TimeWindow::new(Millis::from_ms(since), Millis::from_ms(until)) {
+        let log = history.log(scope, &names, &window, &DiffOptions::default())?;
+        let found: std::collections::HashSet<(&str, &str, &str)> = log
+            .entries
+            .iter()
+            .filter(|e| matches!(e.kind, LogType::Relist(_)))
+            .map(|e| {
+                (
+                    e.object_kind.as_str(),
+                    e.namespace.as_str(),
+                    e.name.as_str(),
+                )
+            })
+            .collect();
+        for l in lines.values_mut() {
+            l.relist = found.contains(&(l.kind.as_str(), l.namespace.as_str(), l.name.as_str()));
         }
     }
     let mut out: Vec<ObjectLine> = lines.into_values().collect();

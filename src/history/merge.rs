@@ -11,7 +11,8 @@
 use super::Between;
 use super::cover::Holes;
 use crate::journal::versions::{BaselineRef, VersionRow};
-use std::collections::HashSet;
+use crate::model::WatchType;
+use std::collections::{HashMap, HashSet};
 
 /// What one stream knows of the object.
 #[derive(Debug, Clone, Copy)]
@@ -131,9 +132,21 @@ impl Step<'_> {
 ///   watched throughout will deliver (or delivered) its event, and the list
 ///   alone says nothing new.
 /// - A DELETED event whose resourceVersion another stream saw as an update is
-///   an object leaving a label selector, not a deletion.
+///   an object leaving a label selector, not a deletion. So is a selector
+///   stream's DELETED at a version another stream only listed: the change to
+///   that version was watched as it happened (the leave), with the content
+///   the list holds.
 pub fn merge(members: &[Member<'_>]) -> Vec<Seen> {
     let holes = union_holes(members);
+    // Every version some stream saw present (an event or a list item): a
+    // selector stream's DELETED at one of them is the object leaving the
+    // selector at that version, not a deletion.
+    let mut present: HashMap<&str, (usize, &VersionRow)> = HashMap::new();
+    for (i, m) in members.iter().enumerate() {
+        for v in m.versions.iter().filter(|v| !v.deleted()) {
+            present.entry(v.resource_version.as_str()).or_insert((i, v));
+        }
+    }
     let watched: HashSet<&str> = members
         .iter()
         .flat_map(|m| m.versions)
@@ -233,6 +246,30 @@ pub fn merge(members: &[Member<'_>]) -> Vec<Seen> {
                             || deleted_rvs.contains(rv)
                             || known == Known::Absent
                         {
+                            continue;
+                        }
+                        if !members[m].whole
+                            && let Some(&(other, row)) = present.get(rv)
+                        {
+                            // Left the selector: the change to `rv` was
+                            // watched as it happened; its content is the
+                            // other stream's.
+                            if seen_rvs.insert(rv) {
+                                known = Known::Present(rv.to_string());
+                                known_at = v.observed_at;
+                                out.push(Seen {
+                                    member: other,
+                                    what: What::Version(VersionRow {
+                                        seq: v.seq,
+                                        kind: v.kind,
+                                        observed_at: v.observed_at,
+                                        watch_type: Some(WatchType::Modified),
+                                        list_token: None,
+                                        ..row.clone()
+                                    }),
+                                    observed: Observed::Watch,
+                                });
+                            }
                             continue;
                         }
                         deleted_rvs.insert(rv);

@@ -845,7 +845,17 @@ fn diff(
             let change = match (a, b) {
                 (None, Some(_)) => "added",
                 (Some(_), None) => "deleted",
-                (Some(x), Some(y)) if x.rv != y.rv => "modified",
+                // Relabels that end where they began change no field diff
+                // shows (seed 1286: tier=web, db, web again).
+                (Some(x), Some(y))
+                    if x.rv != y.rv
+                        && (x.tier_after != y.tier_after
+                            || oracle.writes_of(&key).any(|w| {
+                                since <= w.t1 && w.t1 < until && !matches!(w.op, Op::Relabel { .. })
+                            })) =>
+                {
+                    "modified"
+                }
                 _ => continue,
             };
             want.insert(key, change.to_string());
