@@ -243,6 +243,25 @@ pub fn questions(
     answers
 }
 
+/// A question that must be answered (exit 0, JSON): the answer as journals
+/// compare it, and its JSON, or `None` with the failure noted.
+fn must_answer(
+    play: &Play,
+    store: &Path,
+    args: &[String],
+    f: &mut Findings,
+) -> (String, Option<Value>) {
+    let (code, json, stderr) = ask(play, store, args);
+    let answer = record_answer(args, code, &json);
+    match json.filter(|_| code == Some(0)) {
+        Some(v) => (answer, Some(v)),
+        None => {
+            f.wrong(&args.join(" "), format!("no answer ({code:?}): {stderr}"));
+            (answer, None)
+        }
+    }
+}
+
 /// Exit code, stdout and stderr of the command, as compared between journals.
 fn record_answer(args: &[String], code: Option<i32>, json: &Option<Value>) -> String {
     format!(
@@ -264,10 +283,8 @@ fn snapshot(
 ) -> String {
     f.questions += 1;
     let q = args.join(" ");
-    let (code, json, stderr) = ask(play, store, args);
-    let answer = record_answer(args, code, &json);
-    let Some(v) = json.filter(|_| code == Some(0)) else {
-        f.wrong(&q, format!("no answer ({code:?}): {stderr}"));
+    let (answer, v) = must_answer(play, store, args, f);
+    let Some(v) = v else {
         return answer;
     };
     let mut got: BTreeMap<Key, String> = BTreeMap::new();
@@ -590,10 +607,8 @@ fn log(
     args.extend(scope_args(ns));
     args.extend(["-o".into(), "json".into()]);
     let q = args.join(" ");
-    let (code, json, stderr) = ask(play, store, &args);
-    let answer = record_answer(&args, code, &json);
-    let Some(v) = json.filter(|_| code == Some(0)) else {
-        f.wrong(&q, format!("no answer ({code:?}): {stderr}"));
+    let (answer, v) = must_answer(play, store, &args, f);
+    let Some(v) = v else {
         return answer;
     };
     let es = entries(&v, None);
@@ -784,10 +799,8 @@ fn diff(
     args.extend(scope_args(ns));
     args.extend(["-o".into(), "json".into()]);
     let q = args.join(" ");
-    let (code, json, stderr) = ask(play, store, &args);
-    let answer = record_answer(&args, code, &json);
-    let Some(v) = json.filter(|_| code == Some(0)) else {
-        f.wrong(&q, format!("no answer ({code:?}): {stderr}"));
+    let (answer, v) = must_answer(play, store, &args, f);
+    let Some(v) = v else {
         return answer;
     };
     let mut got: BTreeMap<Key, String> = BTreeMap::new();
@@ -885,10 +898,8 @@ fn coverage(
     args.extend(scope_args(ns));
     args.extend(["-o".into(), "json".into()]);
     let q = args.join(" ");
-    let (code, json, stderr) = ask(play, store, &args);
-    let answer = record_answer(&args, code, &json);
-    let Some(v) = json.filter(|_| code == Some(0)) else {
-        f.wrong(&q, format!("no answer ({code:?}): {stderr}"));
+    let (answer, v) = must_answer(play, store, &args, f);
+    let Some(v) = v else {
         return answer;
     };
     for s in v["streams"].as_array().into_iter().flatten() {

@@ -80,6 +80,14 @@ pub struct Play {
     frozen: [Option<i64>; SLOTS],
 }
 
+/// The history's two journals: ours, and a teammate's.
+fn journals_of(sandbox: &Sandbox) -> [PathBuf; 2] {
+    [
+        sandbox.store.clone(),
+        sandbox.dir.path().join("teammate").join("journal.db"),
+    ]
+}
+
 impl Play {
     pub fn new() -> Play {
         let sandbox = Sandbox::new();
@@ -103,12 +111,14 @@ impl Play {
         .expect("kubeconfig written");
         let audit_log = sandbox.dir.path().join("audit.log");
         sim.audit_to(&audit_log).expect("audit log");
-        let journals = [
-            sandbox.store.clone(),
-            sandbox.dir.path().join("teammate").join("journal.db"),
-        ];
+        let journals = journals_of(&sandbox);
+        Play::on(Server::Sim { sandbox, sim }, journals, audit_log)
+    }
+
+    /// A play not begun, on `server`.
+    fn on(server: Server, journals: [PathBuf; 2], audit_log: PathBuf) -> Play {
         Play {
-            server: Server::Sim { sandbox, sim },
+            server,
             trace: Trace {
                 writes: Vec::new(),
                 marks: Vec::new(),
@@ -125,25 +135,13 @@ impl Play {
     /// A history on the real control plane ([`super::real`]).
     pub fn real() -> Result<Play, String> {
         let server = super::real::RealServer::start()?;
-        let sandbox: &Sandbox = &server.env;
-        let journals = [
-            sandbox.store.clone(),
-            sandbox.dir.path().join("teammate").join("journal.db"),
-        ];
+        let journals = journals_of(&server.env);
         let audit_log = server.audit_log().to_path_buf();
-        Ok(Play {
-            server: Server::Real(Box::new(server)),
-            trace: Trace {
-                writes: Vec::new(),
-                marks: Vec::new(),
-                recorders: Vec::new(),
-                journals,
-                audit_log,
-                freezes: 0,
-            },
-            running: [None, None, None],
-            frozen: [None; SLOTS],
-        })
+        Ok(Play::on(
+            Server::Real(Box::new(server)),
+            journals,
+            audit_log,
+        ))
     }
 
     /// Where the recorders and questions run.
