@@ -78,7 +78,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
         journal,
     };
     let history = reader.history()?;
-    let coverage = super::coverage::report(
+    let coverage = crate::render::coverage::report(
         &reader.journal,
         &outcome.cluster_id,
         Some(crate::demo::NAMESPACE),
@@ -111,7 +111,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
         paint.bold(&format!(
             "$ kubectl krply diff -n shop --since {since} --until {until}"
         )),
-        super::diff::text(&changes, &reader, &window, paint),
+        crate::render::diff::text(&changes, reader.namespace.as_deref(), &window, paint),
         super::answer::warning_text(&changes.completeness, paint)
     ))?;
 
@@ -122,7 +122,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
         paint.bold(&format!(
             "$ kubectl krply log -n shop --since {since} --until {until}"
         )),
-        super::log::text(&log, false, paint),
+        crate::render::log::text(&log, false, paint),
     ))?;
 
     // The object that changed most, version by version, with the gap.
@@ -138,7 +138,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
                 "$ kubectl krply timeline {}/{} -n shop",
                 stream.info.resource.singular, object.name
             )),
-            super::timeline::table(&t.entries, paint)
+            crate::render::timeline::table(&t.entries, paint)
         ))?;
     }
     // The namespace as it was before the incident, planned into a test
@@ -171,7 +171,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
         paint.bold(&format!(
             "$ kubectl krply replay plan -n shop --at {since} --to-namespace {REPLAY_NAMESPACE}"
         )),
-        super::replay::plan_text(&plan, paint)
+        crate::render::plan::text(&plan, paint)
     ))?;
     outcome.sim.shutdown();
 

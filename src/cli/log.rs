@@ -6,10 +6,9 @@ use super::diff::BetweenOut;
 use super::reader::Reader;
 use crate::diff::DiffOptions;
 use crate::error::CliResult;
-use crate::history::diff::{Field, fields_after, shorten};
-use crate::history::log::{LogAnswer, LogEntry, LogType};
-use crate::render::TEXT_WIDTH;
-use crate::render::{Format, Paint};
+use crate::history::diff::Field;
+use crate::history::log::{LogEntry, LogType};
+use crate::render::Format;
 use crate::time::Millis;
 use clap::Args;
 use serde::Serialize;
@@ -104,7 +103,11 @@ pub fn run(global: &GlobalArgs, args: LogArgs) -> CliResult {
         _ => {
             let paint = global.paint();
             answer::warn(&result.completeness, paint);
-            super::out(&text(&result, reader.namespace.is_none(), paint))?
+            super::out(&crate::render::log::text(
+                &result,
+                reader.namespace.is_none(),
+                paint,
+            ))?
         }
     }
     answer::strict(&result.completeness, args.strict.strict)
@@ -138,113 +141,5 @@ fn entry_out(e: &LogEntry) -> EntryOut<'_> {
             reason: g.reason.clone(),
             streams: streams.clone(),
         }),
-    }
-}
-
-/// The date and `HH:MM:SS.mmm` of a time, in the zone text is shown in (the
-/// date is printed when it changes).
-fn clock(t: i64) -> (String, String) {
-    let c = crate::render::clock::clock();
-    (c.date(t), c.time(t))
-}
-
-/// One line per entry, oldest first, each within [`TEXT_WIDTH`] columns.
-pub(super) fn text(result: &LogAnswer, all_namespaces: bool, paint: Paint) -> String {
-    if result.entries.is_empty() {
-        return if result.completeness.nothing_recorded() {
-            "Nothing was ever recorded here: this journal cannot say what happened.\n".into()
-        } else if result.completeness.complete() {
-            "No changes recorded.\n".into()
-        } else {
-            "No changes recorded in the time that was watched (see the warning for the rest).\n"
-                .into()
-        };
-    }
-    let mut out = String::new();
-    let mut day = String::new();
-    for e in &result.entries {
-        let (date, clock) = clock(e.observed_at);
-        if date != day {
-            let zone = crate::render::clock::clock().zone(e.observed_at);
-            out.push_str(&paint.dim(&format!("{date} ({zone})\n")));
-            day = date;
-        }
-        out.push_str(&line(e, &clock, all_namespaces, paint));
-        out.push('\n');
-    }
-    out
-}
-
-fn line(e: &LogEntry, clock: &str, all_namespaces: bool, paint: Paint) -> String {
-    let label = format!("{:<8}", e.kind.as_str());
-    let label = match e.kind {
-        LogType::Added => paint.green(&label),
-        LogType::Deleted => paint.red(&label),
-        LogType::Relist(_) | LogType::Gap => paint.yellow(&label),
-        LogType::Modified => label,
-    };
-    if let Some((g, streams)) = &e.gap {
-        let which = match streams.as_slice() {
-            [one] => one.clone(),
-            many => format!("{} streams", many.len()),
-        };
-        let text = match g.to {
-            Some(to) => format!(
-                "{which} not covered until {}: {}",
-                clock_of(to, e.observed_at),
-                g.reason
-            ),
-            None => format!("{which} not covered from here on: {}", g.reason),
-        };
-        return format!("{clock}  {label}  {}", shorten(&text, TEXT_WIDTH - 24));
-    }
-    let who = if all_namespaces && !e.namespace.is_empty() {
-        format!("{} {}/{}", e.object_kind, e.namespace, e.name)
-    } else {
-        format!("{} {}", e.object_kind, e.name)
-    };
-    let mut head = format!("{clock}  {label}  {}", paint.bold(&who));
-    let mut used = clock.chars().count() + 2 + 8 + 2 + who.chars().count();
-    if let Some(b) = e.between {
-        let between = format!(
-            "  between {} and {}",
-            clock_of(b.from, e.observed_at),
-            clock_of(b.to, e.observed_at)
-        );
-        used += between.chars().count();
-        head.push_str(&paint.yellow(&between));
-    }
-    let room = TEXT_WIDTH.saturating_sub(used + 2);
-    let what = match e.kind.change() {
-        _ if !e.fields.is_empty() => {
-            fields_after(&e.fields, room, clock.chars().count() + 2, TEXT_WIDTH)
-        }
-        Some(what @ ("added" | "deleted")) => {
-            let did = if what == "added" {
-                "created"
-            } else {
-                "deleted"
-            };
-            match e.by.text(None) {
-                Some(by) => format!("{did} {}", paint.dim(&by)),
-                None => did.into(),
-            }
-        }
-        _ => String::new(),
-    };
-    match what.as_str() {
-        "" => head,
-        w if w.starts_with('\n') => format!("{head}{w}"),
-        w => format!("{head}  {w}"),
-    }
-}
-
-/// A time as `HH:MM:SS.mmm`, with its date when that differs from `near`'s.
-fn clock_of(t: i64, near: i64) -> String {
-    let (date, c) = clock(t);
-    if date == clock(near).0 {
-        c
-    } else {
-        format!("{date} {c}")
     }
 }

@@ -63,7 +63,7 @@ impl StatusAuditOut {
 struct StatusAuditOut {
     events: u64,
     #[serde(flatten)]
-    coverage: super::coverage::AuditOut,
+    coverage: crate::render::coverage::AuditOut,
 }
 
 pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
@@ -92,7 +92,7 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
         recorder: RecorderOut { running, holder },
         audit: StatusAuditOut {
             events: 0,
-            coverage: super::coverage::AuditOut::default(),
+            coverage: crate::render::coverage::AuditOut::default(),
         },
     };
     // The selected cluster's streams as time bars, under the text.
@@ -120,8 +120,8 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
             out.audit.events = journal.audit_event_count()?;
             // The cluster answers are about, when one is selected.
             if let Ok(cluster) = super::reader::select_cluster(&journal, global) {
-                out.audit.coverage = super::coverage::AuditOut::of(&journal, &cluster.id)?;
-                bars = super::coverage::bars_of(&journal, &cluster.id, global.paint())?;
+                out.audit.coverage = crate::render::coverage::AuditOut::of(&journal, &cluster.id)?;
+                bars = crate::render::coverage::bars_of(&journal, &cluster.id, global.paint())?;
             }
         }
         Err(JournalError::Missing(_)) => {}

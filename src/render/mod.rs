@@ -3,6 +3,11 @@
 
 pub mod bars;
 pub mod clock;
+pub mod coverage;
+pub mod diff;
+pub mod log;
+pub mod plan;
+pub mod timeline;
 
 /// Text answers fit this many columns (docs/output.md: 120).
 pub const TEXT_WIDTH: usize = 120;

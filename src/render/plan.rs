@@ -1,0 +1,130 @@
+//! A replay plan as `replay plan` and `replay show` print it
+//! (docs/replay-safety.md).
+
+use super::Paint;
+use crate::replay::{DryRunState, Plan, PlanStatus};
+
+/// A plan as `replay plan` and `replay show` print it: the verdict, source and target,
+/// the objects table, what was excluded, what the dry run found, and the warnings.
+/// Long on purpose: one section after another, in reading order.
+pub fn text(plan: &Plan, paint: Paint) -> String {
+    // A dry run into a namespace that does not exist yet checks only the
+    // Namespace: the headline says how much was really checked.
+    let unchecked = plan.dry_run.validated_at_apply.len();
+    let verdict = match plan.status {
+        PlanStatus::DryRunOk if unchecked > 0 => paint.yellow(&format!(
+            "dry-run-ok for the Namespace only; {unchecked} of {} objects are checked at apply, once it exists",
+            plan.objects.len()
+        )),
+        PlanStatus::DryRunOk | PlanStatus::Applied => paint.green(plan.status.as_str()),
+        _ => paint.red(plan.status.as_str()),
+    };
+    let mut t = format!(
+        "Plan {}: {verdict}\n  source   {} namespace {} at {}\n  target   {} namespace {}{}\n  manager  {}\n",
+        plan.id,
+        plan.source.cluster,
+        plan.source.namespace,
+        local_time(&plan.source.at),
+        plan.target.context.as_deref().map_or_else(
+            || plan.target.server.clone(),
+            |c| format!("context {c} ({})", plan.target.server)
+        ),
+        plan.target.namespace,
+        // A refused plan never asked the target whether it exists.
+        if plan.target.namespace_exists || plan.refused.is_some() {
+            ""
+        } else {
+            " (to be created)"
+        },
+        plan.field_manager
+    );
+    if let Some(reason) = &plan.refused {
+        t.push_str(&format!("  refused  {reason}\n"));
+    }
+    t.push('\n');
+    let rows: Vec<Vec<String>> = plan
+        .objects
+        .iter()
+        .map(|o| {
+            let dry = match o.dry_run {
+                DryRunState::Ok => paint.green("ok"),
+                DryRunState::Conflict | DryRunState::Error => paint.red(o.dry_run.as_str()),
+                other => other.as_str().to_string(),
+            };
+            vec![
+                o.order.to_string(),
+                o.kind.clone(),
+                o.namespace.clone().unwrap_or_else(|| "-".into()),
+                o.name.clone(),
+                dry,
+            ]
+        })
+        .collect();
+    t.push_str(&super::table(
+        &["ORDER", "KIND", "NAMESPACE", "NAME", "DRY-RUN"],
+        &rows,
+    ));
+    if !plan.excluded.is_empty() {
+        t.push_str("\nExcluded:\n");
+        for e in &plan.excluded {
+            t.push_str(&format!("  {} {}: {}\n", e.kind, e.name, e.reason));
+        }
+    }
+    if !plan.dry_run.conflicts.is_empty() || !plan.dry_run.errors.is_empty() {
+        t.push_str("\nDry run found:\n");
+        for c in &plan.dry_run.conflicts {
+            t.push_str(&format!(
+                "  conflict  {} {}: {} ({})\n",
+                c.kind,
+                c.name,
+                c.fields.join(", "),
+                c.message.lines().next().unwrap_or("")
+            ));
+        }
+        for e in &plan.dry_run.errors {
+            t.push_str(&format!(
+                "  error     {} {}: {}\n",
+                e.kind, e.name, e.message
+            ));
+        }
+    }
+    if !plan.warnings.is_empty() {
+        t.push_str("\nWarnings:\n");
+        for w in &plan.warnings {
+            t.push_str(&format!("  {w}\n"));
+        }
+    }
+    if !plan.applied.is_empty() {
+        t.push_str("\nApplied:\n");
+        for a in &plan.applied {
+            t.push_str(&format!(
+                "  {:<10} {} {}{}\n",
+                a.result.as_str(),
+                a.kind,
+                a.name,
+                a.message
+                    .as_deref()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    if plan.status == PlanStatus::DryRunOk {
+        t.push_str(&format!(
+            "\nNothing was written. To apply: kubectl krply replay apply {} --confirm\n",
+            plan.id
+        ));
+    }
+    t
+}
+
+/// A plan's saved RFC 3339 time as text shows times, with the zone.
+fn local_time(at: &str) -> String {
+    match crate::time::Millis::parse_rfc3339(at) {
+        Ok(t) => {
+            let clock = crate::render::clock::clock();
+            format!("{} ({})", clock.stamp(t.as_ms()), clock.zone(t.as_ms()))
+        }
+        Err(_) => at.to_string(),
+    }
+}
