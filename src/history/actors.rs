@@ -101,7 +101,9 @@ impl History<'_> {
     }
 
     /// Each version's uid: read where an incarnation may begin (the first
-    /// version, an ADDED one, the one after a DELETED), kept for the rest.
+    /// version, an ADDED one, the one after a DELETED, and one a list saw:
+    /// the object may have been deleted and created again while nobody
+    /// watched, seed 2591 of the truth checker), kept for the rest.
     fn uids(
         &self,
         stream: &StreamHistory,
@@ -110,6 +112,7 @@ impl History<'_> {
         let mut out: Vec<Option<String>> = Vec::with_capacity(versions.len());
         for (i, v) in versions.iter().enumerate() {
             let starts = i == 0
+                || v.synthetic()
                 || v.watch_type == Some(WatchType::Added)
                 || versions[i - 1].watch_type == Some(WatchType::Deleted);
             let uid = if starts {
