@@ -411,22 +411,28 @@ impl History<'_> {
             let tracked = self.track_row(stream, row)?;
             let merged = self.merged(&tracked)?;
             // Changes count from when the object's state is first known: the
-            // first list of a stream that covers it whole (of any, when all
-            // have a selector).
-            let whole = tracked
-                .members
-                .iter()
-                .any(|(s, _)| s.info.selector.is_none());
-            let Some(first) = tracked
-                .members
-                .iter()
-                .filter(|(s, _)| !whole || s.info.selector.is_none())
-                .filter_map(|(s, _)| s.from())
-                .min()
+            // first list of a stream that covers it whole; of any, when all
+            // have a selector or no whole one began before the window ended
+            // (a `record -A` started after it: seed 3212 of the truth checker).
+            let first_of = |whole: bool| {
+                tracked
+                    .members
+                    .iter()
+                    .filter(|(s, _)| !whole || s.info.selector.is_none())
+                    .filter_map(|(s, _)| s.from())
+                    .min()
+            };
+            let Some(first) = first_of(true)
+                .filter(|&f| f < until)
+                .or_else(|| first_of(false))
             else {
                 continue;
             };
             let t1 = since.max(first);
+            if t1 >= until {
+                // Nothing known of it in the window.
+                continue;
+            }
             let (b, a) = (
                 merged.state_at(&tracked, t1),
                 merged.state_at(&tracked, until),
