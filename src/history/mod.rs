@@ -305,6 +305,28 @@ impl<'j> History<'j> {
             .collect())
     }
 
+    /// [`History::versions`] from the last one observed at or before `at`
+    /// (all of them when none was): what a question about a window from `at`
+    /// needs of an object's past, read without the rest (a `log` of the last
+    /// hour reads a few records per object, not its week).
+    pub fn versions_from(
+        &self,
+        stream: &StreamHistory,
+        object: i64,
+        at: i64,
+    ) -> Result<Vec<VersionRow>, JournalError> {
+        let from = self
+            .journal
+            .object_version_at(object, at, self.bounds.at(at), &stream.lists)?
+            .map_or(i64::MIN, |v| v.seq);
+        Ok(self
+            .journal
+            .object_versions_from(object, from)?
+            .into_iter()
+            .filter(|v| v.list_token.is_none_or(|t| stream.lists.contains(&t)))
+            .collect())
+    }
+
     /// Objects by id with their streams.
     pub fn objects(&self, ids: &HashSet<i64>) -> Result<HashMap<i64, ObjectRow>, JournalError> {
         self.journal.objects(ids)

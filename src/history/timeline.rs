@@ -152,7 +152,15 @@ impl History<'_> {
         opts: &DiffOptions,
         window: Option<(i64, i64)>,
     ) -> Result<TimelineAnswer, HistoryError> {
-        let versions = self.versions(stream, object.id)?;
+        // A window needs the object's past from the version it began with;
+        // who made each change is decided over the whole (the audit join
+        // weighs every change against every write near it).
+        let versions = match window {
+            Some((since, _)) if !self.has_audit() => {
+                self.versions_from(stream, object.id, since)?
+            }
+            _ => self.versions(stream, object.id)?,
+        };
         let asked = |v: &VersionRow| {
             window.is_none_or(|(since, until)| v.observed_at > since && v.observed_at <= until)
         };

@@ -198,6 +198,27 @@ impl Journal {
             .map_err(|e| self.err(e))
     }
 
+    /// The versions of `object` from the record `from` on (its `seq`), oldest
+    /// first: [`Journal::object_versions`] without the past before it.
+    pub fn object_versions_from(
+        &self,
+        object: i64,
+        from: i64,
+    ) -> Result<Vec<VersionRow>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(&format!(
+                "SELECT {VERSION_COLUMNS} FROM records
+                 WHERE object_id = ?1 AND seq >= ?2 AND kind IN ({}, {}) ORDER BY seq",
+                kind::EVENT,
+                kind::BASELINE_ITEM
+            ))
+            .map_err(|e| self.err(e))?;
+        stmt.query_map(params![object, from], version)
+            .and_then(|rows| rows.collect())
+            .map_err(|e| self.err(e))
+    }
+
     /// The last version of `object` observed at or before `at`, skipping items
     /// of lists that never completed (their tokens are not in `lists`).
     pub fn object_version_at(
@@ -381,43 +402,6 @@ impl Journal {
     /// Every zone as `(first_seq, last_seq, min_at, max_at)`.
     pub fn zone_list(&self) -> Result<Vec<(i64, i64, i64, i64)>, JournalError> {
         super::zones::all(self.conn()).map_err(|e| self.err(e))
-    }
-
-    /// Per object of `streams` with live events observed in `(after, until]`:
-    /// how many, and the last one's seq. What `browse` lists (docs/browse.md):
-    /// read through the zones like [`Journal::touched_objects`], integers only.
-    pub fn window_changes(
-        &self,
-        streams: &IdSet<StreamId>,
-        after: i64,
-        until: i64,
-    ) -> Result<HashMap<i64, (usize, i64)>, JournalError> {
-        let mut stmt = self
-            .conn()
-            .prepare_cached(&format!(
-                // CROSS JOIN keeps the zones outside, so records are read by
-                // seq ranges; `+kind` keeps SQLite from indexing kind instead.
-                "SELECT r.stream_id, r.object_id, r.seq FROM zones z CROSS JOIN records r
-                    ON r.seq BETWEEN z.first_seq AND z.last_seq
-                 WHERE z.max_at > ?1 AND z.min_at <= ?2
-                   AND r.observed_at > ?1 AND r.observed_at <= ?2 AND +r.kind = {}",
-                kind::EVENT
-            ))
-            .map_err(|e| self.err(e))?;
-        let mut out: HashMap<i64, (usize, i64)> = HashMap::new();
-        let mut rows = stmt.query(params![after, until]).map_err(|e| self.err(e))?;
-        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            let stream: StreamId = row.get(0).map_err(|e| self.err(e))?;
-            if !streams.contains(&stream) {
-                continue;
-            }
-            let object: i64 = row.get(1).map_err(|e| self.err(e))?;
-            let seq: i64 = row.get(2).map_err(|e| self.err(e))?;
-            let e = out.entry(object).or_insert((0, seq));
-            e.0 += 1;
-            e.1 = e.1.max(seq);
-        }
-        Ok(out)
     }
 
     /// The version recorded as `seq`.
