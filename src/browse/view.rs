@@ -4,9 +4,10 @@
 //! and the page size, which depend on the screen's size.
 
 use super::app::{App, ObjectLine, Screen, StreamLine};
-use crate::diff::{ChangeKind, render_pair};
+use crate::diff::ChangeKind;
 use crate::history::timeline::{Entry, EntryType};
 use crate::render::bars::{self, Cell as BarCell};
+use crate::render::values::render_pair;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};

@@ -22,7 +22,7 @@ fn frontend() -> Value {
 }
 
 /// The recorded version before the change, with what the server adds.
-fn before() -> Value {
+pub(crate) fn before() -> Value {
     let mut d = frontend();
     d["metadata"]["uid"] = json!("6f1c2e9a-0000-4000-8000-000000000001");
     d["metadata"]["resourceVersion"] = json!("1200");
@@ -36,7 +36,7 @@ fn before() -> Value {
 
 /// The version after `kubectl scale`, `kubectl set image`, an edit adding an env var at
 /// the front of the list and a dotted label, and the controller's rollout.
-fn after() -> Value {
+pub(crate) fn after() -> Value {
     let mut d = before();
     d["metadata"]["resourceVersion"] = json!("1350");
     d["metadata"]["generation"] = json!(3);
@@ -103,29 +103,6 @@ fn after() -> Value {
         }
     ]);
     d
-}
-
-/// One line per change, as a text diff would print it.
-fn text(changes: &[FieldChange], after: &Value) -> String {
-    changes
-        .iter()
-        .map(|c| {
-            let manager = field_manager(after, &c.path).unwrap_or_else(|| "?".to_owned());
-            format!(
-                "{}  {} -> {}  (manager: {manager})\n",
-                c.path,
-                render_value(c.before.as_ref(), 40),
-                render_value(c.after.as_ref(), 40),
-            )
-        })
-        .collect()
-}
-
-#[test]
-fn deployment_change_text() {
-    let (before, after) = (before(), after());
-    let changes = diff_objects(&before, &after, &DiffOptions::default());
-    insta::assert_snapshot!("deployment_change_text", text(&changes, &after));
 }
 
 #[test]

@@ -40,13 +40,12 @@ mod noise;
 mod owner;
 mod path;
 mod reduce;
-mod render;
 mod walk;
 
 #[cfg(test)]
-mod deployment_tests;
+pub(crate) mod deployment_tests;
 #[cfg(test)]
-mod proptests;
+pub(crate) mod proptests;
 #[cfg(test)]
 mod tests;
 
@@ -61,7 +60,6 @@ pub use noise::{
 pub use owner::{FieldOwner, field_manager, field_owner, last_writer};
 pub use path::{FieldPath, PathError, PathSegment, parse_path};
 pub use reduce::{ReducedPair, parse_managed_for, reduce_pair, reduce_pair_managed};
-pub use render::{render_pair, render_value};
 
 use path::SegRef;
 

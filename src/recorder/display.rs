@@ -4,7 +4,8 @@
 
 use super::rules::Notice;
 use super::stream::StreamStatus;
-use crate::history::diff::{Field, fields_after};
+use crate::history::diff::Field;
+use crate::render::fields::fields_after;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 use std::collections::VecDeque;
 use std::io::Write;

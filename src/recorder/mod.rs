@@ -270,7 +270,7 @@ fn relist_line(stream: &str, f: &crate::history::log::RelistFindings) -> String 
     if named.chars().count() <= display::FEED_WIDTH {
         named
     } else {
-        crate::history::diff::shorten(&format!("{head}{}", found(false)), display::FEED_WIDTH)
+        crate::render::fields::shorten(&format!("{head}{}", found(false)), display::FEED_WIDTH)
     }
 }
 

@@ -1,8 +1,8 @@
 //! `diff` as text: grouped by object, one line per field, within
 //! [`TEXT_WIDTH`] columns (docs/output.md).
 
+use super::values::render_pair;
 use super::{Paint, TEXT_WIDTH};
-use crate::diff::render_pair;
 use crate::history::diff::{Change, DiffAnswer, ObjectDiff};
 
 fn who(o: &ObjectDiff, all_namespaces: bool) -> String {

@@ -2,8 +2,8 @@
 //! [`TEXT_WIDTH`] columns, with the date (and zone) where it changes
 //! (docs/output.md).
 
+use super::fields::{fields_after, shorten};
 use super::{Paint, TEXT_WIDTH};
-use crate::history::diff::{fields_after, shorten};
 use crate::history::log::{LogAnswer, LogEntry, LogType};
 
 /// The date and `HH:MM:SS.mmm` of a time, in the zone text is shown in (the

@@ -5,9 +5,11 @@ pub mod bars;
 pub mod clock;
 pub mod coverage;
 pub mod diff;
+pub mod fields;
 pub mod log;
 pub mod plan;
 pub mod timeline;
+pub mod values;
 
 /// Text answers fit this many columns (docs/output.md: 120).
 pub const TEXT_WIDTH: usize = 120;

@@ -1,8 +1,8 @@
 //! `timeline` as a table (docs/output.md).
 
 use super::Paint;
+use super::values::render_pair;
 use crate::audit::By;
-use crate::diff::render_pair;
 use crate::history::diff::managers;
 use crate::history::timeline::{Entry, EntryType};
 

@@ -352,4 +352,54 @@ mod tests {
             assert!(shown.chars().count() <= max, "{max}: {shown}");
         }
     }
+
+    /// The changes of Online Boutique's `frontend` Deployment (the diff
+    /// engine's fixture), one line each, as a text diff prints them.
+    mod deployment {
+        use super::render_value;
+        use crate::diff::deployment_tests::{after, before};
+        use crate::diff::{DiffOptions, FieldChange, diff_objects, field_manager};
+        use serde_json::Value;
+
+        /// One line per change, as a text diff would print it.
+        fn text(changes: &[FieldChange], after: &Value) -> String {
+            changes
+                .iter()
+                .map(|c| {
+                    let manager = field_manager(after, &c.path).unwrap_or_else(|| "?".to_owned());
+                    format!(
+                        "{}  {} -> {}  (manager: {manager})\n",
+                        c.path,
+                        render_value(c.before.as_ref(), 40),
+                        render_value(c.after.as_ref(), 40),
+                    )
+                })
+                .collect()
+        }
+
+        #[test]
+        fn deployment_change_text() {
+            let (before, after) = (before(), after());
+            let changes = diff_objects(&before, &after, &DiffOptions::default());
+            insta::assert_snapshot!("deployment_change_text", text(&changes, &after));
+        }
+    }
+
+    mod limits {
+        use super::render_value;
+        use crate::diff::proptests::tree;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn render_value_respects_the_limit(v in tree(), max in 0usize..40) {
+                let shown = render_value(Some(&v), max);
+                if max > 0 {
+                    prop_assert!(shown.chars().count() <= max);
+                }
+                prop_assert!(!shown.contains('\n'));
+                prop_assert!(!shown.is_empty());
+            }
+        }
+    }
 }
