@@ -143,11 +143,12 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     }
     // The namespace as it was before the incident, planned into a test
     // namespace of the same (simulated) cluster and checked by a dry run.
-    let plan_args = super::replay::PlanArgs {
+    let request = crate::replay::make::PlanRequest {
+        cluster: reader.cluster.id.clone(),
+        namespace: crate::demo::NAMESPACE.into(),
+        at: since,
         types: Vec::new(),
         to_namespace: REPLAY_NAMESPACE.into(),
-        at: since.to_string().parse()?,
-        target_context: None,
         include: Vec::new(),
         allow_gaps: false,
     };
@@ -165,7 +166,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
         "\n{}\nnamespace/{REPLAY_NAMESPACE} created\n",
         paint.bold(&format!("$ kubectl create namespace {REPLAY_NAMESPACE}"))
     ))?;
-    let plan = super::replay::make_plan(&reader, &opts, &plan_args).await?;
+    let plan = crate::replay::make::make(&reader.journal, &request, &opts).await?;
     super::out(&format!(
         "\n{}\n{}",
         paint.bold(&format!(

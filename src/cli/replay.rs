@@ -177,11 +177,7 @@ fn check_includes(include: &[String]) -> CliResult<Vec<String>> {
 
 /// Builds a plan of `reader`'s namespace for `args`, runs its dry run against
 /// the cluster `opts` selects, and saves it (replay::make does the work).
-pub(crate) async fn make_plan(
-    reader: &Reader,
-    opts: &ConnectOptions,
-    args: &PlanArgs,
-) -> CliResult<Plan> {
+async fn make_plan(reader: &Reader, opts: &ConnectOptions, args: &PlanArgs) -> CliResult<Plan> {
     let request = PlanRequest {
         cluster: reader.cluster.id.clone(),
         namespace: reader
