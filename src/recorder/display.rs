@@ -1,11 +1,12 @@
 //! What `record` shows while it runs. On a terminal: a live line per stream
 //! (state, events, last resourceVersion, gaps) under a feed of the changes being
-//! recorded. Elsewhere: plain lines on stderr, one per notable thing.
+//! recorded. Elsewhere: plain lines on stderr, one per notable thing. The
+//! lines themselves are `render::record`'s; this draws them.
 
 use super::rules::Notice;
 use super::stream::StreamStatus;
-use crate::history::diff::Field;
-use crate::render::fields::fields_after;
+use crate::render::fields::shorten;
+use crate::render::record::{self, FEED_WIDTH, FeedItem, wrap};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 use std::collections::VecDeque;
 use std::io::Write;
@@ -91,71 +92,9 @@ impl Mode {
     }
 }
 
-/// One recorded change for the feed.
-#[derive(Debug, Clone)]
-pub struct FeedItem {
-    /// When it was observed.
-    pub at: i64,
-    pub event: String,
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
-    /// For a modification: what changed, old and new, and who owns it now.
-    pub fields: Vec<Field>,
-}
-
-/// Feed lines fit this many columns.
-pub const FEED_WIDTH: usize = 120;
-
-impl FeedItem {
-    /// `12:04:31 MODIFIED deployment/frontend -n shop  spec.replicas: 1 -> 3  (kubectl-scale)`
-    pub fn line(&self) -> String {
-        let who = if self.namespace.is_empty() {
-            format!("{}/{}", self.kind.to_ascii_lowercase(), self.name)
-        } else {
-            format!(
-                "{}/{} -n {}",
-                self.kind.to_ascii_lowercase(),
-                self.name,
-                self.namespace
-            )
-        };
-        let head = format!("{} {:<8} {who}", clock(self.at), self.event);
-        if self.fields.is_empty() {
-            return head;
-        }
-        let room = FEED_WIDTH.saturating_sub(head.chars().count() + 2);
-        match fields_after(&self.fields, room, 9, FEED_WIDTH) {
-            below if below.starts_with('\n') => format!("{head}{below}"),
-            inline => format!("{head}  {inline}"),
-        }
-    }
-}
-
-/// `HH:MM:SS` of a time, in the zone text is shown in (named when recording
-/// starts).
-pub fn clock(at: i64) -> String {
-    crate::render::clock::clock().time_s(at)
-}
-
-/// `HH:MM:SS.mmm` of a time, in the zone text is shown in.
-pub fn clock_ms(at: i64) -> String {
-    crate::render::clock::clock().time(at)
-}
-
-/// `watching               events      12  rv 4711         gaps 0`
+/// A stream's live line, from its status.
 fn progress_line(s: &StreamStatus) -> String {
-    format!(
-        "{:<22} events {:>7}  rv {:<12} gaps {}",
-        s.phase.label(),
-        s.events,
-        if s.last_rv.is_empty() {
-            "-"
-        } else {
-            &s.last_rv
-        },
-        s.gaps
-    )
+    record::progress_line(&s.phase.label(), s.events, &s.last_rv, s.gaps)
 }
 
 pub struct Display {
@@ -184,41 +123,6 @@ const RECENT_LINES: usize = 200;
 /// cleared and drawn again.
 fn resized(before: Option<(u16, u16)>, now: Option<(u16, u16)>) -> bool {
     matches!((before, now), (Some(b), Some(n)) if b != n)
-}
-
-/// `head` then `text`, broken between words into lines of at most `width`
-/// characters, the later ones indented by four.
-fn wrap(head: &str, text: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line = head.to_string();
-    let mut fresh = true;
-    for word in text.split(' ') {
-        let len = line.chars().count();
-        if !fresh && len + 1 + word.chars().count() > width {
-            out.push_str(line.trim_end());
-            out.push('\n');
-            line = "    ".to_string();
-            fresh = true;
-        }
-        if !fresh {
-            line.push(' ');
-        }
-        line.push_str(word);
-        fresh = false;
-    }
-    out.push_str(&line);
-    out
-}
-
-/// `text` cut to `max` characters.
-fn fit(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        text.to_string()
-    } else {
-        let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-        out.push('…');
-        out
-    }
 }
 
 impl Display {
@@ -270,7 +174,7 @@ impl Display {
             .saturating_sub(self.width + 3 + usize::from(MARGIN))
             .max(1);
         for (bar, s) in self.bars.iter().zip(statuses) {
-            bar.set_message(fit(&progress_line(s), room.saturating_sub(1)));
+            bar.set_message(shorten(&progress_line(s), room.saturating_sub(1)));
             bar.tick();
         }
     }
@@ -355,81 +259,5 @@ impl Display {
         for bar in &self.bars {
             bar.finish_and_clear();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::diff::{FieldChange, parse_path};
-    use serde_json::json;
-
-    #[test]
-    fn long_notices_wrap_between_words() {
-        let text = "history lost (410 Expired: too old resource version: 50 (50) (in watch stream)): gap recorded, relisting";
-        let out = wrap("warning: configmaps.v1@shop  ", text, 60);
-        for line in out.lines() {
-            assert!(line.chars().count() <= 60, "{out}");
-        }
-        assert_eq!(
-            out.replace("\n    ", " "),
-            format!("warning: configmaps.v1@shop  {text}")
-        );
-        assert_eq!(wrap("a  ", "short", 60), "a  short");
-    }
-
-    #[test]
-    fn a_feed_line_has_the_time_the_values_and_the_manager_within_the_width() {
-        let item = FeedItem {
-            at: 1_795_946_400_000,
-            event: "MODIFIED".into(),
-            kind: "Deployment".into(),
-            namespace: "shop".into(),
-            name: "productcatalogservice".into(),
-            fields: vec![Field {
-                change: FieldChange {
-                    path: parse_path("spec.template.spec.containers[0].image").unwrap(),
-                    before: Some(json!(
-                        "us-central1-docker.pkg.dev/online-boutique-ci/microservices-demo/productcatalogservice:v0.10.6"
-                    )),
-                    after: Some(json!(
-                        "us-central1-docker.pkg.dev/google-samples/microservices-demo/productcatalogservice:v0.10.7"
-                    )),
-                },
-                manager: Some("helm".into()),
-                by: Default::default(),
-            }],
-        };
-        // Too long for the rest of the line: the field goes below it.
-        let line = item.line();
-        let (head, below) = line.split_once('\n').unwrap_or_else(|| panic!("{line}"));
-        assert_eq!(
-            head,
-            "10:00:00 MODIFIED deployment/productcatalogservice -n shop"
-        );
-        assert!(
-            below.starts_with("         spec.template.spec.containers[0].image: "),
-            "{below}"
-        );
-        assert!(below.ends_with("(helm)"), "{below}");
-        assert!(
-            below.contains("v0.10.6") && below.contains("v0.10.7"),
-            "{below}"
-        );
-        // The registries, where the two differ, stay visible.
-        assert!(
-            below.contains("online-") && below.contains("google-"),
-            "{below}"
-        );
-        assert!(below.chars().count() <= FEED_WIDTH, "{below}");
-        let added = FeedItem {
-            event: "ADDED".into(),
-            fields: Vec::new(),
-            ..item
-        };
-        assert_eq!(
-            added.line(),
-            "10:00:00 ADDED    deployment/productcatalogservice -n shop"
-        );
     }
 }

@@ -18,7 +18,8 @@ use crate::journal::writer::{Change, Feed, Writer, WriterStats};
 use crate::journal::{DurablePoint, Journal, JournalError, StreamId};
 use crate::model::StreamSpec;
 use crate::model::{ResourceType, WatchType};
-use display::{Display, FeedItem, Mode};
+use crate::render::record::{self as feed, FeedItem};
+use display::{Display, Mode};
 use rules::{Notice, Phase};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -259,18 +260,18 @@ fn relist_line(stream: &str, f: &crate::history::log::RelistFindings) -> String 
     };
     let when = f
         .between
-        .map(|b| format!(" (unwatched since {})", display::clock_ms(b.from)))
+        .map(|b| format!(" (unwatched since {})", feed::clock_ms(b.from)))
         .unwrap_or_default();
     let head = format!(
         "{} RELIST   {stream}{when}: ",
-        display::clock(f.between.map_or(0, |b| b.to))
+        feed::clock(f.between.map_or(0, |b| b.to))
     );
     // The names while they fit the feed's width, else the counts alone.
     let named = format!("{head}{}", found(true));
-    if named.chars().count() <= display::FEED_WIDTH {
+    if named.chars().count() <= feed::FEED_WIDTH {
         named
     } else {
-        crate::render::fields::shorten(&format!("{head}{}", found(false)), display::FEED_WIDTH)
+        crate::render::fields::shorten(&format!("{head}{}", found(false)), feed::FEED_WIDTH)
     }
 }
 

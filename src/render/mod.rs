@@ -8,6 +8,7 @@ pub mod diff;
 pub mod fields;
 pub mod log;
 pub mod plan;
+pub mod record;
 pub mod timeline;
 pub mod values;
 
