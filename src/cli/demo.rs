@@ -112,7 +112,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
             "$ kubectl krply diff -n shop --since {since} --until {until}"
         )),
         crate::render::diff::text(&changes, reader.namespace.as_deref(), &window, paint),
-        super::answer::warning_text(&changes.completeness, paint)
+        crate::render::warnings::text(&changes.completeness, paint)
     ))?;
 
     // The same window in order, one line per change, with the gap where it fell.

@@ -11,6 +11,7 @@ pub mod plan;
 pub mod record;
 pub mod timeline;
 pub mod values;
+pub mod warnings;
 
 /// Text answers fit this many columns (docs/output.md: 120).
 pub const TEXT_WIDTH: usize = 120;
