@@ -6,7 +6,6 @@ use crate::journal::{Journal, JournalError};
 use crate::render::{self, Format};
 use crate::time::Millis;
 use clap::Args;
-use serde::Serialize;
 
 /// Show the journal: path, size, clusters, streams, events, gaps and time span
 #[derive(Debug, Args)]
@@ -14,57 +13,6 @@ use serde::Serialize;
     after_help = "Examples:\n  kubectl krply status\n  kubectl krply status -o json\n  kubectl krply status --store /tmp/incident.db"
 )]
 pub struct StatusArgs {}
-
-#[derive(Serialize)]
-struct ClusterOut {
-    id: String,
-    server: String,
-    context: Option<String>,
-}
-
-#[derive(Serialize)]
-struct RecorderOut {
-    running: bool,
-    holder: Option<String>,
-}
-
-#[derive(Serialize)]
-struct StatusOut {
-    store: String,
-    exists: bool,
-    size_bytes: u64,
-    schema_version: i64,
-    clusters: Vec<ClusterOut>,
-    streams: u64,
-    events: u64,
-    gaps: u64,
-    first_observed: Option<String>,
-    last_observed: Option<String>,
-    /// The same, for text.
-    #[serde(skip)]
-    first_ms: Option<i64>,
-    #[serde(skip)]
-    last_ms: Option<i64>,
-    recorder: RecorderOut,
-    /// Audit events kept (docs/audit.md), over every cluster, and the time
-    /// the selected cluster's imported audit logs cover (left out when none
-    /// was imported).
-    #[serde(skip_serializing_if = "StatusAuditOut::is_empty")]
-    audit: StatusAuditOut,
-}
-
-impl StatusAuditOut {
-    fn is_empty(&self) -> bool {
-        self.events == 0 && self.coverage.is_empty()
-    }
-}
-
-#[derive(Serialize)]
-struct StatusAuditOut {
-    events: u64,
-    #[serde(flatten)]
-    coverage: crate::render::coverage::AuditOut,
-}
 
 pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
     let format = global.format(
@@ -76,7 +24,7 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
     let holders = crate::journal::lock::holders(&path);
     let running = !holders.is_empty();
     let holder = running.then(|| holders.join("; "));
-    let mut out = StatusOut {
+    let mut out = render::status::StatusOut {
         store: path.display().to_string(),
         exists: false,
         size_bytes: 0,
@@ -89,8 +37,8 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
         last_observed: None,
         first_ms: None,
         last_ms: None,
-        recorder: RecorderOut { running, holder },
-        audit: StatusAuditOut {
+        recorder: render::status::RecorderOut { running, holder },
+        audit: render::status::StatusAuditOut {
             events: 0,
             coverage: crate::render::coverage::AuditOut::default(),
         },
@@ -105,7 +53,7 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
             out.clusters = s
                 .clusters
                 .into_iter()
-                .map(|c| ClusterOut {
+                .map(|c| render::status::ClusterOut {
                     id: c.id,
                     server: c.server,
                     context: c.context,
@@ -130,67 +78,7 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
     super::out(&match format {
         Format::Json => render::json(&out),
         Format::Yaml => render::yaml(&out),
-        _ if bars.is_empty() => text(&out, global.paint()),
-        _ => format!("{}\n{bars}", text(&out, global.paint())),
+        _ if bars.is_empty() => render::status::text(&out, global.paint()),
+        _ => format!("{}\n{bars}", render::status::text(&out, global.paint())),
     })
-}
-
-fn text(s: &StatusOut, paint: render::Paint) -> String {
-    let mut t = String::new();
-    if !s.exists {
-        t.push_str(&format!(
-            "Journal:         {} (nothing recorded yet)\n",
-            s.store
-        ));
-    } else {
-        t.push_str(&format!(
-            "Journal:         {} ({})\n",
-            s.store,
-            render::human_bytes(s.size_bytes)
-        ));
-    }
-    let recorder = match (&s.recorder.running, &s.recorder.holder) {
-        (true, Some(h)) => paint.green(&format!("running ({h})")),
-        (true, None) => paint.green("running"),
-        (false, _) => "not running".to_string(),
-    };
-    t.push_str(&format!("Recorder:        {recorder}\n"));
-    if !s.exists {
-        return t;
-    }
-    if s.clusters.is_empty() {
-        t.push_str("Clusters:        none\n");
-    }
-    for (i, c) in s.clusters.iter().enumerate() {
-        let label = if i == 0 { "Clusters:" } else { "" };
-        let ctx = c
-            .context
-            .as_deref()
-            .map(|c| format!(" (context {c})"))
-            .unwrap_or_default();
-        t.push_str(&format!("{label:<17}{}  {}{ctx}\n", c.id, c.server));
-    }
-    t.push_str(&format!("Streams:         {}\n", s.streams));
-    t.push_str(&format!("Events:          {}\n", s.events));
-    let gaps = if s.gaps > 0 {
-        paint.yellow(&s.gaps.to_string())
-    } else {
-        s.gaps.to_string()
-    };
-    t.push_str(&format!("Gaps:            {gaps}\n"));
-    let clock = render::clock::clock();
-    let when = |t: Option<i64>| t.map_or_else(|| "-".to_string(), |t| clock.stamp(t));
-    t.push_str(&format!("First observed:  {}\n", when(s.first_ms)));
-    t.push_str(&format!(
-        "Last observed:   {}{}\n",
-        when(s.last_ms),
-        s.last_ms
-            .map(|t| format!(" ({})", clock.zone(t)))
-            .unwrap_or_default()
-    ));
-    if s.audit.events > 0 || !s.audit.coverage.covered.is_empty() {
-        t.push_str(&format!("Audit events:    {}\n", s.audit.events));
-        t.push_str(&s.audit.coverage.line());
-    }
-    t
 }
