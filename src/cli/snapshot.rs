@@ -7,8 +7,6 @@ use crate::error::{CliError, CliResult};
 use crate::render::{self, Format};
 use crate::time::Millis;
 use clap::Args;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// Show the state at a time of every recorded stream in scope: watermarks, counts, completeness
 #[derive(Debug, Args)]
@@ -41,29 +39,6 @@ pub struct SnapshotArgs {
     pub strict: StrictArg,
 }
 
-#[derive(Serialize, Deserialize)]
-struct Watermark {
-    stream: String,
-    resource_version: Option<String>,
-    objects: usize,
-    complete: bool,
-}
-
-#[derive(Serialize, Deserialize)]
-struct SnapshotOut {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    name: Option<String>,
-    cluster: String,
-    namespace: Option<String>,
-    at: String,
-    complete: bool,
-    missing: Vec<String>,
-    warnings: Vec<String>,
-    watermarks: Vec<Watermark>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    items: Vec<Value>,
-}
-
 pub fn run(global: &GlobalArgs, args: SnapshotArgs) -> CliResult {
     let format = global.format(Format::Table, &[Format::Table, Format::Json, Format::Yaml])?;
     let reader = Reader::open(global)?;
@@ -82,7 +57,7 @@ pub fn run(global: &GlobalArgs, args: SnapshotArgs) -> CliResult {
     let snap = history.snapshot(&scope, at.as_ms(), with_objects)?;
     // The answer is computed: end the read transaction before saving it.
     drop(history);
-    let out = SnapshotOut {
+    let out = render::snapshot::SnapshotOut {
         name: args.save.clone(),
         cluster: reader.cluster.id.clone(),
         namespace: reader.namespace.clone(),
@@ -93,7 +68,7 @@ pub fn run(global: &GlobalArgs, args: SnapshotArgs) -> CliResult {
         watermarks: snap
             .streams
             .iter()
-            .map(|s| Watermark {
+            .map(|s| render::snapshot::Watermark {
                 stream: s.stream.clone(),
                 resource_version: s.resource_version.clone(),
                 objects: s.objects,
@@ -103,7 +78,7 @@ pub fn run(global: &GlobalArgs, args: SnapshotArgs) -> CliResult {
         items: snap.items.into_iter().map(|(_, o)| o).collect(),
     };
     if let Some(name) = &args.save {
-        let info = serde_json::to_string(&SnapshotOut {
+        let info = serde_json::to_string(&render::snapshot::SnapshotOut {
             items: Vec::new(),
             ..clone_head(&out)
         })
@@ -126,14 +101,14 @@ pub fn run(global: &GlobalArgs, args: SnapshotArgs) -> CliResult {
         Format::Json | Format::Yaml => super::out_structured(format, &out)?,
         _ => {
             answer::warn(&snap.completeness, global.paint());
-            super::out(&table(&out, global.paint()))?
+            super::out(&render::snapshot::table(&out, global.paint()))?
         }
     }
     answer::strict(&snap.completeness, args.strict.strict)
 }
 
-fn clone_head(o: &SnapshotOut) -> SnapshotOut {
-    SnapshotOut {
+fn clone_head(o: &render::snapshot::SnapshotOut) -> render::snapshot::SnapshotOut {
+    render::snapshot::SnapshotOut {
         name: o.name.clone(),
         cluster: o.cluster.clone(),
         namespace: o.namespace.clone(),
@@ -144,7 +119,7 @@ fn clone_head(o: &SnapshotOut) -> SnapshotOut {
         watermarks: o
             .watermarks
             .iter()
-            .map(|w| Watermark {
+            .map(|w| render::snapshot::Watermark {
                 stream: w.stream.clone(),
                 resource_version: w.resource_version.clone(),
                 objects: w.objects,
@@ -155,53 +130,9 @@ fn clone_head(o: &SnapshotOut) -> SnapshotOut {
     }
 }
 
-fn table(out: &SnapshotOut, paint: render::Paint) -> String {
-    let scope = match &out.namespace {
-        Some(ns) => format!("namespace {ns}"),
-        None => "every namespace".into(),
-    };
-    let verdict = if out.complete {
-        paint.green("complete")
-    } else {
-        paint.yellow("incomplete")
-    };
-    let mut text = match &out.name {
-        Some(name) => format!(
-            "Saved snapshot \"{name}\" of {scope} at {} ({verdict})\n",
-            out.at
-        ),
-        None => format!("Snapshot of {scope} at {} ({verdict})\n", out.at),
-    };
-    if out.watermarks.is_empty() {
-        text.push_str("Nothing was ever recorded here: this journal cannot say what it held.\n");
-        return text;
-    }
-    let rows: Vec<Vec<String>> = out
-        .watermarks
-        .iter()
-        .map(|w| {
-            vec![
-                w.stream.clone(),
-                w.resource_version.clone().unwrap_or_else(|| "-".into()),
-                w.objects.to_string(),
-                if w.complete {
-                    "yes".into()
-                } else {
-                    paint.yellow("no")
-                },
-            ]
-        })
-        .collect();
-    text.push_str(&render::table(
-        &["STREAM", "RESOURCE-VERSION", "OBJECTS", "COMPLETE"],
-        &rows,
-    ));
-    text
-}
-
 fn list(reader: &Reader, format: Format) -> CliResult {
     let saved = reader.journal.snapshots(Some(&reader.cluster.id))?;
-    let parsed: Vec<SnapshotOut> = saved
+    let parsed: Vec<render::snapshot::SnapshotOut> = saved
         .iter()
         .filter_map(|s| serde_json::from_str(&s.info).ok())
         .collect();
@@ -209,41 +140,7 @@ fn list(reader: &Reader, format: Format) -> CliResult {
         Format::Json => render::json(&serde_json::json!({ "snapshots": parsed })),
         Format::Yaml => render::yaml(&serde_json::json!({ "snapshots": parsed })),
         _ if saved.is_empty() => "No saved snapshots.\n".to_string(),
-        _ => {
-            let clock = crate::render::clock::clock();
-            let rows: Vec<Vec<String>> = saved
-                .iter()
-                .zip(parsed.iter().map(Some).chain(std::iter::repeat(None)))
-                .map(|(s, p)| {
-                    vec![
-                        s.name.clone(),
-                        clock.stamp(s.at),
-                        p.and_then(|p| p.namespace.clone())
-                            .unwrap_or_else(|| "(all)".into()),
-                        p.map_or("-".into(), |p| {
-                            p.watermarks
-                                .iter()
-                                .map(|w| w.objects)
-                                .sum::<usize>()
-                                .to_string()
-                        }),
-                        p.map_or("-".into(), |p| {
-                            if p.complete {
-                                "yes".into()
-                            } else {
-                                "no".into()
-                            }
-                        }),
-                        clock.stamp(s.created_at),
-                    ]
-                })
-                .collect();
-            let at = format!("AT ({})", clock.zone(saved[0].at));
-            render::table(
-                &["NAME", &at, "NAMESPACE", "OBJECTS", "COMPLETE", "SAVED"],
-                &rows,
-            )
-        }
+        _ => render::snapshot::saved_table(&saved, &parsed),
     };
     super::out(&text)
 }

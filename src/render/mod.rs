@@ -9,6 +9,7 @@ pub mod fields;
 pub mod log;
 pub mod plan;
 pub mod record;
+pub mod snapshot;
 pub mod status;
 pub mod timeline;
 pub mod values;
