@@ -12,7 +12,6 @@ use crate::journal::audit::{AuditImport, Stored};
 use crate::render::{self, Format};
 use crate::time::Millis;
 use clap::{Args, Subcommand};
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -58,31 +57,6 @@ pub struct ImportArgs {
     pub files: Vec<PathBuf>,
 }
 
-#[derive(Serialize)]
-struct FileOut {
-    path: String,
-    lines: u64,
-    writes: u64,
-    truncated: u64,
-    from: Option<String>,
-    to: Option<String>,
-}
-
-#[derive(Serialize)]
-struct ImportOut {
-    cluster: String,
-    files: Vec<FileOut>,
-    /// Writes on recorded objects new to the journal.
-    stored: u64,
-    /// Writes the journal held already.
-    known: u64,
-    /// Writes on objects the journal never recorded.
-    unrecorded: u64,
-    /// Audit events that are no write krply can place, by why.
-    skipped: BTreeMap<String, u64>,
-    truncated: u64,
-}
-
 pub fn run(global: &GlobalArgs, args: AuditArgs) -> CliResult {
     match args.command {
         AuditCommand::Import(a) => import(global, a),
@@ -109,7 +83,7 @@ fn import(global: &GlobalArgs, args: ImportArgs) -> CliResult {
     let out = summary(&cluster.id, &scans, &stored, unrecorded);
     let text = match format {
         Format::Json | Format::Yaml => render::structured(format, &out),
-        _ => text(&out, &journal.audit_coverage(&cluster.id)?),
+        _ => render::audit::text(&out, &journal.audit_coverage(&cluster.id)?),
     };
     super::out(&text)
 }
@@ -136,7 +110,7 @@ fn summary(
     scans: &[(PathBuf, Scan)],
     stored: &Stored,
     unrecorded: u64,
-) -> ImportOut {
+) -> render::audit::ImportOut {
     let mut skipped: BTreeMap<Skip, u64> = BTreeMap::new();
     for (_, s) in scans {
         for (why, n) in &s.skipped {
@@ -144,11 +118,11 @@ fn summary(
         }
     }
     let time = |t: Option<i64>| t.map(|t| Millis::from_ms(t).to_string());
-    ImportOut {
+    render::audit::ImportOut {
         cluster: cluster.to_string(),
         files: scans
             .iter()
-            .map(|(p, s)| FileOut {
+            .map(|(p, s)| render::audit::FileOut {
                 path: p.display().to_string(),
                 lines: s.lines,
                 writes: s.writes,
@@ -166,50 +140,4 @@ fn summary(
             .collect(),
         truncated: scans.iter().map(|(_, s)| s.truncated).sum(),
     }
-}
-
-fn text(out: &ImportOut, coverage: &[(i64, i64)]) -> String {
-    let lines: u64 = out.files.iter().map(|f| f.lines).sum();
-    let mut s = format!(
-        "imported {} file(s), {lines} line(s), for cluster {}:\n",
-        out.files.len(),
-        out.cluster
-    );
-    s.push_str(&format!(
-        "  {} write(s) on recorded objects stored, {} already known\n",
-        out.stored, out.known
-    ));
-    if out.unrecorded > 0 {
-        s.push_str(&format!(
-            "  {} write(s) on objects this journal never recorded, skipped\n",
-            out.unrecorded
-        ));
-    }
-    for (why, n) in &out.skipped {
-        s.push_str(&format!("  {n} event(s) skipped: {why}\n"));
-    }
-    if out.truncated > 0 {
-        s.push_str(&format!(
-            "  {} last line(s) cut short, skipped\n",
-            out.truncated
-        ));
-    }
-    let merged = crate::audit::join::merge(coverage);
-    if merged.is_empty() {
-        s.push_str("audit logs cover no time of this cluster yet\n");
-    } else {
-        let spans: Vec<String> = merged
-            .iter()
-            .map(|&(f, t)| {
-                let clock = crate::render::clock::clock();
-                format!("{} to {}", clock.stamp(f), clock.stamp_after(t, f))
-            })
-            .collect();
-        let zone = crate::render::clock::clock().zone(merged[0].0);
-        s.push_str(&format!(
-            "audit logs now cover {} ({zone})\n",
-            spans.join(", ")
-        ));
-    }
-    s
 }

@@ -4,7 +4,7 @@
 use super::args::GlobalArgs;
 use crate::error::{CliError, CliResult};
 use crate::render::{self, Format};
-use crate::segments::import::{ImportError, Imported, import};
+use crate::segments::import::{ImportError, import};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -48,7 +48,7 @@ pub fn run(global: &GlobalArgs, args: ImportArgs) -> CliResult {
     })?;
     let text = match format {
         Format::Json | Format::Yaml => render::structured(format, &done),
-        _ => text(&done),
+        _ => render::import::table(&done),
     };
     super::out(&text)?;
     if !global.quiet && format == Format::Text {
@@ -63,33 +63,4 @@ pub fn run(global: &GlobalArgs, args: ImportArgs) -> CliResult {
         eprintln!("{line}");
     }
     Ok(())
-}
-
-fn text(done: &[Imported]) -> String {
-    let rows: Vec<Vec<String>> = done
-        .iter()
-        .map(|d| {
-            // The cluster and stream name the file's directories: its own
-            // name (the day) is enough here; JSON keeps the whole path.
-            let file = std::path::Path::new(&d.path)
-                .file_name()
-                .map_or_else(|| d.path.clone(), |f| f.to_string_lossy().into_owned());
-            vec![
-                d.cluster.clone(),
-                d.stream.clone(),
-                file,
-                d.rows.to_string(),
-                d.added.to_string(),
-                if d.gap_before {
-                    format!("{} (gap before)", d.result)
-                } else {
-                    d.result.to_string()
-                },
-            ]
-        })
-        .collect();
-    render::table(
-        &["CLUSTER", "STREAM", "FILE", "ROWS", "ADDED", "RESULT"],
-        &rows,
-    )
 }

@@ -1,11 +1,13 @@
 //! Output: kubectl-style tables, JSON and YAML, and colour that follows
 //! `--color`, `NO_COLOR` and whether stdout is a terminal.
 
+pub mod audit;
 pub mod bars;
 pub mod clock;
 pub mod coverage;
 pub mod diff;
 pub mod fields;
+pub mod import;
 pub mod log;
 pub mod plan;
 pub mod record;
