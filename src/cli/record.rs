@@ -199,7 +199,7 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
         refused @ recorder::RecordError::AllRefused(_) => refused_error(refused),
         e @ recorder::RecordError::Pulse(_) => CliError::runtime(e.to_string()).caused_by(e),
     })?;
-    super::out(&summary_text(&summary, &path))
+    super::out(&crate::render::record::summary(&summary, &path))
 }
 
 /// Every stream refused before any list: one line with the first answer
@@ -219,41 +219,6 @@ fn refused_error(e: recorder::RecordError) -> CliError {
          `kubectl auth can-i watch deployments -n NS` checks",
     )
     .caused_by(e)
-}
-
-/// The final summary: totals, the journal's path, and one line per stream.
-fn summary_text(summary: &recorder::RecordSummary, path: &std::path::Path) -> String {
-    let mut text = format!(
-        "recorded {} event(s) in {} stream(s) over {}; {} gap(s); {} change(s) found by relists\njournal {}\n",
-        summary.events(),
-        summary.streams.len(),
-        crate::time::format_duration(summary.elapsed),
-        summary.gaps(),
-        summary.found_by_relists(),
-        path.display()
-    );
-    for s in &summary.streams {
-        text.push_str(&match &s.unavailable {
-            // Nothing it says about events could be trusted: it never read them.
-            Some(why) => format!("  {:<40} unavailable: {why}\n", s.name),
-            None => format!(
-                "  {:<40} events {:>6}  gaps {}  last rv {}{}\n",
-                s.name,
-                s.events,
-                s.gaps,
-                if s.last_rv.is_empty() {
-                    "-"
-                } else {
-                    &s.last_rv
-                },
-                match s.found_by_relists {
-                    0 => String::new(),
-                    n => format!("  found by relists {n}"),
-                }
-            ),
-        });
-    }
-    text
 }
 
 /// `fut`'s output, or `None` when a stop comes first.

@@ -235,43 +235,15 @@ fn list(global: &GlobalArgs, _args: ListArgs) -> CliResult {
         .iter()
         .filter_map(|p| serde_json::from_str(&p.info).ok())
         .collect();
-    let summary: Vec<serde_json::Value> = plans
-        .iter()
-        .map(|p| {
-            serde_json::json!({
-                "id": p.id, "status": p.status, "created_at": p.created_at,
-                "source": p.source, "target": {"context": p.target.context, "namespace": p.target.namespace},
-                "objects": p.objects.len(), "excluded": p.excluded.len(), "complete": p.complete,
-            })
-        })
-        .collect();
     super::out(&match format {
-        Format::Json => render::json(&serde_json::json!({ "plans": summary })),
-        Format::Yaml => render::yaml(&serde_json::json!({ "plans": summary })),
+        Format::Json => {
+            render::json(&serde_json::json!({ "plans": render::plan::summaries(&plans) }))
+        }
+        Format::Yaml => {
+            render::yaml(&serde_json::json!({ "plans": render::plan::summaries(&plans) }))
+        }
         _ if plans.is_empty() => "No plans.\n".into(),
-        _ => render::table(
-            &[
-                "ID", "STATUS", "SOURCE", "AT", "TARGET", "OBJECTS", "CREATED",
-            ],
-            &plans
-                .iter()
-                .map(|p| {
-                    vec![
-                        p.id.clone(),
-                        p.status.to_string(),
-                        format!("{}/{}", p.source.cluster, p.source.namespace),
-                        p.source.at.clone(),
-                        format!(
-                            "{}/{}",
-                            p.target.context.as_deref().unwrap_or(&p.target.cluster),
-                            p.target.namespace
-                        ),
-                        p.objects.len().to_string(),
-                        p.created_at.clone(),
-                    ]
-                })
-                .collect::<Vec<_>>(),
-        ),
+        _ => render::plan::list_table(&plans),
     })
 }
 

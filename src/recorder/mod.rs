@@ -181,39 +181,7 @@ pub struct RecordOptions {
     pub mode: Mode,
 }
 
-/// What one stream recorded in this run.
-#[derive(Debug, Clone)]
-pub struct StreamSummary {
-    pub name: String,
-    /// Events made durable in this run (redeliveries excluded).
-    pub events: u64,
-    pub gaps: u64,
-    pub last_rv: String,
-    /// Why the stream could not be recorded, when it ended unavailable.
-    pub unavailable: Option<String>,
-    /// Changes the relists of this run found that no watch saw (changed,
-    /// created or deleted while nobody watched).
-    pub found_by_relists: u64,
-}
-
-#[derive(Debug, Clone)]
-pub struct RecordSummary {
-    pub cluster_id: String,
-    pub elapsed: Duration,
-    pub streams: Vec<StreamSummary>,
-}
-
-impl RecordSummary {
-    pub fn events(&self) -> u64 {
-        self.streams.iter().map(|s| s.events).sum()
-    }
-    pub fn gaps(&self) -> u64 {
-        self.streams.iter().map(|s| s.gaps).sum()
-    }
-    pub fn found_by_relists(&self) -> u64 {
-        self.streams.iter().map(|s| s.found_by_relists).sum()
-    }
-}
+pub use crate::render::record::{RecordSummary, StreamSummary};
 
 /// What the latest list of a stream found that no watch saw, read back from
 /// the journal as `diff` and `log` would (a second, read-only connection).

@@ -1,5 +1,5 @@
 //! A replay plan as `replay plan` and `replay show` print it
-//! (docs/replay-safety.md).
+//! (docs/replay-safety.md), and the saved plans as `replay list` shows them.
 
 use super::Paint;
 use crate::replay::{DryRunState, Plan, PlanStatus};
@@ -127,4 +127,47 @@ fn local_time(at: &str) -> String {
         }
         Err(_) => at.to_string(),
     }
+}
+
+/// Each saved plan in one line of `replay list -o json|yaml`: its id,
+/// status, source and target, how many objects it holds and excludes, and
+/// whether the recording was complete.
+pub fn summaries(plans: &[Plan]) -> Vec<serde_json::Value> {
+    plans
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "id": p.id, "status": p.status, "created_at": p.created_at,
+                "source": p.source, "target": {"context": p.target.context, "namespace": p.target.namespace},
+                "objects": p.objects.len(), "excluded": p.excluded.len(), "complete": p.complete,
+            })
+        })
+        .collect()
+}
+
+/// The saved plans as `replay list` shows them, one row each.
+pub fn list_table(plans: &[Plan]) -> String {
+    super::table(
+        &[
+            "ID", "STATUS", "SOURCE", "AT", "TARGET", "OBJECTS", "CREATED",
+        ],
+        &plans
+            .iter()
+            .map(|p| {
+                vec![
+                    p.id.clone(),
+                    p.status.to_string(),
+                    format!("{}/{}", p.source.cluster, p.source.namespace),
+                    p.source.at.clone(),
+                    format!(
+                        "{}/{}",
+                        p.target.context.as_deref().unwrap_or(&p.target.cluster),
+                        p.target.namespace
+                    ),
+                    p.objects.len().to_string(),
+                    p.created_at.clone(),
+                ]
+            })
+            .collect::<Vec<_>>(),
+    )
 }

@@ -1,11 +1,12 @@
 //! What `record` shows while it runs, as text (docs/output.md): the feed's
 //! lines (one per recorded change, its fields after it), each stream's live
-//! line, and notices broken between words. The recorder's display
-//! (`recorder/display.rs`) draws them on the terminal or writes them to
-//! stderr.
+//! line, notices broken between words, and the summary when it stops. The
+//! recorder's display (`recorder/display.rs`) draws them on the terminal or
+//! writes them to stderr.
 
 use super::fields::fields_after;
 use crate::history::diff::Field;
+use std::time::Duration;
 
 /// One recorded change for the feed.
 #[derive(Debug, Clone)]
@@ -94,6 +95,76 @@ pub fn wrap(head: &str, text: &str, width: usize) -> String {
     }
     out.push_str(&line);
     out
+}
+
+/// What one stream recorded in this run.
+#[derive(Debug, Clone)]
+pub struct StreamSummary {
+    pub name: String,
+    /// Events made durable in this run (redeliveries excluded).
+    pub events: u64,
+    pub gaps: u64,
+    pub last_rv: String,
+    /// Why the stream could not be recorded, when it ended unavailable.
+    pub unavailable: Option<String>,
+    /// Changes the relists of this run found that no watch saw (changed,
+    /// created or deleted while nobody watched).
+    pub found_by_relists: u64,
+}
+
+/// What one run of `record` recorded, as it says when it stops.
+#[derive(Debug, Clone)]
+pub struct RecordSummary {
+    pub cluster_id: String,
+    pub elapsed: Duration,
+    pub streams: Vec<StreamSummary>,
+}
+
+impl RecordSummary {
+    pub fn events(&self) -> u64 {
+        self.streams.iter().map(|s| s.events).sum()
+    }
+    pub fn gaps(&self) -> u64 {
+        self.streams.iter().map(|s| s.gaps).sum()
+    }
+    pub fn found_by_relists(&self) -> u64 {
+        self.streams.iter().map(|s| s.found_by_relists).sum()
+    }
+}
+
+/// The final summary: totals, the journal's path, and one line per stream.
+pub fn summary(summary: &RecordSummary, path: &std::path::Path) -> String {
+    let mut text = format!(
+        "recorded {} event(s) in {} stream(s) over {}; {} gap(s); {} change(s) found by relists\njournal {}\n",
+        summary.events(),
+        summary.streams.len(),
+        crate::time::format_duration(summary.elapsed),
+        summary.gaps(),
+        summary.found_by_relists(),
+        path.display()
+    );
+    for s in &summary.streams {
+        text.push_str(&match &s.unavailable {
+            // Nothing it says about events could be trusted: it never read them.
+            Some(why) => format!("  {:<40} unavailable: {why}\n", s.name),
+            None => format!(
+                "  {:<40} events {:>6}  gaps {}  last rv {}{}\n",
+                s.name,
+                s.events,
+                s.gaps,
+                if s.last_rv.is_empty() {
+                    "-"
+                } else {
+                    &s.last_rv
+                },
+                match s.found_by_relists {
+                    0 => String::new(),
+                    n => format!("  found by relists {n}"),
+                }
+            ),
+        });
+    }
+    text
 }
 
 #[cfg(test)]
