@@ -71,12 +71,15 @@ pub fn objects(
         gap: bool,
         last: usize,
     }
+    // Log entries name their stream; named once here, not per entry.
+    let by_name: std::collections::HashMap<String, &crate::history::StreamHistory> =
+        streams.iter().map(|s| (s.info.name(), *s)).collect();
     let mut named: std::collections::BTreeMap<(&str, &str, &str), Named> = Default::default();
     for (at, e) in log.entries.iter().enumerate() {
         if e.kind == LogType::Gap {
             continue;
         }
-        let Some(stream) = streams.iter().find(|s| s.info.name() == e.stream) else {
+        let Some(&stream) = by_name.get(&e.stream) else {
             continue;
         };
         let relist = matches!(e.kind, LogType::Relist(_));
@@ -96,7 +99,7 @@ pub fn objects(
     let mut out: Vec<(usize, ObjectLine)> = Vec::with_capacity(named.len());
     for n in named.into_values() {
         let e = &log.entries[n.last];
-        let Some(entry_stream) = streams.iter().find(|s| s.info.name() == e.stream) else {
+        let Some(&entry_stream) = by_name.get(&e.stream) else {
             continue;
         };
         let Some(last) = version_of(history, &streams, entry_stream, e)? else {
