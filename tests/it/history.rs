@@ -32,6 +32,15 @@ fn now() -> Millis {
     Millis::now()
 }
 
+/// The time now, once the clock has left the millisecond of anything done
+/// before: a change made after it is observed after it, never in the same
+/// millisecond (windows are `(since, until]`).
+fn mark(env: &Env) -> Millis {
+    let t = now();
+    env.wait_for("the clock to pass the mark", || now() > t);
+    t
+}
+
 fn edit(env: &Env, api_version: &str, kind: &str, name: &str, change: impl FnOnce(&mut Value)) {
     let mut obj = env.sim.get(api_version, kind, Some("shop"), name).unwrap();
     change(&mut obj);
@@ -44,11 +53,11 @@ fn incident() -> Incident {
     let env = Env::shop();
     let rec = env.start_recorder(&["deploy", "cm"]);
     env.wait_baselines(1);
-    let t0 = now();
+    let t0 = mark(&env);
 
     env.scale("frontend", 3);
     env.wait_events(DEPLOY, 1);
-    let t_scaled = now();
+    let t_scaled = mark(&env);
 
     edit(
         &env,
@@ -61,7 +70,7 @@ fn incident() -> Incident {
         },
     );
     env.wait_events(DEPLOY, 2);
-    let t_image = now();
+    let t_image = mark(&env);
 
     env.patch_cm("feature-flags", "new-checkout", "true");
     env.sim
@@ -295,7 +304,7 @@ fn diff_reports_exactly_the_incident_and_says_where_it_is_blind() {
         ],
     );
     assert_eq!(before_gap["complete"], true, "{}", before_gap["warnings"]);
-    assert_eq!(changes(&before_gap).len(), 2);
+    assert_eq!(changes(&before_gap).len(), 2, "{:?}", changes(&before_gap));
     // Narrowed to one object and one type.
     let one = json_of(
         &i.env,
