@@ -184,18 +184,7 @@ impl Journal {
 
     /// Every version of one object (events and baseline items), oldest first.
     pub fn object_versions(&self, object: i64) -> Result<Vec<VersionRow>, JournalError> {
-        let mut stmt = self
-            .conn()
-            .prepare_cached(&format!(
-                "SELECT {VERSION_COLUMNS} FROM records
-                 WHERE object_id = ?1 AND kind IN ({}, {}) ORDER BY seq",
-                kind::EVENT,
-                kind::BASELINE_ITEM
-            ))
-            .map_err(|e| self.err(e))?;
-        stmt.query_map(params![object], version)
-            .and_then(|rows| rows.collect())
-            .map_err(|e| self.err(e))
+        self.object_versions_from(object, i64::MIN)
     }
 
     /// The versions of `object` from the record `from` on (its `seq`), oldest

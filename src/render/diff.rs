@@ -59,29 +59,25 @@ pub fn text(
             Change::Deleted => "deleted",
             Change::Modified => "changed",
         };
+        // When a change only a relist found happened: somewhere in its stretch.
+        let unknown = |b: crate::history::Between| {
+            format!(
+                "at an unknown time between {} and {} (found by a relist)",
+                clock.stamp(b.from),
+                clock.stamp_after(b.to, b.from)
+            )
+        };
         if let Some(b) = o.found_by_relist {
-            out.push_str(&format!(
-                "  {}\n",
-                paint.yellow(&format!(
-                    "{happened} at an unknown time between {} and {} (found by a relist)",
-                    clock.stamp(b.from),
-                    clock.stamp_after(b.to, b.from)
-                ))
-            ));
+            let line = format!("{happened} {}", unknown(b));
+            out.push_str(&format!("  {}\n", paint.yellow(&line)));
         } else if let Some(b) = o.changed_between {
             // Created while a watch saw it, then changed while nobody did.
             let created = o
                 .observed_at
                 .map(|t| format!("{happened} at {} (watched); ", clock.stamp(t)))
                 .unwrap_or_default();
-            out.push_str(&format!(
-                "  {}\n",
-                paint.yellow(&format!(
-                    "{created}then changed at an unknown time between {} and {} (found by a relist)",
-                    clock.stamp(b.from),
-                    clock.stamp_after(b.to, b.from)
-                ))
-            ));
+            let line = format!("{created}then changed {}", unknown(b));
+            out.push_str(&format!("  {}\n", paint.yellow(&line)));
         }
         let width = o
             .fields
