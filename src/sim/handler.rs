@@ -77,6 +77,9 @@ struct Headers<'a> {
     client_cert: bool,
 }
 
+/// The longest a held request waits ([`super::Simulator::hold_requests`]).
+const HOLD_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
+
 async fn respond_to(
     shared: &Arc<Shared>,
     server_address: &str,
@@ -86,6 +89,11 @@ async fn respond_to(
     let delay = shared.delay();
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
+    }
+    // Held by a test until it releases them; never for longer than the limit.
+    let mut held = shared.held.subscribe();
+    if *held.borrow_and_update() {
+        let _ = tokio::time::timeout(HOLD_LIMIT, held.wait_for(|h| !*h)).await;
     }
     if let Some(token) = &shared.token {
         let ok = h

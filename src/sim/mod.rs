@@ -772,6 +772,18 @@ impl Simulator {
         self.shared().set_delay(d);
     }
 
+    /// Holds every HTTP request until [`Simulator::release_requests`] (or 20 s
+    /// pass): what a test does meanwhile through the simulator's own methods
+    /// happens while no client is answered, whatever the scheduler does.
+    pub fn hold_requests(&self) {
+        self.shared().held.send_replace(true);
+    }
+
+    /// Serves the requests [`Simulator::hold_requests`] held, and new ones at once.
+    pub fn release_requests(&self) {
+        self.shared().held.send_replace(false);
+    }
+
     /// Serves `lines` (watch event lines, each without its newline) to the next watch
     /// of `plural` that starts from a resourceVersion, straight from memory, instead
     /// of the store's events: a watch source for benchmarks that does no work per

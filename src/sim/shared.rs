@@ -58,6 +58,9 @@ pub(crate) struct Shared {
     pub max_page_size: usize,
     pub expired_as_http_status: AtomicBool,
     delay_nanos: AtomicU64,
+    /// While true, every HTTP request waits before it is served
+    /// ([`super::Simulator::hold_requests`]).
+    pub held: watch::Sender<bool>,
     pub faults: Mutex<Faults>,
     pub requests: Mutex<Vec<RequestRecord>>,
     watches: Mutex<(u64, HashMap<u64, WatchEntry>)>,
@@ -94,6 +97,7 @@ impl Shared {
             max_page_size: max_page_size.max(1),
             expired_as_http_status: AtomicBool::new(expired_as_http_status),
             delay_nanos: AtomicU64::new(0),
+            held: watch::Sender::new(false),
             faults: Mutex::new(Faults::default()),
             requests: Mutex::new(Vec::new()),
             watches: Mutex::new((0, HashMap::new())),
