@@ -24,7 +24,7 @@
 use krply::cluster::{self, ConnectOptions, api};
 use krply::journal::Journal;
 use krply::recorder::wire::{WireEvent, decode_line};
-use krply::sim::{KubeconfigOptions, Seed, SimConfig, Simulator};
+use krply_sim::{KubeconfigOptions, Seed, SimConfig, Simulator};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -6,7 +6,7 @@
 //! `cargo bench --bench simulator`
 
 use futures::StreamExt;
-use krply::sim::{Seed, SimConfig, Simulator};
+use krply_sim::{Seed, SimConfig, Simulator};
 use kube::api::{Api, ApiResource, DynamicObject, WatchEvent, WatchParams};
 use kube::{Client, Config};
 use serde_json::json;

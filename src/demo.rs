@@ -8,7 +8,7 @@ use crate::journal::{Journal, JournalError};
 use crate::recorder::display::Mode;
 use crate::recorder::stream::StreamOptions;
 use crate::recorder::{self, PlanArgs, RecordOptions, RecordSummary};
-use crate::sim::{KubeconfigOptions, Seed, SimConfig, SimUser, Simulator};
+use krply_sim::{KubeconfigOptions, Seed, SimConfig, SimUser, Simulator};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -8,6 +8,7 @@ pub mod audit_import;
 pub mod browse;
 pub mod cli;
 pub mod cluster;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod diff;
 pub mod error;
@@ -18,6 +19,5 @@ pub mod recorder;
 pub mod render;
 pub mod replay;
 pub mod segments;
-pub mod selector;
-pub mod sim;
+pub use krply_apimachinery::selector;
 pub mod time;

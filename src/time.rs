@@ -18,7 +18,6 @@
 //!
 //! Surrounding whitespace is ignored. Times before the Unix epoch are refused.
 
-mod age;
 mod duration;
 mod rfc3339;
 
@@ -28,8 +27,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-pub use age::{format_age, format_duration};
 use duration::DurationSyntax;
+pub use krply_apimachinery::duration::{format_age, format_duration};
 
 const ACCEPTED_TIMES: &str = "use \"now\", a duration like 30m, 2h, 1d or 1h30m (meaning \
      that long ago), a local time of day like 14:02, or an RFC 3339 time like 2026-11-29T10:00:00Z";

@@ -8,8 +8,8 @@ use krply::journal::writer::Op;
 use krply::journal::writer::Writer;
 use krply::model::StreamSpec;
 use krply::model::{ObjectMeta, WatchType};
-use krply::sim::{Seed, SimConfig, Simulator};
 use krply::time::Millis;
+use krply_sim::{Seed, SimConfig, Simulator};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -21,7 +21,7 @@ pub fn deployment_journal(store: &Path, cluster: &str, ns: &str) -> (Writer, Str
         .register_cluster(cluster, "https://bench.example:6443", Some("bench"))
         .unwrap();
     let spec = StreamSpec {
-        resource: krply::sim::builtin_type("apps", "deployments").unwrap(),
+        resource: krply_sim::builtin_type("apps", "deployments").unwrap(),
         namespace: Some(ns.into()),
         selector: None,
     };

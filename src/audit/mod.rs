@@ -13,19 +13,7 @@ pub mod read;
 
 pub use parse::{AuditEvent, Verb, Who};
 
-/// 16 bytes written as a UUID, `8-4-4-4-12` lowercase hex digits, as
-/// kube-apiserver writes auditIDs and uids.
-pub fn uuid_text(b: &[u8; 16]) -> String {
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
-}
+pub use krply_apimachinery::uid::uuid_text;
 
 /// How sure an attribution is (docs/audit.md, "The join").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

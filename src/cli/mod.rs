@@ -7,6 +7,7 @@ pub mod audit;
 pub mod browse;
 pub mod completion;
 pub mod coverage;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod diff;
 pub mod export;
@@ -89,6 +90,7 @@ pub enum Command {
     Prune(prune::PruneArgs),
     Audit(audit::AuditArgs),
     Replay(replay::ReplayArgs),
+    #[cfg(feature = "demo")]
     Demo(demo::DemoArgs),
     Version(version::VersionArgs),
     Completion(completion::CompletionArgs),
@@ -213,6 +215,7 @@ fn run(cli: Cli) -> CliResult {
             Command::Prune(a) => prune::run(&global, a),
             Command::Audit(a) => audit::run(&global, a),
             Command::Replay(a) => replay::run(&global, a).await,
+            #[cfg(feature = "demo")]
             Command::Demo(a) => demo::run(&global, a).await,
             Command::Version(a) => version::run(&global, a),
             Command::Completion(a) => completion::run(&global, a),

@@ -35,7 +35,6 @@
 //! ([`changed_paths`] clones none). Matching a list by identity hashes its keys once.
 
 mod digest;
-mod lists;
 mod noise;
 mod owner;
 mod path;

@@ -25,9 +25,9 @@ use super::DiffOptions;
 use super::path::{FieldPath, SegRef, Segment};
 
 /// The annotation `kubectl apply` (client-side) writes with the whole applied manifest.
-pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+pub const LAST_APPLIED_ANNOTATION: &str = krply_apimachinery::annotations::LAST_APPLIED;
 /// The annotation the Deployment controller bumps on every rollout.
-pub const REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
+pub const REVISION_ANNOTATION: &str = krply_apimachinery::annotations::REVISION;
 
 const METADATA_NOISE: [&str; 8] = [
     "uid",
@@ -41,7 +41,8 @@ const METADATA_NOISE: [&str; 8] = [
 ];
 /// The annotation kube-apiserver sets on a DaemonSet and bumps with every new
 /// pod template.
-pub const TEMPLATE_GENERATION_ANNOTATION: &str = "deprecated.daemonset.template.generation";
+pub const TEMPLATE_GENERATION_ANNOTATION: &str =
+    krply_apimachinery::annotations::TEMPLATE_GENERATION;
 
 const ANNOTATION_NOISE: [&str; 3] = [
     LAST_APPLIED_ANNOTATION,

@@ -137,7 +137,7 @@ fn list_item<'f>(
 ) -> Option<&'f Value> {
     children.iter().find_map(|(key, child)| {
         let found = if let Some(merge_keys) = key.strip_prefix("k:") {
-            element.is_some_and(|e| merge_keys_match(merge_keys, e))
+            element.is_some_and(|e| krply_apimachinery::lists::item_has_key(merge_keys, e))
         } else if let Some(set_value) = key.strip_prefix("v:") {
             element.is_some_and(|e| serde_json::from_str::<Value>(set_value).is_ok_and(|v| &v == e))
         } else if let Some(position) = key.strip_prefix("i:") {
@@ -147,19 +147,6 @@ fn list_item<'f>(
         };
         found.then_some(child)
     })
-}
-
-/// Whether `element` has every field of the JSON object `merge_keys` with equal values.
-fn merge_keys_match(merge_keys: &str, element: &Value) -> bool {
-    match serde_json::from_str::<Map<String, Value>>(merge_keys) {
-        Ok(keys) => {
-            !keys.is_empty()
-                && keys
-                    .iter()
-                    .all(|(field, want)| element.get(field) == Some(want))
-        }
-        Err(_) => false,
-    }
 }
 
 #[cfg(test)]

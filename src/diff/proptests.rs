@@ -5,6 +5,7 @@ use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
 use super::*;
+use krply_apimachinery::lists;
 
 const KEYS: [&str; 12] = [
     "a",

@@ -16,9 +16,9 @@
 //! (an item inserted, removed or moved) are kept whole.
 
 use super::DiffOptions;
-use super::lists::{self, Pairing};
 use super::noise::is_noise_path;
 use super::path::{FieldPath, PathSegment, SegRef};
+use krply_apimachinery::lists::{self, Pairing};
 use serde::de::{MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};

@@ -8,9 +8,9 @@
 use serde_json::{Map, Value};
 
 use super::DiffOptions;
-use super::lists::{self, Pairing};
 use super::noise;
 use super::path::SegRef;
+use krply_apimachinery::lists::{self, Pairing};
 
 /// Receives each change as it is found.
 pub(crate) trait Sink {

@@ -460,7 +460,7 @@ mod tests {
             stream: StreamInfo {
                 id,
                 cluster: cluster.into(),
-                resource: crate::sim::builtin_type("apps", "deployments").unwrap(),
+                resource: krply_sim::builtin_type("apps", "deployments").unwrap(),
                 namespace: Some("shop".into()),
                 selector: None,
                 origin: origin.map(str::to_string),

@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::{Env, Output};
-use krply::sim::{KubeconfigOptions, Seed, SimConfig};
+use krply_sim::{KubeconfigOptions, Seed, SimConfig};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 

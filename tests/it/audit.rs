@@ -467,8 +467,8 @@ fn bad_input_is_one_error_and_stores_nothing() {
 }
 
 /// The people of the following test, as the simulator's audit log names them.
-fn user(name: &str) -> krply::sim::SimUser<'_> {
-    krply::sim::SimUser {
+fn user(name: &str) -> krply_sim::SimUser<'_> {
+    krply_sim::SimUser {
         name,
         groups: &["system:authenticated"],
         impersonated_by: None,

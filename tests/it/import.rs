@@ -111,7 +111,7 @@ fn segments_read_back_by_import_answer_byte_for_byte() {
         .unwrap()
         .to_string();
     flags["data"]["by"] = "alice".into();
-    let alice = krply::sim::SimUser {
+    let alice = krply_sim::SimUser {
         name: "alice@example.com",
         groups: &["system:authenticated"],
         impersonated_by: None,

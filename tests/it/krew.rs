@@ -834,14 +834,14 @@ fn kubectl_accepts_the_rbac_examples() {
     // so it needs a server: the crate's simulator, with the example namespaces.
     let namespaces = ["shop", "shop-replay"]
         .map(|n| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}));
-    let sim = krply::sim::Simulator::start_background(krply::sim::SimConfig {
-        seed: krply::sim::Seed::Objects(namespaces.to_vec()),
-        ..krply::sim::SimConfig::default()
+    let sim = krply_sim::Simulator::start_background(krply_sim::SimConfig {
+        seed: krply_sim::Seed::Objects(namespaces.to_vec()),
+        ..krply_sim::SimConfig::default()
     })
     .unwrap();
     let home = tempfile::tempdir().unwrap();
     let kubeconfig = home.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig, &krply::sim::KubeconfigOptions::default())
+    sim.write_kubeconfig(&kubeconfig, &krply_sim::KubeconfigOptions::default())
         .unwrap();
 
     for file in rbac_files() {

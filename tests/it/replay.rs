@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::{Env, Output};
-use krply::sim::{Seed, SimConfig, Simulator};
+use krply_sim::{Seed, SimConfig, Simulator};
 use serde_json::{Value, json};
 
 /// The shop recorded with extra objects that exercise every rule. Plans are

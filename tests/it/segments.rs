@@ -7,7 +7,7 @@
 //! first use into `target/tmp/sqlenv` (`.ci/run` installs them up front).
 
 use crate::common::{self, Env, run_bounded};
-use krply::sim::{Seed, SimConfig, Simulator};
+use krply_sim::{Seed, SimConfig, Simulator};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;

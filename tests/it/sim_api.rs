@@ -8,7 +8,7 @@ use http::header::{HeaderValue, USER_AGENT};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use krply::sim::{KubeconfigOptions as SimKubeconfig, Seed, SimConfig, Simulator};
+use krply_sim::{KubeconfigOptions as SimKubeconfig, Seed, SimConfig, Simulator};
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
     VersionMatch, WatchEvent, WatchParams,

@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::common::path_str;
-use krply::sim::{KubeconfigOptions, Seed, SimConfig, Simulator};
+use krply_sim::{KubeconfigOptions, Seed, SimConfig, Simulator};
 use serde_json::{Value, json};
 
 const DEADLINE: Duration = Duration::from_secs(60);

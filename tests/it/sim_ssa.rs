@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
-use krply::sim::{Seed, SimConfig, Simulator};
+use krply_sim::{Seed, SimConfig, Simulator};
 use kube::api::{
     Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };

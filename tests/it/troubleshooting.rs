@@ -19,7 +19,7 @@ use crate::common;
 
 use common::{Env, Output, Sandbox, path_str, run_bounded};
 use krply::journal::Journal;
-use krply::sim::{KubeconfigOptions, Seed, SimConfig};
+use krply_sim::{KubeconfigOptions, Seed, SimConfig};
 use regex::Regex;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 
 use krply::journal::Journal;
 use krply::journal::read::{Coverage, RecordView, StreamInfo};
-use krply::sim::{KubeconfigOptions, SimConfig, Simulator};
+use krply_sim::{KubeconfigOptions, SimConfig, Simulator};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -314,7 +314,7 @@ impl Env {
 
     pub fn shop() -> Env {
         Env::new(SimConfig {
-            seed: krply::sim::Seed::Shop,
+            seed: krply_sim::Seed::Shop,
             bookmark_interval: Some(Duration::from_millis(200)),
             ..SimConfig::default()
         })
@@ -560,7 +560,7 @@ pub fn run_bounded(mut cmd: Command, what: &str) -> Output {
 /// tests that write a journal through the library.
 pub fn deployment_stream(namespace: &str) -> krply::model::StreamSpec {
     krply::model::StreamSpec {
-        resource: krply::sim::builtin_type("apps", "deployments").expect("a built-in type"),
+        resource: krply_sim::builtin_type("apps", "deployments").expect("a built-in type"),
         namespace: Some(namespace.into()),
         selector: None,
     }

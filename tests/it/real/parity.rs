@@ -5,7 +5,7 @@
 
 use super::RealEnv;
 use crate::common::{Env, Sandbox};
-use krply::sim::{Seed, SimConfig};
+use krply_sim::{Seed, SimConfig};
 use serde_json::{Value, json};
 
 /// One server of the pair.

@@ -6,8 +6,8 @@
 
 use super::histories::{History, Key, Kind, Op, SLOTS, Scope, Step, USERS};
 use crate::common::{RecorderProc, Sandbox};
-use krply::sim::{KubeconfigOptions, Seed, SimConfig, SimUser, Simulator};
 use krply::time::Millis;
+use krply_sim::{KubeconfigOptions, Seed, SimConfig, SimUser, Simulator};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};

@@ -13,9 +13,9 @@ use super::keyed_lists;
 use super::managed::FieldSet;
 
 /// The Deployment controller's annotation.
-const REVISION: &str = crate::diff::REVISION_ANNOTATION;
+const REVISION: &str = krply_apimachinery::annotations::REVISION;
 /// kube-apiserver's count of a DaemonSet's pod templates.
-const TEMPLATE_GENERATION: &str = crate::diff::TEMPLATE_GENERATION_ANNOTATION;
+const TEMPLATE_GENERATION: &str = krply_apimachinery::annotations::TEMPLATE_GENERATION;
 
 const CLUSTER_IP_BASE: u32 = (10 << 24) | (96 << 16); // 10.96.0.0/12
 const CLUSTER_IP_SIZE: u32 = 1 << 20;
@@ -871,7 +871,7 @@ fn crd(root: &mut Map<String, Value>, _seen: &Seen, now: &str) -> Option<&'stati
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::catalog::Catalog;
+    use crate::catalog::Catalog;
 
     fn def(group: &str, plural: &str) -> ResourceDef {
         Catalog::builtin()

@@ -16,7 +16,7 @@ use super::defaults::Allocator;
 use super::history::{History, TooOld};
 use super::jsonx;
 use super::managed::ManagedFields;
-use crate::selector::Labels;
+use krply_apimachinery::selector::Labels;
 
 /// The type of a watch event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::catalog::ResourceDef;
 use super::ids;
-use crate::time::format_age;
+use krply_apimachinery::duration::format_age;
 
 /// `includeObject`: what each row carries besides its cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -588,7 +588,7 @@ pub(crate) fn table(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::catalog::Catalog;
+    use crate::catalog::Catalog;
 
     #[test]
     fn human_durations_match_kubectl() {
@@ -735,7 +735,7 @@ mod tests {
         let crd = json!({"metadata": {"name": "widgets.example.com"}, "spec": {"group": "example.com", "scope": "Namespaced",
             "names": {"plural": "widgets", "kind": "Widget"},
             "versions": [{"name": "v1", "served": true, "storage": true, "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}]}]}});
-        let d = crate::sim::catalog::def_from_crd(&crd).unwrap();
+        let d = crate::catalog::def_from_crd(&crd).unwrap();
         let (cols, cells) = columns_and_cells(
             &d,
             Some(&json!({"metadata": {"name": "w"}, "spec": {"size": 3}})),

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::catalog::ResourceDef;
-use crate::selector;
+use krply_apimachinery::selector;
 
 const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
@@ -112,7 +112,7 @@ pub(crate) fn labels(obj: &Value) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::catalog::Catalog;
+    use crate::catalog::Catalog;
     use serde_json::json;
 
     #[test]

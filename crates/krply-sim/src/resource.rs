@@ -24,7 +24,7 @@ use super::store::Store;
 use super::table::{self, IncludeObject};
 use super::watch::{self, Filter, Start, WatchOpts};
 use super::write::{Deleted, Preconditions, Sub, WriteCtx};
-use crate::selector::{FieldSelector, LabelSelector};
+use krply_apimachinery::selector::{FieldSelector, LabelSelector};
 
 /// How long a list waits for a resourceVersion newer than the store's.
 const TOO_LARGE_WAIT: Duration = Duration::from_secs(3);

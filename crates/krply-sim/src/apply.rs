@@ -235,7 +235,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::catalog::Catalog;
+    use crate::catalog::Catalog;
     use serde_json::json;
 
     #[test]
@@ -277,7 +277,7 @@ mod tests {
 
     mod properties {
         use super::*;
-        use crate::sim::Seed;
+        use crate::Seed;
         use proptest::prelude::*;
 
         const KEYS: [&str; 14] = [
@@ -319,7 +319,7 @@ mod tests {
 
         fn store() -> Store {
             let mut store = Store::new(100, String::new());
-            crate::sim::seed::seed(&mut store, &Seed::Empty).unwrap();
+            crate::seed::seed(&mut store, &Seed::Empty).unwrap();
             store
         }
 

@@ -853,7 +853,7 @@ mod tests {
         ];
         for (i, (manager, patch)) in steps.iter().enumerate() {
             let mut next = obj.clone();
-            crate::sim::patch::merge_patch(&mut next, patch);
+            crate::patch::merge_patch(&mut next, patch);
             let (c, r) = diff_object(&obj, &next, true);
             mf.record_update(manager, None, "apps/v1", &format!("t{}", i + 1), &c, &r);
             mf.sync();

@@ -1,79 +1,184 @@
-//! Which element of the old list corresponds to which element of the new one.
+//! List identity: which item of a list is which. One statement, read by
+//! everything that pairs, keys or merges list items (docs/architecture.md,
+//! "List identity"):
 //!
-//! Lists of objects with an identity are matched by it, so that inserting one item does
-//! not show every later item as changed. The identities, tried in this order; the first
-//! one that every element of both lists has, with no duplicate within either list, wins:
+//! - krply's diff pairs the items of an old and a new list by it ([`pair`]), so
+//!   that inserting one container does not show every later one as changed;
+//! - krply's owners find a list item in managedFields (`k:{"name":"web"}`) by it
+//!   ([`item_has_key`]);
+//! - krply's reduction keeps what pairing reads of each item ([`identity_members`]);
+//! - the simulator merges strategic merge patches and server-side applies by it
+//!   ([`merge_key`]) and names list items in managedFields with it ([`list_keys`],
+//!   [`item_key`]).
 //!
-//! 1. `name` (a string): containers, initContainers, env, ports, volumes, imagePullSecrets...
-//! 2. `containerPort` (+ `protocol` when present): container ports without names;
-//! 3. `port` (+ `protocol` when present): service ports without names;
-//! 4. `mountPath`: volumeMounts (whose `name` may repeat);
-//! 5. `type`: status conditions.
+//! [`IDENTITIES`] lists them in the order they are tried. Each names its key
+//! fields: the first is required, a second (`protocol`) is part of the key when
+//! present. Each also names the lists of the built-in types that the API declares
+//! with that key (`patchMergeKey`, `listMapKeys`).
 //!
-//! The identity values (`containerPort`, `port`, `mountPath`, `type`) must be strings or
-//! numbers; `protocol` any scalar. Matched elements are compared field by field. An element
-//! whose identity is new is added, one whose identity is gone is removed. When matched
-//! elements changed their relative order, the longest run that kept its order stays
-//! matched and the moved ones are reported as removed (old place) and added (new place).
-//!
-//! Any other list is matched by index: element `i` against element `i`, and the extra
-//! elements of the longer list are added or removed.
+//! Pairing two lists ([`pair`]) does not know which field holds them (a custom
+//! resource's lists are paired too): the first identity that every item of both
+//! lists has, with no duplicate within either list, wins. The key values must be
+//! strings (`name`) or strings or numbers (the others); `protocol` may be any
+//! scalar. An item whose identity is new is added, one whose identity is gone is
+//! removed. When matched items changed their relative order, the longest run that
+//! kept its order stays matched and the moved ones are reported as removed (old
+//! place) and added (new place). Any other list is paired by index.
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::{Number, Value};
+use serde_json::{Map, Number, Value};
 
-/// How the elements of two lists pair up.
-pub(crate) enum Pairing {
-    /// Element `i` of the old list against element `i` of the new one.
+/// How the items of two lists pair up.
+pub enum Pairing {
+    /// Item `i` of the old list against item `i` of the new one.
     ByIndex,
     /// By identity.
     ByIdentity(Matching),
 }
 
-/// The result of matching by identity.
-pub(crate) struct Matching {
-    /// For each new element, the index of the old element it is compared with.
-    pub(crate) old_of_new: Vec<Option<usize>>,
-    /// For each old element, whether some new element is compared with it.
-    pub(crate) old_kept: Vec<bool>,
+/// The result of pairing by identity.
+pub struct Matching {
+    /// For each new item, the index of the old item it is compared with.
+    pub old_of_new: Vec<Option<usize>>,
+    /// For each old item, whether some new item is compared with it.
+    pub old_kept: Vec<bool>,
 }
 
-struct Identity {
-    field: &'static str,
+/// One way the items of a list are identified.
+#[derive(Debug)]
+pub struct Identity {
+    /// The key fields: the first is required, a second is part of the key when present.
+    pub keys: &'static [&'static str],
     /// `name` must be a string; the others may be numbers too.
-    strings_only: bool,
-    /// A second field that is part of the identity when present.
-    qualifier: Option<&'static str>,
+    pub strings_only: bool,
+    /// The lists of the built-in types the API declares with this key.
+    pub declared_on: &'static [&'static str],
 }
 
-const IDENTITIES: [Identity; 5] = [
+impl Identity {
+    fn field(&self) -> &'static str {
+        self.keys[0]
+    }
+
+    fn qualifier(&self) -> Option<&'static str> {
+        self.keys.get(1).copied()
+    }
+}
+
+/// Every identity, in the order [`pair`] tries them.
+pub const IDENTITIES: [Identity; 8] = [
     Identity {
-        field: "name",
+        keys: &["name"],
         strings_only: true,
-        qualifier: None,
+        declared_on: &[
+            "containers",
+            "initContainers",
+            "ephemeralContainers",
+            "env",
+            "volumes",
+            "imagePullSecrets",
+            "resourceClaims",
+        ],
+    },
+    // Container ports without names.
+    Identity {
+        keys: &["containerPort", "protocol"],
+        strings_only: false,
+        declared_on: &["ports"],
+    },
+    // Service ports without names.
+    Identity {
+        keys: &["port", "protocol"],
+        strings_only: false,
+        declared_on: &["ports"],
+    },
+    // volumeMounts, whose `name` may repeat.
+    Identity {
+        keys: &["mountPath"],
+        strings_only: false,
+        declared_on: &["volumeMounts"],
+    },
+    // Status conditions.
+    Identity {
+        keys: &["type"],
+        strings_only: false,
+        declared_on: &["conditions"],
     },
     Identity {
-        field: "containerPort",
+        keys: &["devicePath"],
         strings_only: false,
-        qualifier: Some("protocol"),
+        declared_on: &["volumeDevices"],
     },
     Identity {
-        field: "port",
+        keys: &["ip"],
         strings_only: false,
-        qualifier: Some("protocol"),
+        declared_on: &["hostAliases"],
     },
     Identity {
-        field: "mountPath",
+        keys: &["uid"],
         strings_only: false,
-        qualifier: None,
-    },
-    Identity {
-        field: "type",
-        strings_only: false,
-        qualifier: None,
+        declared_on: &["ownerReferences"],
     },
 ];
+
+/// The key fields of the list under `field` of a built-in type, judged from one
+/// of its items where the field name alone does not tell (a Service's `ports`
+/// are keyed by `port`, a container's by `containerPort`); `None` for a list the
+/// API declares atomic. An item that lacks every key still names the first: the
+/// server refuses it for omitting a key field.
+pub fn list_keys(field: &str, item: &Value) -> Option<&'static [&'static str]> {
+    let object = item.as_object()?;
+    let mut declared = IDENTITIES.iter().filter(|i| i.declared_on.contains(&field));
+    let first = declared.clone().next()?;
+    let identity = declared
+        .find(|i| object.contains_key(i.field()))
+        .unwrap_or(first);
+    Some(identity.keys)
+}
+
+/// The strategic-merge-patch merge key of the list under `field`: the first of
+/// its [`list_keys`].
+pub fn merge_key(field: &str, item: &Value) -> Option<&'static str> {
+    list_keys(field, item).map(|keys| keys[0])
+}
+
+/// Lists of scalars that the server treats as sets (managedFields `v:"x"`,
+/// strategic merge by value).
+pub fn is_set_list(field: &str) -> bool {
+    field == "finalizers"
+}
+
+/// The managedFields key of one item, `k:` without its prefix: the item's key
+/// fields that are present, as compact JSON with sorted keys. `None` when it
+/// has none of them.
+pub fn item_key(keys: &[&str], item: &Value) -> Option<String> {
+    let object = item.as_object()?;
+    let mut key = Map::new();
+    for k in keys {
+        if let Some(v) = object.get(*k) {
+            key.insert((*k).to_string(), v.clone());
+        }
+    }
+    if key.is_empty() {
+        return None;
+    }
+    serde_json::to_string(&Value::Object(key)).ok()
+}
+
+/// Whether `item` is the one a managedFields key (`k:` without its prefix)
+/// names: it has every field of the key, with equal values.
+pub fn item_has_key(key: &str, item: &Value) -> bool {
+    match serde_json::from_str::<Map<String, Value>>(key) {
+        Ok(key) => {
+            !key.is_empty()
+                && key
+                    .iter()
+                    .all(|(field, want)| item.get(field) == Some(want))
+        }
+        Err(_) => false,
+    }
+}
 
 /// A scalar identity value, compared and hashed without copying.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -103,12 +208,12 @@ type Key<'a> = (Atom<'a>, Atom<'a>);
 impl Identity {
     fn key_of<'a>(&self, element: &'a Value) -> Option<Key<'a>> {
         let object = element.as_object()?;
-        let primary = match object.get(self.field)? {
+        let primary = match object.get(self.field())? {
             Value::String(s) => Atom::Str(s),
             Value::Number(n) if !self.strings_only => Atom::Number(n),
             _ => return None,
         };
-        let qualifier = match self.qualifier {
+        let qualifier = match self.qualifier() {
             Some(q) => Atom::of(object.get(q))?,
             None => Atom::Absent,
         };
@@ -122,14 +227,12 @@ impl Identity {
 
 /// Every member [`pair`] reads of an element: two lists whose elements keep
 /// these members (and nothing else) pair up as the whole lists do.
-pub(crate) fn identity_members() -> impl Iterator<Item = &'static str> {
-    IDENTITIES
-        .iter()
-        .flat_map(|i| std::iter::once(i.field).chain(i.qualifier))
+pub fn identity_members() -> impl Iterator<Item = &'static str> {
+    IDENTITIES.iter().flat_map(|i| i.keys.iter().copied())
 }
 
 /// Decides how to pair the elements of `old` and `new`.
-pub(crate) fn pair(old: &[Value], new: &[Value]) -> Pairing {
+pub fn pair(old: &[Value], new: &[Value]) -> Pairing {
     for identity in &IDENTITIES {
         let Some(old_keys) = identity.keys_of(old) else {
             continue;
@@ -322,6 +425,81 @@ mod tests {
         let new = json!([{"name": "b"}, {"name": "a"}]);
         let m = matching(old, new).unwrap();
         assert_eq!(m.iter().flatten().count(), 1);
+    }
+
+    #[test]
+    fn keys_of_built_in_lists() {
+        assert_eq!(
+            list_keys("containers", &json!({"name": "a"})),
+            Some(&["name"][..])
+        );
+        assert_eq!(
+            list_keys("ports", &json!({"containerPort": 80})),
+            Some(&["containerPort", "protocol"][..])
+        );
+        assert_eq!(
+            list_keys("ports", &json!({"port": 80})),
+            Some(&["port", "protocol"][..])
+        );
+        assert_eq!(list_keys("args", &json!("x")), None);
+        // An item that omits its key is still keyed (the server refuses it).
+        assert_eq!(
+            list_keys("containers", &json!({"image": "x"})),
+            Some(&["name"][..])
+        );
+        assert_eq!(merge_key("ports", &json!({"port": 80})), Some("port"));
+        assert_eq!(
+            merge_key("ownerReferences", &json!({"uid": "u", "name": "a"})),
+            Some("uid")
+        );
+        assert_eq!(
+            item_key(
+                &["containerPort", "protocol"],
+                &json!({"protocol": "TCP", "containerPort": 8080, "name": "http"})
+            )
+            .as_deref(),
+            Some(r#"{"containerPort":8080,"protocol":"TCP"}"#)
+        );
+        assert_eq!(item_key(&["name"], &json!({"image": "x"})), None);
+    }
+
+    #[test]
+    fn an_item_has_the_key_it_is_named_by() {
+        let port = json!({"protocol": "TCP", "containerPort": 8080, "name": "http"});
+        for identity in &IDENTITIES {
+            if let Some(key) = item_key(identity.keys, &port) {
+                assert!(item_has_key(&key, &port), "{key}");
+            }
+        }
+        assert!(!item_has_key(r#"{"containerPort":8081}"#, &port));
+        assert!(!item_has_key("{}", &port));
+        assert!(!item_has_key("{bad", &port));
+    }
+
+    #[test]
+    fn lists_the_api_declares_pair_by_their_own_key() {
+        // Every list a built-in type keys pairs by that key when nothing before it
+        // in the order applies.
+        for identity in &IDENTITIES {
+            let item = |v: i64| {
+                let mut m = Map::new();
+                for k in identity.keys {
+                    m.insert((*k).to_string(), json!(format!("{k}-{v}")));
+                }
+                Value::Object(m)
+            };
+            for field in identity.declared_on {
+                assert_eq!(list_keys(field, &item(1)), Some(identity.keys), "{field}");
+            }
+            let old = json!([item(1), item(2)]);
+            let new = json!([item(0), item(1), item(2)]);
+            assert_eq!(
+                matching(old, new),
+                Some(vec![None, Some(0), Some(1)]),
+                "{:?}",
+                identity.keys
+            );
+        }
     }
 
     #[test]

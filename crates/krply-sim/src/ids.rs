@@ -28,15 +28,7 @@ pub(crate) fn new_uid() -> String {
     fill_random(&mut b);
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    krply_apimachinery::uid::uuid_text(&b)
 }
 
 /// The five-character suffix the API server appends to `metadata.generateName`

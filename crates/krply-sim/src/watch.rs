@@ -20,7 +20,7 @@ use super::negotiate::Output;
 use super::shared::{Shared, WatchCtl, lock};
 use super::store::{EventType, HistEvent, ResChannel, Version};
 use super::table::{self, IncludeObject};
-use crate::selector::{FieldSelector, LabelSelector};
+use krply_apimachinery::selector::{FieldSelector, LabelSelector};
 
 /// Events read per lock acquisition.
 const BATCH: usize = 256;

@@ -12,7 +12,7 @@ use super::write::WriteCtx;
 
 const SHOP_FIXTURE: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/fixtures/shop/online-boutique.json"
+    "/../../fixtures/shop/online-boutique.json"
 ));
 
 fn seed_err(what: &str, e: impl std::fmt::Display) -> SimError {

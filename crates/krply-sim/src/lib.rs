@@ -143,10 +143,10 @@ pub struct RequestRecord {
 /// A built-in resource type as the simulator's discovery describes it (its
 /// preferred version), for code that writes journals without asking a server:
 /// `builtin_type("apps", "deployments")`.
-pub fn builtin_type(group: &str, resource: &str) -> Option<crate::model::ResourceType> {
+pub fn builtin_type(group: &str, resource: &str) -> Option<krply_apimachinery::ResourceType> {
     let catalog = catalog::Catalog::builtin();
     let def = catalog.by_resource(group, resource)?;
-    Some(crate::model::ResourceType {
+    Some(krply_apimachinery::ResourceType {
         group: def.group.clone(),
         version: def.preferred_version().to_string(),
         resource: def.plural.clone(),
@@ -155,6 +155,11 @@ pub fn builtin_type(group: &str, resource: &str) -> Option<crate::model::Resourc
         short_names: def.short_names.clone(),
         namespaced: def.namespaced,
     })
+}
+
+/// Now, in milliseconds since the Unix epoch.
+fn now_ms() -> i64 {
+    jiff::Timestamp::now().as_millisecond()
 }
 
 /// A running simulator. Clones are cheap handles to the same server; it stops
@@ -471,7 +476,7 @@ impl Simulator {
         store
             .replace(&def, &ns, name, Sub::Main, &ctx, &mut |old| {
                 let mut new = old.clone();
-                crate::sim::patch::merge_patch(&mut new, patch);
+                crate::patch::merge_patch(&mut new, patch);
                 Ok(new)
             })
             .map(|w| w.value)
@@ -616,7 +621,7 @@ impl Simulator {
             None,
             object,
             who,
-            crate::time::Millis::now().as_ms(),
+            now_ms(),
         );
         if let Some(file) = lock(&self.shared().audit).as_mut() {
             use std::io::Write;
