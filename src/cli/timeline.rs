@@ -22,12 +22,13 @@ Examples:
 
 Times are when the recorder observed each version (its clock), next to the
 resourceVersion. * marks versions seen by a list rather than received as events;
-GAP rows are stretches the recording does not cover.")]
+GAP rows are stretches the recording does not cover. Versions that changed only
+the status are left out, as in diff and log: --include-status shows them.")]
 pub struct TimelineArgs {
     /// The object, as TYPE/NAME (deploy/frontend)
     #[arg(value_name = "TYPE/NAME")]
     pub object: String,
-    /// Also show changes of the status
+    /// Also show changes of the status, and the versions that changed only status
     #[arg(long)]
     pub include_status: bool,
     /// Only changes made by this user (with `kubectl --as`, the impersonated
@@ -87,6 +88,9 @@ pub fn run(global: &GlobalArgs, args: TimelineArgs) -> CliResult {
     };
     answer::check_by(&args.by, &history)?;
     let mut t = history.timeline(&tracked, &opts)?;
+    if !args.include_status {
+        t.hide_status_only();
+    }
     if let Some(user) = &args.by {
         t.entries
             .retain_mut(|e| e.kind == EntryType::Gap || e.by.keeps(user, &mut e.fields));

@@ -94,6 +94,28 @@ pub struct TimelineAnswer {
     pub completeness: Completeness,
 }
 
+impl Entry {
+    /// A version that changed nothing a default diff shows (only `status`, or
+    /// only what the server keeps up to date: resourceVersion, managedFields):
+    /// `timeline` leaves these out unless `--include-status` asks for them, as
+    /// `diff` and `log` do. Gaps, creations, deletions, lists and what a relist
+    /// found are never status-only.
+    pub fn is_status_only(&self) -> bool {
+        self.kind == EntryType::Modified
+            && self.fields.is_empty()
+            && self.gap.is_none()
+            && self.found_by_relist.is_none()
+            && !self.synthetic
+    }
+}
+
+impl TimelineAnswer {
+    /// Leaves out the versions that changed only status ([`Entry::is_status_only`]).
+    pub fn hide_status_only(&mut self) {
+        self.entries.retain(|e| !e.is_status_only());
+    }
+}
+
 impl History<'_> {
     /// Every recorded version of an object, with what changed in each, where
     /// it vanished from a relist, and the gaps within its life: of its only
@@ -865,5 +887,31 @@ mod diff_by_tests {
             diff_by(&entries, (0, 45), Change::Deleted, &mut []),
             by("dave")
         );
+    }
+
+    #[test]
+    fn status_only_versions_are_the_modified_ones_with_no_field() {
+        let entry = |kind, fields: Vec<Field>| Entry {
+            observed_at: 1,
+            resource_version: Some("1".into()),
+            kind,
+            synthetic: false,
+            fields,
+            gap: None,
+            found_by_relist: None,
+            by: By::default(),
+            stream: "s".into(),
+            seq: 1,
+        };
+        assert!(entry(EntryType::Modified, vec![]).is_status_only());
+        for kind in [EntryType::Added, EntryType::Deleted, EntryType::Baseline] {
+            assert!(!entry(kind, vec![]).is_status_only(), "{kind:?}");
+        }
+        let mut listed = entry(EntryType::Modified, vec![]);
+        listed.synthetic = true;
+        assert!(!listed.is_status_only());
+        let mut found = entry(EntryType::Modified, vec![]);
+        found.found_by_relist = Some(Between { from: 0, to: 1 });
+        assert!(!found.is_status_only());
     }
 }

@@ -733,6 +733,9 @@ fn timeline(play: &Play, oracle: &Oracle<'_>, store: &Path, key: &Key, f: &mut F
         format!("{}/{}", key.kind.singular(), key.name),
         "-n".into(),
         key.namespace.into(),
+        // Every version, those that changed only status too: the checker
+        // looks for each one written.
+        "--include-status".into(),
         "-o".into(),
         "json".into(),
     ];
