@@ -847,6 +847,17 @@ impl Simulator {
         }
     }
 
+    /// Denies create, update, patch and delete on a resource (plural name) in
+    /// `namespace`, or everywhere with `None` (403 Forbidden, worded like RBAC),
+    /// as for a user whose role only reads.
+    pub fn forbid_writes(&self, resource: &str, namespace: Option<&str>) {
+        let mut f = lock(&self.shared().faults);
+        let rule = (resource.to_string(), namespace.map(str::to_string));
+        if !f.forbidden_writes.contains(&rule) {
+            f.forbidden_writes.push(rule);
+        }
+    }
+
     /// Lifts [`Simulator::forbid`]: the rule for `namespace`, or with `None`
     /// every rule of the resource.
     pub fn allow(&self, resource: &str, namespace: Option<&str>) {

@@ -98,7 +98,11 @@ fn check_forbidden(
     name: Option<&str>,
 ) -> Result<(), ApiStatus> {
     let scope = if def.namespaced { namespace } else { None };
-    if shared.is_forbidden(&def.plural, scope) {
+    let denied = match verb {
+        "get" | "list" | "watch" => shared.is_forbidden(&def.plural, scope),
+        _ => shared.is_write_forbidden(&def.plural, scope),
+    };
+    if denied {
         return Err(error::forbidden(
             USER,
             verb,
@@ -158,6 +162,23 @@ async fn dispatch(shared: &Arc<Shared>, r: &Req<'_>) -> Result<Response<SimBody>
         include,
     };
     let ns_key = p.namespace.clone().unwrap_or_default();
+    let write_verb = match (r.method, p.name.as_deref()) {
+        (&Method::POST, _) => Some("create"),
+        (&Method::PUT, _) => Some("update"),
+        (&Method::PATCH, _) => Some("patch"),
+        (&Method::DELETE, Some(_)) => Some("delete"),
+        (&Method::DELETE, None) => Some("deletecollection"),
+        _ => None,
+    };
+    if let Some(verb) = write_verb {
+        check_forbidden(
+            shared,
+            &def,
+            verb,
+            p.namespace.as_deref(),
+            p.name.as_deref(),
+        )?;
+    }
     match (r.method, p.name.as_deref(), p.sub.as_deref()) {
         (&Method::GET, None, None) => {
             if r.query.flag("watch").map_err(bad)? {

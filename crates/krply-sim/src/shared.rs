@@ -48,6 +48,8 @@ pub(crate) struct Faults {
     pub watch_error: Option<(u16, String, String)>,
     /// `(plural, namespace)`; `None` = every namespace and the cluster scope.
     pub forbidden: Vec<(String, Option<String>)>,
+    /// The same, for writes (create, update, patch, delete).
+    pub forbidden_writes: Vec<(String, Option<String>)>,
 }
 
 #[derive(Debug)]
@@ -142,14 +144,12 @@ impl Shared {
 
     /// Whether reading `plural` in `namespace` (`None`: cluster scope) is denied.
     pub(crate) fn is_forbidden(&self, plural: &str, namespace: Option<&str>) -> bool {
-        lock(&self.faults).forbidden.iter().any(|(r, ns)| {
-            r == plural
-                && match (ns, namespace) {
-                    (None, _) => true,
-                    (Some(_), None) => true,
-                    (Some(a), Some(b)) => a == b,
-                }
-        })
+        covers(&lock(&self.faults).forbidden, plural, namespace)
+    }
+
+    /// Whether writing `plural` in `namespace` (`None`: cluster scope) is denied.
+    pub(crate) fn is_write_forbidden(&self, plural: &str, namespace: Option<&str>) -> bool {
+        covers(&lock(&self.faults).forbidden_writes, plural, namespace)
     }
 
     /// Registers an open watch; returns its id, its command channel and the
@@ -196,4 +196,17 @@ impl Shared {
             let _ = entry.ctl.send(cmd);
         }
     }
+}
+
+/// Whether one of `rules` (`(plural, namespace)`, `None` for everywhere) covers
+/// `plural` in `namespace`.
+fn covers(rules: &[(String, Option<String>)], plural: &str, namespace: Option<&str>) -> bool {
+    rules.iter().any(|(r, ns)| {
+        r == plural
+            && match (ns, namespace) {
+                (None, _) => true,
+                (Some(_), None) => true,
+                (Some(a), Some(b)) => a == b,
+            }
+    })
 }
