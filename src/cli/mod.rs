@@ -179,8 +179,40 @@ fn usage_error_parts(rendered: &str) -> (String, Option<String>, Option<String>)
         .iter()
         .map(|l| l.trim())
         .find_map(|l| l.strip_prefix("Usage: "))
-        .map(str::to_string);
+        .map(required_usage);
     (message, tip, usage)
+}
+
+/// The usage line of the command that `usage` (clap's, from an error) is for,
+/// naming only what that command requires. clap's error usage also lists every
+/// flag that was given, which reads as if `--namespace` and `--store` were
+/// required; the command's own usage says `[OPTIONS]` instead.
+fn required_usage(usage: &str) -> String {
+    let bin = Cli::command()
+        .get_bin_name()
+        .unwrap_or_default()
+        .to_string();
+    let Some(rest) = usage.strip_prefix(bin.as_str()) else {
+        return usage.to_string();
+    };
+    let path: Vec<&str> = rest
+        .split_whitespace()
+        .take_while(|w| !w.starts_with(['-', '<', '[']))
+        .collect();
+    let mut command = Cli::command();
+    command.build();
+    let mut found = &mut command;
+    for name in path {
+        match found.find_subcommand_mut(name) {
+            Some(sub) => found = sub,
+            None => return usage.to_string(),
+        }
+    }
+    let own = found.render_usage().to_string();
+    own.strip_prefix("Usage: ")
+        .unwrap_or(&own)
+        .trim()
+        .to_string()
 }
 
 fn run(cli: Cli) -> CliResult {
@@ -270,6 +302,18 @@ mod tests {
             "the following required arguments were not provided: <TYPE/NAME>"
         );
         assert!(usage.unwrap().starts_with("kubectl krply timeline"));
+        // Flags that were given are not presented as required.
+        let (_, _, usage) = parts(&["kubectl-krply", "timeline", "-n", "shop", "--store", "j.db"]);
+        assert_eq!(
+            usage.as_deref(),
+            Some("kubectl krply timeline [OPTIONS] <TYPE/NAME>")
+        );
+        let (_, _, usage) = parts(&["kubectl-krply", "replay", "plan", "-n", "shop"]);
+        let usage = usage.unwrap();
+        assert!(
+            usage.starts_with("kubectl krply replay plan") && !usage.contains("--namespace"),
+            "{usage}"
+        );
         let (message, _, _) = parts(&["kubectl-krply", "get"]);
         assert!(message.ends_with("<TYPE/NAME>"), "{message}");
         let (message, _, _) = parts(&["kubectl-krply", "replay", "plan"]);
