@@ -150,6 +150,16 @@ impl From<JournalError> for CliError {
             JournalError::StreamLocked { .. } => Some(
                 "that recorder already records the stream; record other namespaces or clusters beside it, or stop it first",
             ),
+            JournalError::Io { source, .. }
+                if matches!(
+                    source.kind(),
+                    std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+                ) =>
+            {
+                Some(
+                    "krply keeps lock files beside the journal, so its directory must be writable: point --store (KRPLY_STORE) at a journal in a directory you can write",
+                )
+            }
             _ => None,
         };
         with_hint(CliError::runtime(e.to_string()), hint).caused_by(e)
@@ -219,6 +229,12 @@ impl From<crate::history::resolve::TargetError> for CliError {
 
 impl From<ClusterError> for CliError {
     fn from(e: ClusterError) -> CliError {
+        if let ClusterError::CredentialPlugin { user, command, .. } = &e {
+            let hint = format!(
+                "run it by hand to see why: `{command}` (users[name={user}].user.exec in the kubeconfig); log in again if its session expired"
+            );
+            return CliError::runtime(e.to_string()).hint(hint).caused_by(e);
+        }
         let hint = match &e {
             ClusterError::NoConfiguration { .. } => {
                 Some("set KUBECONFIG, pass --kubeconfig, or pass --server")
@@ -271,6 +287,19 @@ pub type CliResult<T = ()> = Result<T, CliError>;
 mod from_tests {
     use super::*;
     use std::path::PathBuf;
+
+    #[test]
+    fn a_journal_in_a_read_only_place_says_where_to_put_one() {
+        let err: CliError = JournalError::Io {
+            path: "/ro/j.db.init.lock".into(),
+            source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        }
+        .into();
+        assert!(
+            format!("{err:?}").contains("--store (KRPLY_STORE)"),
+            "{err:?}"
+        );
+    }
 
     #[test]
     fn a_history_error_keeps_the_journal_hint_and_its_cause() {

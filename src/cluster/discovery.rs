@@ -112,6 +112,9 @@ async fn with_timeout<T>(
 /// Turns a kube error into what the user needs to hear.
 pub fn classify(access: &ClusterAccess, e: kube::Error) -> ClusterError {
     let server = access.target.server.clone();
+    if super::plugin_failure(&e).is_some() {
+        return super::config_error(&access.target, &e);
+    }
     match e {
         kube::Error::Api(status) if status.code == 401 => ClusterError::Unauthorized {
             server,

@@ -63,6 +63,15 @@ pub enum ClusterError {
     Timeout { server: String, timeout: Duration },
     #[error("the API server at {server} rejected the credentials: {detail}")]
     Unauthorized { server: String, detail: String },
+    /// The kubeconfig user's credential plugin (`exec`) failed: its own words.
+    #[error("the credential plugin of kubeconfig user \"{user}\" failed ({status}): {stderr}")]
+    CredentialPlugin {
+        user: String,
+        /// The plugin as the kubeconfig runs it, to run by hand.
+        command: String,
+        status: String,
+        stderr: String,
+    },
     #[error("{0}")]
     Api(String),
 }
@@ -292,6 +301,94 @@ fn in_cluster_target(opts: &ConnectOptions) -> Result<Target, ClusterError> {
     })
 }
 
+impl Target {
+    /// The kubeconfig user the target is reached as, and its credential
+    /// plugin's command line (`users[].user.exec`), when it has one.
+    pub fn credential_plugin(&self) -> Option<(String, String)> {
+        let Source::Kubeconfig(config) = &self.source else {
+            return None;
+        };
+        let user = config
+            .contexts
+            .iter()
+            .find(|c| c.name == SELECTED)?
+            .context
+            .as_ref()?
+            .user
+            .clone()?;
+        let exec = config
+            .auth_infos
+            .iter()
+            .find(|u| u.name == user)?
+            .auth_info
+            .as_ref()?
+            .exec
+            .as_ref()?;
+        let words: Vec<String> = exec
+            .command
+            .iter()
+            .chain(exec.args.iter().flatten())
+            .map(|w| shell_word(w))
+            .collect();
+        Some((user, words.join(" ")))
+    }
+}
+
+/// `w` as a shell reads it back: bare when it is plain, else single-quoted.
+fn shell_word(w: &str) -> String {
+    if !w.is_empty()
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
+    {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', r"'\''"))
+    }
+}
+
+/// Why a client could not be configured: a failing credential plugin in its
+/// own words (with the kubeconfig user and the command to run by hand), or
+/// the error's chain.
+pub fn config_error(target: &Target, e: &(dyn std::error::Error + 'static)) -> ClusterError {
+    match plugin_failure(e) {
+        Some((status, stderr)) => {
+            let (user, command) = target
+                .credential_plugin()
+                .unwrap_or_else(|| ("?".into(), "the plugin".into()));
+            ClusterError::CredentialPlugin {
+                user,
+                command,
+                status,
+                stderr,
+            }
+        }
+        None => ClusterError::Config(describe_chain(e)),
+    }
+}
+
+/// A credential plugin's failure somewhere in an error's chain: how it
+/// exited, and the last line it wrote on stderr (its own reason, without
+/// kube-client's dump of the process).
+pub fn plugin_failure(e: &(dyn std::error::Error + 'static)) -> Option<(String, String)> {
+    let mut current = Some(e);
+    while let Some(err) = current {
+        if let Some(kube::client::AuthError::AuthExecRun { out, .. }) =
+            err.downcast_ref::<kube::client::AuthError>()
+        {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let said = stderr
+                .lines()
+                .map(str::trim)
+                .rfind(|l| !l.is_empty())
+                .unwrap_or("it wrote nothing on stderr")
+                .to_string();
+            return Some((out.status.to_string(), said));
+        }
+        current = err.source();
+    }
+    None
+}
+
 /// A connected client with the target it reaches.
 #[derive(Clone)]
 pub struct ClusterAccess {
@@ -324,7 +421,7 @@ pub async fn connect(
             };
             kube::Config::from_custom_kubeconfig((**config).clone(), &options)
                 .await
-                .map_err(|e| ClusterError::Config(describe_chain(&e)))?
+                .map_err(|e| config_error(target, &e))?
         }
         Source::InCluster => {
             kube::Config::incluster().map_err(|e| ClusterError::Config(describe_chain(&e)))?
@@ -356,8 +453,7 @@ pub async fn connect(
     if opts.insecure_skip_tls_verify {
         config.accept_invalid_certs = true;
     }
-    let client =
-        kube::Client::try_from(config).map_err(|e| ClusterError::Config(describe_chain(&e)))?;
+    let client = kube::Client::try_from(config).map_err(|e| config_error(target, &e))?;
     Ok(ClusterAccess {
         client,
         target: target.clone(),
@@ -433,7 +529,10 @@ pub fn certificate_problem(e: &(dyn std::error::Error + 'static)) -> Option<Cert
 
 /// An error's message with its sources, each once, on one line (parsers add
 /// multi-line snippets of their input, which an error line does not need).
-pub fn describe_chain(e: &dyn std::error::Error) -> String {
+pub fn describe_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    if let Some((status, stderr)) = plugin_failure(e) {
+        return format!("the kubeconfig's credential plugin failed ({status}): {stderr}");
+    }
     let first_line = |s: String| s.lines().next().unwrap_or_default().trim().to_string();
     let mut text = first_line(e.to_string());
     let mut source = e.source();

@@ -218,6 +218,55 @@ fn an_exec_credential_plugin_supplies_the_token() {
 }
 
 #[test]
+fn a_failing_credential_plugin_says_why_in_one_line_and_how_to_run_it() {
+    let env = secure();
+    let script = env.dir.path().join("get-token");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho 'trying SSO' >&2\necho 'error: could not get token: SSO session expired' >&2\nexit 1\n",
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let exec = write_variant(&env, "exec-fails", |kc| {
+        kc["users"][0]["user"] = json!({
+            "exec": {
+                "apiVersion": "client.authentication.k8s.io/v1beta1",
+                "command": script.to_str().unwrap(),
+                "args": ["--profile", "prod"],
+                "interactiveMode": "Never"
+            }
+        });
+    });
+    let user = load(&exec)["users"][0]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = record_refused(&env, &["--kubeconfig", exec.to_str().unwrap()]);
+    assert_error(
+        &out,
+        &format!(
+            "the credential plugin of kubeconfig user \"{user}\" failed (exit status: 1): error: could not get token: SSO session expired"
+        ),
+    );
+    assert_eq!(out.stderr.matches("error:").count(), 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "hint: run it by hand to see why: `{} --profile prod` (users[name={user}].user.exec",
+            script.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    for dump in ["KUBERNETES_EXEC_INFO", "Output {", "ExitStatus"] {
+        assert!(!out.stderr.contains(dump), "{}", out.stderr);
+    }
+}
+
+#[test]
 fn flags_alone_reach_a_cluster_without_any_kubeconfig() {
     let env = secure();
     let ca = env.dir.path().join("ca.pem");
