@@ -27,7 +27,7 @@ pub struct WindowArgs {
     /// Narrow to resource types or objects: TYPE or TYPE/NAME (deploy, cm/frontend-config)
     #[arg(value_name = "TYPE[/NAME]")]
     pub targets: Vec<String>,
-    /// Start of the window: now, a duration ago (30m, 2h, 1d), a time of day (14:02) or an RFC 3339 time
+    /// Start of the window: now, a duration ago (30m, 2h, 1d), a time of day (14:02), an RFC 3339 time or a saved snapshot
     #[arg(long, default_value = "1h", value_name = "TIME")]
     pub since: TimeArg,
     /// End of the window (same forms)
@@ -54,8 +54,15 @@ pub fn check_by(by: &Option<String>, history: &History<'_>) -> CliResult {
 }
 
 /// `--since`/`--until` as a checked window at `now`.
-pub fn window(since: &TimeArg, until: &TimeArg, now: Millis) -> CliResult<TimeWindow> {
-    Ok(TimeWindow::new(since.at(now)?, until.at(now)?)?)
+/// The window `--since`/`--until` name, either of which may be a saved snapshot.
+pub fn window(
+    reader: &Reader,
+    since: &TimeArg,
+    until: &TimeArg,
+    now: Millis,
+) -> CliResult<TimeWindow> {
+    let at = |t: &TimeArg| t.at(now, &reader.journal, Some(&reader.cluster.id));
+    Ok(TimeWindow::new(at(since)?, at(until)?)?)
 }
 
 /// Resource arguments (`TYPE` or `TYPE/NAME`) as a scope and a name filter.

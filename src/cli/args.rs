@@ -128,7 +128,8 @@ impl GlobalArgs {
 /// A time flag (`--since`, `--until`, `--at`, `--before`), checked when
 /// clap reads it and resolved against the clock when the command runs:
 /// `now`, a duration ago, a local time of day or an RFC 3339 time
-/// (see [`crate::time::parse_time_expr`]).
+/// (see [`crate::time::parse_time_expr`]), or the name of a snapshot saved with
+/// `snapshot --save`, which means the time that snapshot is of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TimeArg(String);
 
@@ -136,25 +137,87 @@ impl std::str::FromStr for TimeArg {
     type Err = crate::time::TimeError;
 
     fn from_str(s: &str) -> Result<TimeArg, crate::time::TimeError> {
-        crate::time::parse_time_expr(s, crate::time::Millis::now())?;
+        match crate::time::parse_time_expr(s, crate::time::Millis::now()) {
+            // Not a time: perhaps a saved snapshot's name, known only to the journal.
+            Err(crate::time::TimeError::InvalidTime { .. }) if is_snapshot_name(s) => {}
+            Err(e) => return Err(e),
+            Ok(_) => {}
+        }
         Ok(TimeArg(s.to_string()))
     }
 }
 
+/// Whether `s` can name a saved snapshot: 1 to 253 characters, not blank, and
+/// not a time (which it would be read as).
+pub fn is_snapshot_name(s: &str) -> bool {
+    !s.trim().is_empty()
+        && s.len() <= 253
+        && crate::time::parse_time_expr(s, crate::time::Millis::now()).is_err()
+}
+
 impl TimeArg {
     /// The time this flag means at `now`. A time of day that means yesterday's
-    /// says so in a `note:` on stderr.
-    pub fn at(&self, now: crate::time::Millis) -> CliResult<crate::time::Millis> {
-        let at = crate::time::parse_time_expr(&self.0, now)?;
-        if let Some(note) = crate::time::yesterday_note(&self.0, now, &jiff::tz::TimeZone::system())
-        {
-            eprintln!("note: {note}");
-        }
-        Ok(at)
+    /// says so in a `note:` on stderr. A name that is not a time is looked up
+    /// among the snapshots saved in `journal` (of `cluster`, when given): it
+    /// means the time that snapshot is of, and a `note:` names it.
+    pub fn at(
+        &self,
+        now: crate::time::Millis,
+        journal: &crate::journal::Journal,
+        cluster: Option<&str>,
+    ) -> CliResult<crate::time::Millis> {
+        let err = match crate::time::parse_time_expr(&self.0, now) {
+            Ok(at) => {
+                if let Some(note) =
+                    crate::time::yesterday_note(&self.0, now, &jiff::tz::TimeZone::system())
+                {
+                    eprintln!("note: {note}");
+                }
+                return Ok(at);
+            }
+            Err(e) => e,
+        };
+        let saved = journal.snapshots(cluster)?;
+        let found = saved_time(&self.0, &saved).map_err(|hint| CliError::from(err).hint(hint))?;
+        eprintln!(
+            "note: {:?} is the snapshot saved of {}",
+            self.0,
+            crate::time::Millis::from_ms(found)
+        );
+        Ok(crate::time::Millis::from_ms(found))
     }
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// The time the snapshot saved as `name` is of; else a hint that says what is saved.
+fn saved_time(
+    name: &str,
+    saved: &[crate::journal::snapshots::SavedSnapshot],
+) -> Result<i64, String> {
+    let mut matching = saved.iter().filter(|s| s.name == name);
+    match (matching.next(), matching.next()) {
+        (Some(one), None) => Ok(one.at),
+        (Some(_), Some(_)) => Err(format!(
+            "snapshots of several clusters are saved as {name:?}: choose one with --context"
+        )),
+        (None, _) if saved.is_empty() => Err(
+            "nor is it a saved snapshot: none is saved (`snapshot --save NAME` saves one)".into(),
+        ),
+        (None, _) => {
+            let names = saved.iter().map(|s| s.name.as_str());
+            Err(
+                match crate::history::suggest::closest(name, names.clone()) {
+                    Some(close) => format!("nor is it a saved snapshot; did you mean {close:?}?"),
+                    None => format!(
+                        "nor is it a saved snapshot (`snapshot --list` lists them): {}",
+                        names.collect::<Vec<_>>().join(", ")
+                    ),
+                },
+            )
+        }
     }
 }
 
@@ -224,11 +287,34 @@ mod typed_tests {
     fn flags_are_checked_when_read_and_resolved_later() {
         let t: TimeArg = "30m".parse().unwrap();
         let now = crate::time::Millis::from_ms(10_000_000);
+        let dir = tempfile::tempdir().unwrap();
+        let journal = crate::journal::Journal::open_or_create(&dir.path().join("j.db")).unwrap();
+        journal.register_cluster("c1", "https://c1", None).unwrap();
         assert_eq!(
-            t.at(now).unwrap(),
+            t.at(now, &journal, None).unwrap(),
             crate::time::Millis::from_ms(10_000_000 - 1_800_000)
         );
-        assert!("yesterday".parse::<TimeArg>().is_err());
+        // A name that is not a time may be a saved snapshot's: the journal decides.
+        let name: TimeArg = "before-incident".parse().unwrap();
+        let err = name.at(now, &journal, None).unwrap_err();
+        assert!(format!("{err:?}").contains("none is saved"), "{err:?}");
+        journal
+            .save_snapshot("c1", "before-incident", 9_000_000, 9_500_000, "{}")
+            .unwrap();
+        assert_eq!(
+            name.at(now, &journal, None).unwrap(),
+            crate::time::Millis::from_ms(9_000_000)
+        );
+        let typo: TimeArg = "before-incidnet".parse().unwrap();
+        let err = typo.at(now, &journal, None).unwrap_err();
+        assert!(
+            format!("{err:?}").contains(r#"did you mean \"before-incident\"?"#),
+            "{err:?}"
+        );
+        // What is malformed as a time and cannot be a name is refused when read.
+        assert!(" ".parse::<TimeArg>().is_err());
+        assert!("2030-01-01T00:00:00Z".parse::<TimeArg>().is_err());
+        assert!(!is_snapshot_name("30m") && !is_snapshot_name("now"));
         assert!("0s".parse::<PositiveDuration>().is_err());
         assert_eq!(
             "90s".parse::<PositiveDuration>().unwrap().0,

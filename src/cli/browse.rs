@@ -25,7 +25,7 @@ prints the current view, ? shows every key, q quits.
 Read-only: it never writes to the journal, and it refreshes while a recorder
 writes. It needs a terminal; for text use log, diff or timeline.")]
 pub struct BrowseArgs {
-    /// Start of the window: a duration ago (30m, 2h, 1d), a time of day (14:02) or an RFC 3339 time
+    /// Start of the window: a duration ago (30m, 2h, 1d), a time of day (14:02), an RFC 3339 time or a saved snapshot
     #[arg(long, default_value = "1h", value_name = "TIME")]
     pub since: TimeArg,
     /// End of the window (same forms); `now` keeps it moving with the clock
@@ -35,8 +35,8 @@ pub struct BrowseArgs {
 
 pub fn run(global: &GlobalArgs, args: BrowseArgs) -> CliResult {
     let now = Millis::now();
-    let window = super::answer::window(&args.since, &args.until, now)?;
     let reader = Reader::open(global)?;
+    let window = super::answer::window(&reader, &args.since, &args.until, now)?;
     {
         let history = reader.history()?;
         let scope = crate::history::Scope {

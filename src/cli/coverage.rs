@@ -18,8 +18,8 @@ use clap::Args;
     after_help = "Examples:\n  kubectl krply coverage\n  kubectl krply coverage -n shop --since 2h\n  kubectl krply coverage -o wide\n  kubectl krply coverage -o json\n  kubectl krply coverage -A --strict   # exit 3 if any stream has a hole\n\nBy default each stream is a time bar across the window (the terminal's width, else\n$COLUMNS, else 80): covered time drawn, gaps in their own glyph, time before the first\nbaseline and after the last durable point blank; then every gap, in words. Unicode and\ncolour on a terminal, plain ASCII otherwise or under NO_COLOR. -o wide: the full table."
 )]
 pub struct CoverageArgs {
-    /// Start of the drawn window: a duration ago (2h), a time of day (14:02) or
-    /// an RFC 3339 time [default: the first baseline shown]
+    /// Start of the drawn window: a duration ago (2h), a time of day (14:02), an
+    /// RFC 3339 time or a saved snapshot [default: the first baseline shown]
     #[arg(long, value_name = "TIME")]
     pub since: Option<TimeArg>,
     /// End of the drawn window (same forms)
@@ -44,9 +44,10 @@ pub fn run(global: &GlobalArgs, args: CoverageArgs) -> CliResult {
     let rows = rows(&journal, &cluster.id, namespace)?;
     let audit = AuditOut::of(&journal, &cluster.id)?;
     let now = Millis::now();
-    let until = args.until.at(now)?.as_ms();
+    let at = |t: &TimeArg| t.at(now, &journal, Some(&cluster.id));
+    let until = at(&args.until)?.as_ms();
     let since = match &args.since {
-        Some(s) => s.at(now)?.as_ms(),
+        Some(s) => at(s)?.as_ms(),
         None => rows
             .iter()
             .filter_map(|c| c.from)

@@ -151,27 +151,26 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
         to_namespace: REPLAY_NAMESPACE.into(),
         include: Vec::new(),
         allow_gaps: false,
+        create_namespace: true,
     };
     let opts = crate::cluster::ConnectOptions {
         kubeconfig: Some(outcome.kubeconfig.clone()),
         ..Default::default()
     };
     drop(history);
-    // As a user would: the test namespace exists, so every object gets a full dry run.
-    outcome
-        .sim
-        .create(serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": REPLAY_NAMESPACE}}))
-        .map_err(|e| CliError::runtime(format!("the demo failed: {e}")).caused_by(e))?;
+    // As a user would: --create-namespace makes the test namespace, so every
+    // object gets a full dry run.
     super::out(&format!(
-        "\n{}\nnamespace/{REPLAY_NAMESPACE} created\n",
-        paint.bold(&format!("$ kubectl create namespace {REPLAY_NAMESPACE}"))
-    ))?;
-    let plan = crate::replay::make::make(&reader.journal, &request, &opts).await?;
-    super::out(&format!(
-        "\n{}\n{}",
+        "\n{}\n",
         paint.bold(&format!(
-            "$ kubectl krply replay plan -n shop --at {since} --to-namespace {REPLAY_NAMESPACE}"
-        )),
+            "$ kubectl krply replay plan -n shop --at {since} --to-namespace {REPLAY_NAMESPACE} --create-namespace"
+        ))
+    ))?;
+    let mut notes = String::new();
+    let mut announce = |what: &str| notes.push_str(&format!("note: {what}\n"));
+    let plan = crate::replay::make::make(&reader.journal, &request, &opts, &mut announce).await?;
+    super::out(&format!(
+        "{notes}{}",
         crate::render::plan::text(&plan, paint)
     ))?;
     outcome.sim.shutdown();

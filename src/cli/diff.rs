@@ -92,8 +92,8 @@ pub fn run(global: &GlobalArgs, args: DiffArgs) -> CliResult {
         &[Format::Text, Format::Json, Format::Yaml, Format::Unified],
     )?;
     let now = Millis::now();
-    let window = answer::window(&args.window.since, &args.window.until, now)?;
     let reader = Reader::open(global)?;
+    let window = answer::window(&reader, &args.window.since, &args.window.until, now)?;
     let history = reader.history()?;
     let (scope, names) = answer::scope(&reader, &history, &args.window.targets)?;
     let opts = DiffOptions {

@@ -55,8 +55,18 @@ pub fn run(global: &GlobalArgs, args: ExportArgs) -> CliResult {
         return Err(CliError::usage("export writes NDJSON; -o takes only json"));
     }
     let now = Millis::now();
-    let since = args.since.as_ref().map(|s| s.at(now)).transpose()?;
-    let until = args.until.as_ref().map(|u| u.at(now)).transpose()?;
+    let journal = Journal::open(&global.store_path()?)?;
+    let cluster = global.cluster_id.as_deref();
+    let since = args
+        .since
+        .as_ref()
+        .map(|s| s.at(now, &journal, cluster))
+        .transpose()?;
+    let until = args
+        .until
+        .as_ref()
+        .map(|u| u.at(now, &journal, cluster))
+        .transpose()?;
     if let (Some(s), Some(u)) = (since, until)
         && s > u
     {
@@ -64,7 +74,6 @@ pub fn run(global: &GlobalArgs, args: ExportArgs) -> CliResult {
             "--since ({s}) is after --until ({u})"
         )));
     }
-    let journal = Journal::open(&global.store_path()?)?;
     let opts = ExportOptions {
         since: since.map(Millis::as_ms),
         until: until.map(Millis::as_ms),

@@ -24,7 +24,7 @@ pub struct GetArgs {
     /// The object, as TYPE/NAME (deploy/frontend)
     #[arg(value_name = "TYPE/NAME")]
     pub object: String,
-    /// The time: now, a duration ago (30m, 2h), a time of day (14:02) or an RFC 3339 time
+    /// The time: now, a duration ago (30m, 2h), a time of day (14:02), an RFC 3339 time or a saved snapshot
     #[arg(long, default_value = "now", value_name = "TIME")]
     pub at: TimeArg,
     /// Print metadata.managedFields too (the field managers and what they own)
@@ -36,8 +36,10 @@ pub struct GetArgs {
 
 pub fn run(global: &GlobalArgs, args: GetArgs) -> CliResult {
     let format = global.format(Format::Yaml, &[Format::Yaml, Format::Json])?;
-    let at = args.at.at(Millis::now())?;
     let reader = Reader::open(global)?;
+    let at = args
+        .at
+        .at(Millis::now(), &reader.journal, Some(&reader.cluster.id))?;
     let history = reader.history()?;
     let tracked = super::object_arg::find(&reader, &history, &args.object)?;
     let state = history.tracked_at(&tracked, at.as_ms())?;

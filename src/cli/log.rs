@@ -78,8 +78,13 @@ struct LogOut<'a> {
 
 pub fn run(global: &GlobalArgs, args: LogArgs) -> CliResult {
     let format = global.format(Format::Text, &[Format::Text, Format::Json, Format::Yaml])?;
-    let window = answer::window(&args.window.since, &args.window.until, Millis::now())?;
     let reader = Reader::open(global)?;
+    let window = answer::window(
+        &reader,
+        &args.window.since,
+        &args.window.until,
+        Millis::now(),
+    )?;
     let history = reader.history()?;
     let (scope, names) = answer::scope(&reader, &history, &args.window.targets)?;
     let opts = DiffOptions {

@@ -20,16 +20,18 @@ Each stream's state at the cut becomes a new baseline and older records go, so
 every question about a time at or after the cut gets the same answer as before.
 A stream whose cut falls in a gap keeps its history. No recorder may run meanwhile.")]
 pub struct PruneArgs {
-    /// The cut: now, a duration ago (7d, 12h), a time of day (14:02) or an RFC 3339 time
+    /// The cut: now, a duration ago (7d, 12h), a time of day (14:02), an RFC 3339 time or a saved snapshot
     #[arg(long, value_name = "TIME")]
     pub before: TimeArg,
 }
 
 pub fn run(global: &GlobalArgs, args: PruneArgs) -> CliResult {
     let now = Millis::now();
-    let before = args.before.at(now)?;
     let path = global.store_path()?;
     let journal = Journal::open(&path)?;
+    let before = args
+        .before
+        .at(now, &journal, global.cluster_id.as_deref())?;
     let _lock = WriterLock::acquire(&path, &format!("prune (pid {})", std::process::id()))?;
     let size_before = journal.status()?.size_bytes;
     let clusters: Vec<String> = match &global.cluster_id {

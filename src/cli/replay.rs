@@ -61,7 +61,7 @@ pub struct PlanArgs {
     /// The namespace to replay into
     #[arg(long, value_name = "NS")]
     pub to_namespace: String,
-    /// The time to rebuild: now, a duration ago (2h), a time of day (14:02) or an RFC 3339 time
+    /// The time to rebuild: now, a duration ago (2h), a time of day (14:02), an RFC 3339 time or a saved snapshot
     #[arg(long, default_value = "now", value_name = "TIME")]
     pub at: TimeArg,
     /// The kubeconfig context of the target cluster (default: the current context)
@@ -74,6 +74,10 @@ pub struct PlanArgs {
     /// Plan even though the recording has gaps at that time (every gap is listed)
     #[arg(long)]
     pub allow_gaps: bool,
+    /// Create the target namespace if it does not exist, and nothing else, so
+    /// that every object gets a real dry run (else they are checked at apply)
+    #[arg(long)]
+    pub create_namespace: bool,
 }
 
 /// Show a saved plan (-o yaml prints its manifests, ready for kubectl apply --server-side)
@@ -153,7 +157,30 @@ async fn plan(global: &GlobalArgs, args: PlanArgs) -> CliResult {
         Format::Json => render::json(&plan_json(&plan)),
         Format::Yaml => render::yaml(&plan_json(&plan)),
         _ => render::plan::text(&plan, global.paint()),
-    })
+    })?;
+    failed(&plan)
+}
+
+/// A plan whose dry run failed, or that the target refused, is saved and
+/// printed all the same, and the command exits 1 (docs/replay-safety.md).
+fn failed(plan: &Plan) -> CliResult {
+    match plan.status {
+        PlanStatus::DryRunFailed => Err(CliError::runtime(format!(
+            "the dry run of plan {} failed: {} of {} objects would not apply",
+            plan.id,
+            plan.dry_run.errors.len() + plan.dry_run.conflicts.len(),
+            plan.objects.len()
+        ))
+        .hint("the plan is saved; fix what the dry run found, then plan again")),
+        PlanStatus::Refused => Err(CliError::runtime(format!(
+            "plan {} was refused: {}",
+            plan.id,
+            plan.refused
+                .as_deref()
+                .unwrap_or("the target could not be checked")
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The kinds `--include` names, as kinds (`jobs` -> `Job`); anything else is a
@@ -184,13 +211,17 @@ async fn make_plan(reader: &Reader, opts: &ConnectOptions, args: &PlanArgs) -> C
             .namespace
             .clone()
             .ok_or_else(|| CliError::usage("replay needs a source namespace (-n)"))?,
-        at: args.at.at(Millis::now())?,
+        at: args
+            .at
+            .at(Millis::now(), &reader.journal, Some(&reader.cluster.id))?,
         types: args.types.clone(),
         to_namespace: args.to_namespace.clone(),
         include: check_includes(&args.include)?,
         allow_gaps: args.allow_gaps,
+        create_namespace: args.create_namespace,
     };
-    Ok(replay::make::make(&reader.journal, &request, opts).await?)
+    let mut announce = |what: &str| eprintln!("note: {what}");
+    Ok(replay::make::make(&reader.journal, &request, opts, &mut announce).await?)
 }
 
 fn save(journal: &Journal, plan: &Plan) -> CliResult {

@@ -25,7 +25,7 @@ pub struct SnapshotArgs {
     /// Only these resource types
     #[arg(value_name = "TYPE")]
     pub types: Vec<String>,
-    /// The time: now, a duration ago (30m, 2h), a time of day (14:02) or an RFC 3339 time
+    /// The time: now, a duration ago (30m, 2h), a time of day (14:02), an RFC 3339 time or a saved snapshot
     #[arg(long, default_value = "now", value_name = "TIME")]
     pub at: TimeArg,
     /// Save this snapshot in the journal under NAME
@@ -45,7 +45,9 @@ pub fn run(global: &GlobalArgs, args: SnapshotArgs) -> CliResult {
     if args.list {
         return list(&reader, format);
     }
-    let at = args.at.at(Millis::now())?;
+    let at = args
+        .at
+        .at(Millis::now(), &reader.journal, Some(&reader.cluster.id))?;
     let history = reader.history()?;
     let (scope, _) = answer::scope(&reader, &history, &args.types)?;
     if args.types.iter().any(|t| t.contains('/')) {
@@ -146,10 +148,18 @@ fn list(reader: &Reader, format: Format) -> CliResult {
 }
 
 /// A name for a saved snapshot: 1 to 253 characters, not only blanks.
+/// A name for `--save`: one that `--at`, `--since` and `--until` can take
+/// back, so never a time.
 fn snapshot_name(s: &str) -> Result<String, String> {
-    if s.trim().is_empty() || s.len() > 253 {
+    if super::args::is_snapshot_name(s) {
+        Ok(s.to_string())
+    } else if s.trim().is_empty() || s.len() > 253 {
         Err("a snapshot name has 1 to 253 characters".into())
     } else {
-        Ok(s.to_string())
+        Err(
+            "a snapshot name cannot be a time (now, 30m, 14:02, an RFC 3339 time): \
+             --since and --at would read it as one"
+                .into(),
+        )
     }
 }

@@ -88,6 +88,12 @@ pub fn same_cause(a: &str, b: &str) -> bool {
 /// Why a scope has no stream at all: no recorder ever covered it.
 pub const NOTHING_RECORDED: &str = "never recorded (`kubectl krply coverage -A` shows what is)";
 
+/// Why a namespace that streams of every namespace covered is unknown all the
+/// same: nothing in it was ever recorded, and no recorded Namespace has its
+/// name. A typo (`-n shpo`) reads so, never as "no changes".
+pub const NEVER_SEEN: &str =
+    "never seen: no object in it and no Namespace of that name was ever recorded";
+
 /// Whether an answer is complete, and if not, what it lacks.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Completeness {
@@ -102,7 +108,9 @@ impl Completeness {
     /// True when no stream covers the question at all (a namespace or type
     /// never recorded): the answer knows nothing, which is not "no changes".
     pub fn nothing_recorded(&self) -> bool {
-        self.missing.iter().any(|m| m.reason == NOTHING_RECORDED)
+        self.missing
+            .iter()
+            .any(|m| m.reason == NOTHING_RECORDED || m.reason.starts_with(NEVER_SEEN))
     }
 
     pub fn warnings(&self) -> Vec<String> {
@@ -188,6 +196,15 @@ impl History<'_> {
                 seq: None,
             });
         }
+        if let Some(ns) = &scope.namespace
+            && !streams.is_empty()
+            && !streams
+                .iter()
+                .any(|s| s.info.namespace.as_deref() == Some(ns))
+            && let Some(m) = self.never_seen(scope, ns)
+        {
+            missing.push(m);
+        }
         let start = since.unwrap_or(until);
         for (i, s) in streams.iter().enumerate() {
             let same_type = |o: &&&StreamHistory| {
@@ -217,6 +234,34 @@ impl History<'_> {
             missing.extend(self.unrecorded_namespaces(streams));
         }
         Completeness { missing }
+    }
+
+    /// A namespace that only streams of every namespace cover, and that the
+    /// journal never saw ([`NEVER_SEEN`]), with the closest namespace it saw.
+    /// `None` when it was seen (or the journal cannot tell: the answer stands).
+    fn never_seen(&self, scope: &Scope, namespace: &str) -> Option<Missing> {
+        if self
+            .journal
+            .namespace_seen(&self.cluster, namespace)
+            .unwrap_or(true)
+        {
+            return None;
+        }
+        let seen = self
+            .journal
+            .namespaces_seen(&self.cluster)
+            .unwrap_or_default();
+        let reason = match super::suggest::closest(namespace, seen.iter().map(String::as_str)) {
+            Some(close) => format!("{NEVER_SEEN}; did you mean {close:?}?"),
+            None => NEVER_SEEN.to_string(),
+        };
+        Some(Missing {
+            stream: describe_scope(scope),
+            from: None,
+            to: None,
+            reason,
+            seq: None,
+        })
     }
 
     /// For a question about every namespace: each namespaced type that only

@@ -150,6 +150,37 @@ impl Journal {
         .map_err(|e| self.err(e))
     }
 
+    /// Whether `namespace` of `cluster` was ever seen: an object recorded in
+    /// it, or a Namespace of that name recorded (the `namespaces` stream).
+    pub fn namespace_seen(&self, cluster: &str, namespace: &str) -> Result<bool, JournalError> {
+        self.conn()
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM objects o JOIN streams s ON s.id = o.stream_id
+                 WHERE s.cluster_id = ?1 AND (o.namespace = ?2
+                   OR (s.grp = '' AND s.resource = 'namespaces' AND o.name = ?2)))",
+            )
+            .and_then(|mut stmt| stmt.query_row(params![cluster, namespace], |r| r.get(0)))
+            .map_err(|e| self.err(e))
+    }
+
+    /// Every namespace of `cluster` seen in the journal (as
+    /// [`Journal::namespace_seen`] sees them), sorted.
+    pub fn namespaces_seen(&self, cluster: &str) -> Result<Vec<String>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare(
+                "SELECT DISTINCT o.namespace FROM objects o JOIN streams s ON s.id = o.stream_id
+                 WHERE s.cluster_id = ?1 AND o.namespace <> ''
+                 UNION SELECT o.name FROM objects o JOIN streams s ON s.id = o.stream_id
+                 WHERE s.cluster_id = ?1 AND s.grp = '' AND s.resource = 'namespaces'
+                 ORDER BY 1",
+            )
+            .map_err(|e| self.err(e))?;
+        stmt.query_map(params![cluster], |r| r.get(0))
+            .and_then(|rows| rows.collect())
+            .map_err(|e| self.err(e))
+    }
+
     /// Streams of one cluster (or of all), ordered by their names.
     pub fn streams(&self, cluster: Option<&str>) -> Result<Vec<StreamInfo>, JournalError> {
         let mut stmt = self

@@ -131,8 +131,13 @@ pub fn structured<T: Serialize>(format: Format, value: &T) -> String {
     }
 }
 
+/// YAML as `kubectl get -o yaml` writes it: a string on one line stays on one
+/// line however long (an image reference is never folded at 80 columns into a
+/// `>-` block); a string with newlines is a literal `|` block.
 pub fn yaml<T: Serialize>(value: &T) -> String {
-    match serde_saphyr::to_string(value) {
+    let mut options = serde_saphyr::SerializerOptions::default();
+    options.folded_wrap_chars = usize::MAX;
+    match serde_saphyr::to_string_with_options(value, options) {
         Ok(s) if s.ends_with('\n') => s,
         Ok(s) => s + "\n",
         Err(e) => format!("# cannot render YAML: {e}\n"),
@@ -224,6 +229,18 @@ mod tests {
         assert_eq!(
             out,
             "NAME                 STATE      EVENTS\nconfigmaps.v1@shop   watching   12\nx                               3\n"
+        );
+    }
+
+    #[test]
+    fn yaml_keeps_single_line_strings_on_one_line_as_kubectl_does() {
+        let image = "us-central1-docker.pkg.dev/google-samples/microservices-demo/productcatalogservice:v0.10.7";
+        let v = serde_json::json!({"image": image, "script": "set -e\necho hi\n", "args": ["--port", "8080"]});
+        assert_eq!(
+            yaml(&v),
+            format!(
+                "image: {image}\nscript: |\n  set -e\n  echo hi\nargs:\n- --port\n- \"8080\"\n"
+            )
         );
     }
 

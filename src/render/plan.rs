@@ -31,7 +31,9 @@ pub fn text(plan: &Plan, paint: Paint) -> String {
         ),
         plan.target.namespace,
         // A refused plan never asked the target whether it exists.
-        if plan.target.namespace_exists || plan.refused.is_some() {
+        if plan.target.namespace_created {
+            " (created by --create-namespace)"
+        } else if plan.target.namespace_exists || plan.refused.is_some() {
             ""
         } else {
             " (to be created)"
@@ -81,12 +83,13 @@ pub fn text(plan: &Plan, paint: Paint) -> String {
                 c.message.lines().next().unwrap_or("")
             ));
         }
-        for e in &plan.dry_run.errors {
+        for e in plan.dry_run.errors.iter().filter(|e| e.forbidden.is_none()) {
             t.push_str(&format!(
                 "  error     {} {}: {}\n",
                 e.kind, e.name, e.message
             ));
         }
+        t.push_str(&refusals(plan));
     }
     if !plan.warnings.is_empty() {
         t.push_str("\nWarnings:\n");
@@ -115,6 +118,46 @@ pub fn text(plan: &Plan, paint: Paint) -> String {
             plan.id
         ));
     }
+    t
+}
+
+/// The writes the target's RBAC refused, one line per verb and resource with
+/// how many objects and which, then the server's words for the first, and
+/// where the role that allows them is. Not one line per object: a user without
+/// the role is refused for every object alike.
+fn refusals(plan: &Plan) -> String {
+    let mut groups: std::collections::BTreeMap<&crate::replay::Forbidden, Vec<&str>> =
+        std::collections::BTreeMap::new();
+    let mut first = None;
+    for e in &plan.dry_run.errors {
+        if let Some(f) = &e.forbidden {
+            groups.entry(f).or_default().push(&e.name);
+            first.get_or_insert(e.message.as_str());
+        }
+    }
+    let Some(first) = first else {
+        return String::new();
+    };
+    let mut t = String::new();
+    for (f, names) in &groups {
+        let objects = if names.len() == 1 {
+            "object"
+        } else {
+            "objects"
+        };
+        t.push_str(&format!(
+            "  refused   {} {} in namespace {}: {} {objects} ({})\n",
+            f.verb,
+            f.resource,
+            plan.target.namespace,
+            names.len(),
+            names.join(", ")
+        ));
+    }
+    t.push_str(&format!(
+        "            the server said: {first}\n            hint: the target's user needs the role in docs/rbac/replay-role.yaml, bound in namespace {}\n",
+        plan.target.namespace
+    ));
     t
 }
 

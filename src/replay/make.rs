@@ -31,6 +31,9 @@ pub struct PlanRequest {
     pub include: Vec<String>,
     /// Plan even though the recording is incomplete at `at`.
     pub allow_gaps: bool,
+    /// Create the target namespace when it does not exist (and nothing else),
+    /// so that every object gets a real dry run.
+    pub create_namespace: bool,
 }
 
 /// Why no plan was made, or why it was refused.
@@ -72,11 +75,13 @@ pub enum MakeError {
 }
 
 /// Plans `request` into the cluster `opts` selects, dry-runs it there, and
-/// saves it in `journal`.
+/// saves it in `journal`. `announce` is told before anything is written to the
+/// target (only `create_namespace` writes, the namespace alone).
 pub async fn make(
     journal: &Journal,
     request: &PlanRequest,
     opts: &ConnectOptions,
+    announce: &mut dyn FnMut(&str),
 ) -> Result<Plan, MakeError> {
     let history = History::load(journal, &request.cluster, Millis::now().as_ms())?;
     let types = types(&history, request)?;
@@ -119,6 +124,7 @@ pub async fn make(
             server: target.server.clone(),
             namespace: request.to_namespace.clone(),
             namespace_exists: false,
+            namespace_created: false,
         },
         complete: completeness.complete(),
         gaps: completeness.warnings(),
@@ -146,7 +152,7 @@ pub async fn make(
     }
 
     let access = cluster::connect(&target, opts).await?;
-    if let Err(e) = run::dry_run(&mut plan, &access).await {
+    if let Err(e) = run::dry_run(&mut plan, &access, request.create_namespace, announce).await {
         plan.status = PlanStatus::Refused;
         plan.refused = Some(format!("the target could not be reached: {e}"));
         save(journal, &plan)?;

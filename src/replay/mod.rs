@@ -142,8 +142,12 @@ pub struct Target {
     pub cluster: String,
     pub server: String,
     pub namespace: String,
-    /// Whether the target namespace existed when the plan was made.
+    /// Whether the target namespace existed when the plan was made (after
+    /// `--create-namespace` created it, if it did).
     pub namespace_exists: bool,
+    /// Whether `replay plan --create-namespace` created the target namespace.
+    #[serde(default)]
+    pub namespace_created: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -193,6 +197,17 @@ pub struct ObjectError {
     pub kind: String,
     pub name: String,
     pub message: String,
+    /// When the target's RBAC refused the write: what was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forbidden: Option<Forbidden>,
+}
+
+/// A write the target's RBAC refused: the verb and the group-qualified
+/// resource (`patch`, `deployments.apps`), as an RBAC rule names them.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Forbidden {
+    pub verb: String,
+    pub resource: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -435,6 +450,7 @@ mod tests {
                 server: "s".into(),
                 namespace: "copy".into(),
                 namespace_exists: false,
+                namespace_created: false,
             },
             complete: true,
             gaps: vec![],

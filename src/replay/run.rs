@@ -3,8 +3,8 @@
 //! `force=false`. A conflict is a finding to show, never resolved here.
 
 use super::{
-    AppliedObject, ApplyResult, Conflict, DryRun, DryRunState, ObjectError, Plan, PlanObject,
-    PlanStatus, namespace_type,
+    AppliedObject, ApplyResult, Conflict, DryRun, DryRunState, Forbidden, ObjectError, Plan,
+    PlanObject, PlanStatus, namespace_type,
 };
 use crate::cluster::ClusterAccess;
 use crate::cluster::api::{self, ApiError};
@@ -79,6 +79,11 @@ fn record(dry: &mut DryRun, o: &mut PlanObject, result: Result<api::Applied, Api
                 kind: o.kind.clone(),
                 name: o.name.clone(),
                 message: e.to_string(),
+                // A server-side apply is a PATCH, dry run or not.
+                forbidden: (e.code() == Some(403)).then(|| Forbidden {
+                    verb: "patch".into(),
+                    resource: o.resource.group_resource(),
+                }),
             });
         }
     }
@@ -87,8 +92,24 @@ fn record(dry: &mut DryRun, o: &mut PlanObject, result: Result<api::Applied, Api
 /// Dry-runs every object against the target. When the target namespace does
 /// not exist yet, only the Namespace can be checked; the objects in it are
 /// "validated at apply" (docs/replay-safety.md, "The dry run").
-pub async fn dry_run(plan: &mut Plan, access: &ClusterAccess) -> Result<(), Unreachable> {
-    let exists = namespace_exists(access, &plan.target.namespace).await?;
+///
+/// With `create_namespace`, a missing target namespace is created first, and
+/// only it (the plan's Namespace, applied for real), after `announce` has said
+/// so; then every object gets a real dry run.
+pub async fn dry_run(
+    plan: &mut Plan,
+    access: &ClusterAccess,
+    create_namespace: bool,
+    announce: &mut dyn FnMut(&str),
+) -> Result<(), Unreachable> {
+    let mut exists = namespace_exists(access, &plan.target.namespace).await?;
+    if !exists && create_namespace {
+        announce(&format!(
+            "creating namespace {} on the target, and nothing else, so every object gets a real dry run",
+            plan.target.namespace
+        ));
+        exists = create_target_namespace(plan, access).await?;
+    }
     plan.target.namespace_exists = exists;
     let manager = plan.field_manager.clone();
     let mut dry = DryRun::default();
@@ -120,6 +141,28 @@ pub async fn dry_run(plan: &mut Plan, access: &ClusterAccess) -> Result<(), Unre
     };
     plan.dry_run = dry;
     Ok(())
+}
+
+/// Applies the plan's Namespace for real; whether it now exists. A refusal is
+/// the dry run's finding: the Namespace's own dry run meets it again and
+/// records it, and the objects inside stay validated at apply.
+async fn create_target_namespace(
+    plan: &mut Plan,
+    access: &ClusterAccess,
+) -> Result<bool, Unreachable> {
+    let Some(ns) = plan.objects.iter().find(|o| o.kind == "Namespace").cloned() else {
+        return Err(Unreachable(ApiError::Decode(
+            "the plan has no Namespace".into(),
+        )));
+    };
+    match apply_one(access, &ns, &plan.field_manager, false).await {
+        Ok(_) => {
+            plan.target.namespace_created = true;
+            Ok(true)
+        }
+        Err(e) if is_transport(&e) => Err(Unreachable(e)),
+        Err(_) => Ok(false),
+    }
 }
 
 /// Drops from `plan.missing` what the target namespace already has, and

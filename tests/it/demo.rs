@@ -90,10 +90,14 @@ fn the_demo_records_the_incident_and_explains_it() {
         "{plan}"
     );
     assert!(!plan.contains("conflict"), "{plan}");
+    // The plan made the test namespace first, and said so.
+    assert!(
+        plan.contains("note: creating namespace shop-before on the target"),
+        "{plan}"
+    );
     let id = plan
         .lines()
-        .nth(1)
-        .and_then(|l| l.strip_prefix("Plan "))
+        .find_map(|l| l.strip_prefix("Plan "))
         .and_then(|l| l.split(':').next())
         .expect("a plan id")
         .to_string();

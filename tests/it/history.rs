@@ -662,13 +662,11 @@ fn snapshot_completeness_flips_inside_a_gap_and_saves_by_name() {
         inside["missing"]
     );
 
-    let saved = i.env.run(&[
-        "snapshot",
-        "--at",
-        &i.t_scaled.to_string(),
-        "--save",
-        "before-image",
-    ]);
+    let scaled = i.t_scaled.to_string();
+    let end = i.t_end.to_string();
+    let saved = i
+        .env
+        .run(&["snapshot", "--at", &scaled, "--save", "before-image"]);
     assert_eq!(saved.code, Some(0), "{}", saved.stderr);
     let again = i.env.run(&["snapshot", "--save", "before-image"]);
     assert_eq!(again.code, Some(1));
@@ -684,6 +682,52 @@ fn snapshot_completeness_flips_inside_a_gap_and_saves_by_name() {
     );
     let typed = i.env.run(&["snapshot", "deploy/frontend"]);
     assert_eq!(typed.code, Some(2));
+
+    // A saved snapshot is a time point wherever a time is taken: the same
+    // answers as with the time it is of, and a note that names it.
+    for args in [
+        vec!["diff", "--since", "@", "--until", &end, "-o", "json"],
+        vec!["log", "--since", "@", "--until", &end, "-o", "json"],
+        vec!["get", "deploy/frontend", "--at", "@", "-o", "json"],
+        vec!["snapshot", "--at", "@", "-o", "json"],
+        vec!["coverage", "--since", "@", "--until", &end, "-o", "json"],
+    ] {
+        let with = |point: &str| -> Vec<String> {
+            args.iter()
+                .map(|a| {
+                    if *a == "@" {
+                        point.to_string()
+                    } else {
+                        a.to_string()
+                    }
+                })
+                .collect()
+        };
+        let by_name = with("before-image");
+        let by_name: Vec<&str> = by_name.iter().map(String::as_str).collect();
+        let by_time = with(&scaled);
+        let by_time: Vec<&str> = by_time.iter().map(String::as_str).collect();
+        let named = i.env.run(&by_name);
+        let timed = i.env.run(&by_time);
+        assert_eq!(named.code, Some(0), "{by_name:?}: {}", named.stderr);
+        assert_eq!(named.stdout, timed.stdout, "{by_name:?}");
+        assert!(
+            named
+                .stderr
+                .contains("\"before-image\" is the snapshot saved of"),
+            "{}",
+            named.stderr
+        );
+    }
+    let typo = i.env.run(&["diff", "--since", "before-imag"]);
+    assert_eq!(typo.code, Some(2), "{}", typo.stderr);
+    assert!(
+        typo.stderr.contains("did you mean \"before-image\""),
+        "{}",
+        typo.stderr
+    );
+    let time_name = i.env.run(&["snapshot", "--save", "30m"]);
+    assert_eq!(time_name.code, Some(2), "{}", time_name.stderr);
 }
 
 #[test]
@@ -950,15 +994,22 @@ fn bad_questions_get_one_clear_line() {
             2,
             "error: --since",
         ),
+        // Not a time, so perhaps a saved snapshot's name: the journal says it is not.
         (
             &["diff", "--since", "yesterday"],
             2,
-            "error: invalid value 'yesterday' for '--since <TIME>'",
+            "error: invalid time \"yesterday\"",
         ),
         (
             &["get", "deploy/frontend", "--at", "soon"],
             2,
-            "error: invalid value 'soon' for '--at <TIME>'",
+            "error: invalid time \"soon\"",
+        ),
+        // What cannot be a name is refused as clap reads it.
+        (
+            &["diff", "--since", "2099-01-01T00:00:00Z"],
+            2,
+            "error: invalid value '2099-01-01T00:00:00Z' for '--since <TIME>'",
         ),
         (
             &["diff", "-o", "table"],
@@ -1418,6 +1469,45 @@ fn a_recorder_of_every_namespace_answers_namespace_questions() {
     assert_eq!(frontend.len(), 1, "{log:#}");
     assert_eq!(frontend[0]["type"], "MODIFIED");
     assert_eq!(frontend[0]["observed"], "watch");
+
+    // A namespace nothing was ever seen in (a typo) is not "no changes",
+    // though the -A stream covered every namespace: it says so and names the
+    // closest namespace it saw.
+    let typo = env.run(&["diff", "deploy", "-n", "shpo", "--since", &t0.to_string()]);
+    assert_eq!(typo.code, Some(0), "{}", typo.stderr);
+    assert!(
+        typo.stdout.contains("Nothing was ever recorded here"),
+        "{}",
+        typo.stdout
+    );
+    assert!(!typo.stdout.contains("No changes"), "{}", typo.stdout);
+    assert!(
+        typo.stderr.contains(r#"did you mean "shop"?"#),
+        "{}",
+        typo.stderr
+    );
+    let strict = env.run(&["log", "-n", "shpo", "--since", &t0.to_string(), "--strict"]);
+    assert_eq!(strict.code, Some(3), "{}", strict.stderr);
+    let json = json_of(
+        &env,
+        &[
+            "diff",
+            "-n",
+            "shpo",
+            "--since",
+            &t0.to_string(),
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(json["complete"], false, "{json:#}");
+    // A namespace it saw stays a plain answer.
+    let seen = env.run(&["diff", "deploy", "-n", "shop", "--since", &t1.to_string()]);
+    assert!(
+        seen.stdout.contains("No changes recorded"),
+        "{}",
+        seen.stdout
+    );
 }
 
 /// Text shows times in the local zone and names it; input is read in the

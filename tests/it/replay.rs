@@ -421,7 +421,16 @@ fn a_conflict_with_another_manager_fails_the_dry_run_and_names_the_field() {
     // Someone else owns the frontend's replica count there.
     helm_owns_frontend_replicas_in_shop_copy(&env.sim);
     let (out, p) = plan(&env, &[]);
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    // Printed and saved, and a failure for scripts: exit 1.
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "the dry run of plan {} failed",
+            p["id"].as_str().unwrap()
+        )),
+        "{}",
+        out.stderr
+    );
     assert_eq!(p["status"], "dry-run-failed");
     let conflict = &p["dry_run"]["conflicts"][0];
     assert_eq!(conflict["name"], "frontend");
@@ -672,6 +681,133 @@ fn a_missing_target_namespace_is_validated_at_apply_then_created() {
         env.sim
             .get("apps/v1", "Deployment", Some("shop-copy"), "frontend")
             .is_some()
+    );
+}
+
+#[test]
+fn create_namespace_makes_the_target_namespace_only_and_every_object_is_dry_run() {
+    let env = recorded();
+    assert!(
+        env.sim
+            .list("v1", "Namespace", None)
+            .iter()
+            .all(|n| n["metadata"]["name"] != "shop-copy")
+    );
+    let (out, p) = plan(&env, &["deploy", "svc", "cm", "--create-namespace"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("note: creating namespace shop-copy on the target"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(p["status"], "dry-run-ok");
+    assert_eq!(p["target"]["namespace_created"], true);
+    assert_eq!(p["target"]["namespace_exists"], true);
+    assert_eq!(p["dry_run"]["validated_at_apply"], json!([]));
+    assert!(
+        p["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|o| o["dry_run"] == "ok"),
+        "{}",
+        p["objects"]
+    );
+    // The namespace, and nothing in it but what the cluster puts in every one.
+    assert!(
+        env.sim
+            .list("v1", "Namespace", None)
+            .iter()
+            .any(|n| n["metadata"]["name"] == "shop-copy")
+    );
+    let inside: Vec<String> = objects_in(&env.sim, "shop-copy")
+        .into_iter()
+        .filter(|o| o != "ConfigMap/kube-root-ca.crt")
+        .collect();
+    assert_eq!(inside, Vec::<String>::new());
+    // Existing already, it is left alone and nothing is said.
+    let (again, p) = plan(&env, &["cm", "--create-namespace"]);
+    assert_eq!(again.code, Some(0), "{}", again.stderr);
+    assert!(
+        !again.stderr.contains("creating namespace"),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(p["target"]["namespace_created"], false);
+}
+
+#[test]
+fn writes_the_target_refuses_are_grouped_by_verb_and_resource() {
+    let env = recorded();
+    // The target namespace exists, and the replaying user may read but not
+    // write Deployments and Services there.
+    env.sim
+        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop-copy"}}))
+        .unwrap();
+    env.sim.forbid_writes("deployments", Some("shop-copy"));
+    env.sim.forbid_writes("services", Some("shop-copy"));
+    let (out, p) = plan(&env, &["deploy", "svc", "cm"]);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert_eq!(p["status"], "dry-run-failed");
+    let errors = p["dry_run"]["errors"].as_array().unwrap();
+    let deployments = p["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["kind"] == "Deployment")
+        .count();
+    assert!(deployments >= 12, "{deployments}");
+    assert_eq!(
+        errors
+            .iter()
+            .filter(|e| e["forbidden"] == json!({"verb": "patch", "resource": "deployments.apps"}))
+            .count(),
+        deployments
+    );
+    // The text: one line per verb and resource, not one per object.
+    let at = at(&env);
+    let text = env.run(&[
+        "replay",
+        "plan",
+        "deploy",
+        "svc",
+        "cm",
+        "--to-namespace",
+        "shop-copy",
+        "--at",
+        &at,
+    ]);
+    assert_eq!(text.code, Some(1), "{}", text.stderr);
+    let refused: Vec<&str> = text
+        .stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("refused "))
+        .collect();
+    assert_eq!(refused.len(), 2, "{}", text.stdout);
+    assert!(
+        refused[0].starts_with(&format!(
+            "  refused   patch deployments.apps in namespace shop-copy: {deployments} objects ("
+        )),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        refused[1].contains("patch services in namespace shop-copy"),
+        "{}",
+        text.stdout
+    );
+    assert!(!text.stdout.contains("  error "), "{}", text.stdout);
+    assert_eq!(
+        text.stdout.matches("is forbidden").count(),
+        1,
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.contains("docs/rbac/replay-role.yaml"),
+        "{}",
+        text.stdout
     );
 }
 

@@ -266,12 +266,15 @@ fn the_incident_walk_through_reads_as_committed_and_fits_120_columns() {
     t.say(
         "## Rebuilding the namespace as it was\n\n\
          `replay plan` rebuilds the namespace before the incident into a test namespace and \
-         checks each object with a server-side-apply dry run; nothing is written until \
-         `apply --confirm`.",
+         checks each object with a server-side-apply dry run. `--create-namespace` makes the \
+         test namespace first (and nothing else), so every object is really checked; nothing \
+         else is written until `apply --confirm`.",
     );
     let plan = run(
         &mut t,
-        &format!("kubectl krply replay plan -n shop --at {since} --to-namespace shop-before"),
+        &format!(
+            "kubectl krply replay plan -n shop --at {since} --to-namespace shop-before --create-namespace"
+        ),
         &[
             "replay",
             "plan",
@@ -279,6 +282,7 @@ fn the_incident_walk_through_reads_as_committed_and_fits_120_columns() {
             &since,
             "--to-namespace",
             "shop-before",
+            "--create-namespace",
         ],
         0,
     );
