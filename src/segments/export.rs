@@ -326,9 +326,25 @@ struct Open {
     columns: Columns,
 }
 
-/// A path part from a name: `/` and `%` escaped, so label selectors stay one part.
+/// What a path part keeps as it is: letters, digits and `. - _ @ = , + :`,
+/// none of which a shell reads specially. Everything else is percent-encoded:
+/// `deployments.v1.apps@*` becomes `deployments.v1.apps@%2A`, so no script
+/// globs on it, and a label selector (`app in (web)`) stays one part.
+const PART_ESCAPED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'.')
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'@')
+    .remove(b'=')
+    .remove(b',')
+    .remove(b'+')
+    .remove(b':');
+
+/// A path part from a name ([`PART_ESCAPED`]). Import reads what files hold,
+/// not their names: the layout before this one (only `/` and `%` escaped)
+/// imports alike.
 fn part(name: &str) -> String {
-    name.replace('%', "%25").replace('/', "%2F")
+    percent_encoding::utf8_percent_encode(name, PART_ESCAPED).to_string()
 }
 
 /// Writes the journal's records as segments under `dir`, then the manifest.
@@ -673,6 +689,21 @@ fn start(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn path_parts_hold_nothing_a_shell_reads_specially() {
+        assert_eq!(
+            super::part("deployments.v1.apps@*"),
+            "deployments.v1.apps@%2A"
+        );
+        assert_eq!(
+            super::part("configmaps.v1@shop?app in (web),tier!=db"),
+            "configmaps.v1@shop%3Fapp%20in%20%28web%29,tier%21=db"
+        );
+        assert_eq!(super::part("a/b%c"), "a%2Fb%25c");
+        assert_eq!(super::part("127.0.0.1-274505f6"), "127.0.0.1-274505f6");
+    }
+
     use super::*;
 
     #[test]
@@ -680,7 +711,8 @@ mod tests {
         assert_eq!(part("deployments.v1.apps@shop"), "deployments.v1.apps@shop");
         assert_eq!(
             part("pods.v1@shop[app.kubernetes.io/name=web,x=50%]"),
-            "pods.v1@shop[app.kubernetes.io%2Fname=web,x=50%25]"
+            // `[` and `]` are a shell's globs too.
+            "pods.v1@shop%5Bapp.kubernetes.io%2Fname=web,x=50%25%5D"
         );
     }
 

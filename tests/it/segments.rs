@@ -458,3 +458,83 @@ fn a_stretch_the_server_refused_is_a_gap_in_the_sql_too() {
     // The widget went with its definition; the ConfigMap changed.
     assert_eq!(answers_agree(&env.store, &segments, &cluster), 2);
 }
+
+/// Segment paths hold no shell metacharacters (a stream of every namespace is
+/// `@*` in its name, a selector has spaces and parentheses), and a directory
+/// in the layout before, whose names kept them, imports all the same.
+#[test]
+fn segment_paths_are_safe_in_a_shell_and_the_old_layout_still_imports() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["deploy", "-A"]);
+    let selected = env.start_recorder(&["cm", "-l", "app in (frontend,cart)"]);
+    env.wait_baselines(1);
+    env.scale("frontend", 3);
+    env.wait_events("deployments.v1.apps@*", 1);
+    assert_eq!(rec.stop().code, Some(0));
+    assert_eq!(selected.stop().code, Some(0));
+    let segments = env.dir.path().join("segments");
+    let out = env.run(&[
+        "export",
+        "--format",
+        "parquet",
+        "--dir",
+        segments.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let mut dirs = vec![segments.clone()];
+    let mut files = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-@=,+:%".contains(c)),
+                "a path part a shell reads specially: {name:?}"
+            );
+            if e.path().is_dir() {
+                dirs.push(e.path());
+            } else {
+                files.push(e.path());
+            }
+        }
+    }
+    let every = segments
+        .read_dir()
+        .unwrap()
+        .flatten()
+        .filter(|c| c.path().is_dir())
+        .flat_map(|c| c.path().read_dir().unwrap().flatten())
+        .find(|s| s.file_name().to_string_lossy().ends_with("@%2A"))
+        .expect("the stream of every namespace")
+        .path();
+    assert!(files.iter().any(|f| f.starts_with(&every)), "{files:?}");
+
+    // The layout before: `@*` as it is. Import reads what the files hold.
+    let old = every.with_file_name("deployments.v1.apps@*");
+    std::fs::rename(&every, &old).unwrap();
+    let imported = env.dir.path().join("imported.db");
+    let out = env.run(&[
+        "--store",
+        imported.to_str().unwrap(),
+        "import",
+        segments.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let answer = |store: &Path| {
+        let out = env.run(&[
+            "--store",
+            store.to_str().unwrap(),
+            "log",
+            "-A",
+            "deploy",
+            "--since",
+            "1h",
+            "-o",
+            "json",
+        ]);
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        v["entries"].as_array().unwrap().len()
+    };
+    assert!(answer(&env.store) >= 1);
+    assert_eq!(answer(&imported), answer(&env.store));
+}
