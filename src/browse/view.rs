@@ -440,19 +440,13 @@ fn diff_screen(frame: &mut Frame<'_>, app: &mut App, theme: &Theme, area: Rect) 
         Span::styled(e.kind.as_str(), Style::new().add_modifier(Modifier::BOLD)),
         Span::raw(format!(
             "  {}",
-            e.by.text(
+            crate::render::fields::who(
+                &e.by,
                 Some(&managers(e))
                     .filter(|m| !m.is_empty())
                     .map(String::as_str)
             )
-            .unwrap_or_else(|| {
-                let m = managers(e);
-                if m.is_empty() {
-                    String::new()
-                } else {
-                    format!("by {m}")
-                }
-            })
+            .unwrap_or_default()
         )),
     ])];
     if e.fields.is_empty() {

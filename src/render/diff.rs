@@ -88,14 +88,9 @@ pub fn text(
         for f in &o.fields {
             let path = f.change.path.to_string();
             let pad = width - path.chars().count();
-            let manager = match f.by.text(f.manager.as_deref()) {
-                Some(by) => format!("  {by}"),
-                None => f
-                    .manager
-                    .as_deref()
-                    .map(|m| format!("  (manager: {m})"))
-                    .unwrap_or_default(),
-            };
+            let manager = super::fields::who(&f.by, f.manager.as_deref())
+                .map(|w| format!("  {w}"))
+                .unwrap_or_default();
             let (before, after) = (f.change.before.as_ref(), f.change.after.as_ref());
             let (b, a) = render_pair(before, after, 60);
             let line = format!("  {path}{}  {b} -> {a}", " ".repeat(pad));

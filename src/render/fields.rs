@@ -4,6 +4,7 @@
 //! made them (docs/output.md).
 
 use super::values::render_pair;
+use crate::audit::By;
 use crate::history::diff::{Field, managers};
 
 /// The changed fields with their old and new values, shortened around what
@@ -72,11 +73,20 @@ pub fn shorten(text: &str, max: usize) -> String {
 /// tell (the fields of one version share their actor), else the managers,
 /// `(kubectl-edit)`.
 fn owners(fields: &[Field]) -> Option<String> {
-    let managers = managers(fields);
-    fields
-        .first()
-        .and_then(|f| f.by.text(managers.as_deref()))
-        .or_else(|| managers.map(|m| format!("({m})")))
+    who(
+        fields.first().map(|f| &f.by).unwrap_or(&By::default()),
+        managers(fields).as_deref(),
+    )
+}
+
+/// The one way every renderer names who made a change (docs/output.md, "One
+/// vocabulary"): a field manager always in parentheses, `(kubectl-set)`;
+/// `by` only before a user an imported audit log names,
+/// `by alice@example.com (kubectl-scale)`, `likely by ...`, or `by ?` and
+/// why none could be named.
+pub fn who(by: &By, manager: Option<&str>) -> Option<String> {
+    by.text(manager)
+        .or_else(|| manager.map(|m| format!("({m})")))
 }
 
 #[cfg(test)]

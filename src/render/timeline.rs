@@ -63,8 +63,7 @@ pub fn table(entries: &[Entry], paint: Paint) -> String {
                         }
                     })
                     .chain(
-                        e.by.text(managers(&e.fields).as_deref())
-                            .or_else(|| managers(&e.fields).map(|m| format!("by {m}")))
+                        super::fields::who(&e.by, managers(&e.fields).as_deref())
                             .map(|t| paint.dim(&t)),
                     )
                     .collect::<Vec<_>>()

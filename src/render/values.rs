@@ -368,7 +368,7 @@ mod tests {
                 .map(|c| {
                     let manager = field_manager(after, &c.path).unwrap_or_else(|| "?".to_owned());
                     format!(
-                        "{}  {} -> {}  (manager: {manager})\n",
+                        "{}  {} -> {}  ({manager})\n",
                         c.path,
                         render_value(c.before.as_ref(), 40),
                         render_value(c.after.as_ref(), 40),

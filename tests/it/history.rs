@@ -969,6 +969,48 @@ fn a_forbidden_resource_leaves_namespace_wide_answers_incomplete_until_narrowed(
     );
 }
 
+/// One vocabulary: without audit logs no text says `by` (that word only
+/// introduces a user an audit log names), and every field manager is named
+/// the same way, in parentheses, in diff, log and timeline.
+#[test]
+fn a_manager_reads_the_same_everywhere_and_by_is_for_users() {
+    let i = incident();
+    let since = i.t0.to_string();
+    let json = json_of(&i.env, &["diff", "--since", &since, "-o", "json"]);
+    let mut managers: Vec<String> = json["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|o| o["fields"].as_array().unwrap().iter())
+        .filter_map(|f| f["manager"].as_str().map(str::to_string))
+        .collect();
+    managers.sort();
+    managers.dedup();
+    assert!(!managers.is_empty(), "{json:#}");
+    let texts = [
+        i.env.run(&["diff", "--since", &since]).stdout,
+        i.env.run(&["log", "--since", &since]).stdout,
+        i.env.run(&["timeline", "deploy/frontend"]).stdout,
+    ];
+    for text in &texts {
+        assert!(!text.contains("manager:"), "{text}");
+        for m in &managers {
+            assert!(!text.contains(&format!("by {m}")), "{text}");
+        }
+    }
+    for m in &managers {
+        assert!(
+            texts
+                .iter()
+                .filter(|t| t.contains(&format!("({m}")))
+                .count()
+                >= 2,
+            "{m} is not named as ({m}) in diff and log:\n{}",
+            texts.join("\n")
+        );
+    }
+}
+
 #[test]
 fn bad_questions_get_one_clear_line() {
     let i = incident();
