@@ -111,7 +111,13 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
         paint.bold(&format!(
             "$ kubectl krply diff -n shop --since {since} --until {until}"
         )),
-        crate::render::diff::text(&changes, reader.namespace.as_deref(), &window, paint),
+        crate::render::diff::text(
+            &changes,
+            reader.namespace.as_deref(),
+            &window,
+            crate::render::text_width(false),
+            paint,
+        ),
         crate::render::warnings::text(&changes.completeness, paint)
     ))?;
 
@@ -122,7 +128,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
         paint.bold(&format!(
             "$ kubectl krply log -n shop --since {since} --until {until}"
         )),
-        crate::render::log::text(&log, false, paint),
+        crate::render::log::text(&log, false, crate::render::text_width(false), paint),
     ))?;
 
     // The object that changed most, version by version, with the gap.
@@ -138,7 +144,7 @@ pub async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
                 "$ kubectl krply timeline {}/{} -n shop",
                 stream.info.resource.singular, object.name
             )),
-            crate::render::timeline::table(&t.entries, paint)
+            crate::render::timeline::table(&t.entries, crate::render::text_width(false), paint)
         ))?;
     }
     // The namespace as it was before the incident, planned into a test

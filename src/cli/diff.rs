@@ -89,7 +89,13 @@ struct DiffOut<'a> {
 pub fn run(global: &GlobalArgs, args: DiffArgs) -> CliResult {
     let format = global.format(
         Format::Text,
-        &[Format::Text, Format::Json, Format::Yaml, Format::Unified],
+        &[
+            Format::Text,
+            Format::Wide,
+            Format::Json,
+            Format::Yaml,
+            Format::Unified,
+        ],
     )?;
     let now = Millis::now();
     let reader = Reader::open(global)?;
@@ -123,6 +129,7 @@ pub fn run(global: &GlobalArgs, args: DiffArgs) -> CliResult {
                 &result,
                 reader.namespace.as_deref(),
                 &window,
+                render::text_width(format == Format::Wide),
                 paint,
             ))?
         }

@@ -77,7 +77,10 @@ struct LogOut<'a> {
 }
 
 pub fn run(global: &GlobalArgs, args: LogArgs) -> CliResult {
-    let format = global.format(Format::Text, &[Format::Text, Format::Json, Format::Yaml])?;
+    let format = global.format(
+        Format::Text,
+        &[Format::Text, Format::Wide, Format::Json, Format::Yaml],
+    )?;
     let reader = Reader::open(global)?;
     let window = answer::window(
         &reader,
@@ -111,6 +114,7 @@ pub fn run(global: &GlobalArgs, args: LogArgs) -> CliResult {
             super::out(&crate::render::log::text(
                 &result,
                 reader.namespace.is_none(),
+                crate::render::text_width(format == Format::Wide),
                 paint,
             ))?
         }

@@ -79,7 +79,10 @@ struct TimelineOut<'a> {
 }
 
 pub fn run(global: &GlobalArgs, args: TimelineArgs) -> CliResult {
-    let format = global.format(Format::Table, &[Format::Table, Format::Json, Format::Yaml])?;
+    let format = global.format(
+        Format::Table,
+        &[Format::Table, Format::Wide, Format::Json, Format::Yaml],
+    )?;
     let reader = Reader::open(global)?;
     let history = reader.history()?;
     let tracked = super::object_arg::find(&reader, &history, &args.object)?;
@@ -110,7 +113,11 @@ pub fn run(global: &GlobalArgs, args: TimelineArgs) -> CliResult {
         )?,
         _ => {
             answer::warn(&t.completeness, global.paint());
-            super::out(&render::timeline::table(&t.entries, global.paint()))?
+            super::out(&render::timeline::table(
+                &t.entries,
+                render::text_width(format == Format::Wide),
+                global.paint(),
+            ))?
         }
     }
     answer::strict(&t.completeness, args.strict.strict)

@@ -1,8 +1,9 @@
-//! `diff` as text: grouped by object, one line per field, within
-//! [`TEXT_WIDTH`] columns (docs/output.md).
+//! `diff` as text: grouped by object, a line per field within the width, or
+//! the field's path and then its old and new values on lines of their own
+//! (docs/output.md).
 
+use super::Paint;
 use super::values::render_pair;
-use super::{Paint, TEXT_WIDTH};
 use crate::history::diff::{Change, DiffAnswer, ObjectDiff};
 
 fn who(o: &ObjectDiff, all_namespaces: bool) -> String {
@@ -13,11 +14,13 @@ fn who(o: &ObjectDiff, all_namespaces: bool) -> String {
     }
 }
 
-/// Grouped by object, one line per field.
+/// Grouped by object, a line per field that fits in `width` columns (`None`:
+/// never shortened).
 pub fn text(
     result: &DiffAnswer,
     namespace: Option<&str>,
     window: &crate::time::TimeWindow,
+    width: Option<usize>,
     paint: Paint,
 ) -> String {
     let scope = match namespace {
@@ -79,7 +82,7 @@ pub fn text(
             let line = format!("{created}then changed {}", unknown(b));
             out.push_str(&format!("  {}\n", paint.yellow(&line)));
         }
-        let width = o
+        let path_width = o
             .fields
             .iter()
             .map(|f| f.change.path.to_string().chars().count())
@@ -87,37 +90,92 @@ pub fn text(
             .unwrap_or(0);
         for f in &o.fields {
             let path = f.change.path.to_string();
-            let pad = width - path.chars().count();
+            let pad = path_width - path.chars().count();
             let manager = super::fields::who(&f.by, f.manager.as_deref())
                 .map(|w| format!("  {w}"))
                 .unwrap_or_default();
             let (before, after) = (f.change.before.as_ref(), f.change.after.as_ref());
-            let (b, a) = render_pair(before, after, 60);
+            let (b, a) = render_pair(before, after, 0);
             let line = format!("  {path}{}  {b} -> {a}", " ".repeat(pad));
-            if line.chars().count() + manager.chars().count() <= TEXT_WIDTH {
-                out.push_str(&format!("{line}{}\n", paint.dim(&manager)));
-            } else {
-                // Too wide for one line: the path, then the values below it,
-                // each given half of what the line leaves; who made it after
-                // them, or on a line of its own when it would squeeze them.
-                let own_line = manager.chars().count() > 30;
-                let taken = if own_line { 0 } else { manager.chars().count() };
-                let room = TEXT_WIDTH.saturating_sub(10 + taken);
-                let (b, a) = render_pair(before, after, (room / 2).clamp(16, 60));
-                if own_line {
+            match width {
+                Some(w) if line.chars().count() + manager.chars().count() > w => {
+                    // Too wide for one line: the path with who made it, then
+                    // the old and new values on lines of their own, each whole
+                    // up to the width, else keeping its tail and what differs.
+                    let (b, a) = render_pair(before, after, w.saturating_sub(8).max(16));
                     out.push_str(&format!(
-                        "  {path}\n      {b} -> {a}\n     {}\n",
-                        paint.dim(&manager)
-                    ));
-                } else {
-                    out.push_str(&format!(
-                        "  {path}\n      {b} -> {a}{}\n",
+                        "  {path}{}\n    - {b}\n    + {a}\n",
                         paint.dim(&manager)
                     ));
                 }
+                _ => out.push_str(&format!("{line}{}\n", paint.dim(&manager))),
             }
         }
     }
     out.push_str(&format!("\n{} object(s) changed.\n", result.objects.len()));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::diff::ObjectDiff;
+    use crate::render::fields::examples;
+    use crate::time::{Millis, TimeWindow};
+
+    fn object(name: &str, fields: Vec<crate::history::diff::Field>) -> ObjectDiff {
+        ObjectDiff {
+            kind: "Deployment".into(),
+            api_version: "apps/v1".into(),
+            namespace: "shop".into(),
+            name: name.into(),
+            stream: "deployments.v1.apps@shop".into(),
+            change: Change::Modified,
+            before: None,
+            after: None,
+            fields,
+            found_by_relist: None,
+            observed_at: None,
+            changed_between: None,
+            object_id: 1,
+            by: Default::default(),
+        }
+    }
+
+    #[test]
+    fn values_stay_readable_at_80_and_120_columns() {
+        crate::render::clock::use_zone(true);
+        let answer = DiffAnswer {
+            objects: vec![
+                object("frontend", examples::two_fields()),
+                object("productcatalogservice", examples::image_change()),
+            ],
+            completeness: Default::default(),
+        };
+        let window = TimeWindow::new(
+            Millis::from_ms(1_796_121_600_000),
+            Millis::from_ms(1_796_125_200_000),
+        )
+        .unwrap();
+        for width in [80, 120] {
+            let text = text(
+                &answer,
+                Some("shop"),
+                &window,
+                Some(width),
+                Paint { enabled: false },
+            );
+            assert!(text.lines().all(|l| l.chars().count() <= width), "{text}");
+            insta::assert_snapshot!(format!("diff_at_{width}_columns"), text);
+        }
+        // -o wide: every value whole, one line per field.
+        let wide = text(
+            &answer,
+            Some("shop"),
+            &window,
+            None,
+            Paint { enabled: false },
+        );
+        assert!(!wide.contains('…') && !wide.contains("\n    - "), "{wide}");
+    }
 }

@@ -1,62 +1,65 @@
-//! A change's fields on one line of text, as `log`, `timeline` and the live
-//! display of `record` show them: each field's path and its values shortened
-//! around what differs, `+N more` for the fields that did not fit, then who
-//! made them (docs/output.md).
+//! A change's fields as `log`, `timeline`, `diff` and the live display of
+//! `record` show them (docs/output.md, "Values stay readable"): every
+//! changed field gets a line, `path: old -> new` with the values whole when
+//! that fits, else the path, then `- old` and `+ new` on lines of their own,
+//! each whole up to the width or shortened keeping its tail and what differs;
+//! then who made them.
 
 use super::values::render_pair;
 use crate::audit::By;
+use crate::diff::FieldChange;
 use crate::history::diff::{Field, managers};
 
-/// The changed fields with their old and new values, shortened around what
-/// differs, then the managers, within `room` characters.
-pub fn fields_line(fields: &[Field], room: usize) -> String {
-    let owners = owners(fields).map(|o| format!("  {o}")).unwrap_or_default();
-    let room = room.saturating_sub(owners.chars().count()).max(24);
-    let mut parts: Vec<String> = Vec::new();
-    let mut left = room;
-    for (i, f) in fields.iter().enumerate() {
-        // Room kept for "; +N more" while fields remain after this one.
-        let more = if i + 1 < fields.len() { 12 } else { 0 };
-        let path = f.change.path.to_string();
-        let values = left.saturating_sub(path.chars().count() + 6 + more);
-        if i > 0 && values < 16 {
-            parts.push(format!("+{} more", fields.len() - i));
-            break;
+/// One field's change in `room` columns (`None`: never shortened), as lines
+/// without their indent: `path: old -> new` when the whole values fit, else
+/// `path:` and then `- old` and `+ new`, indented by two, each whole up to the
+/// room, else shortened keeping its tail and what differs.
+pub fn field_lines(change: &FieldChange, room: Option<usize>) -> Vec<String> {
+    let path = change.path.to_string();
+    let (before, after) = (change.before.as_ref(), change.after.as_ref());
+    let (b, a) = render_pair(before, after, 0);
+    let one = format!("{path}: {b} -> {a}");
+    match room {
+        Some(room) if one.chars().count() > room => {
+            let (b, a) = render_pair(before, after, room.saturating_sub(4).max(16));
+            vec![
+                format!("{}:", shorten(&path, room.saturating_sub(1).max(16))),
+                format!("  - {b}"),
+                format!("  + {a}"),
+            ]
         }
-        let (before, after) = (f.change.before.as_ref(), f.change.after.as_ref());
-        // A short side (`<none>`, a number) leaves its room to the other.
-        let (b, a) = render_pair(before, after, 0);
-        let short = b.chars().count().min(a.chars().count());
-        let (b, a) = if short <= values / 2 {
-            render_pair(before, after, values.saturating_sub(short).max(8))
-        } else {
-            render_pair(before, after, (values / 2).max(8))
-        };
-        let part = shorten(&format!("{path}: {b} -> {a}"), left.saturating_sub(more));
-        left = left.saturating_sub(part.chars().count() + 2);
-        parts.push(part);
+        _ => vec![one],
     }
-    format!("{}{owners}", parts.join("; "))
 }
 
-/// [`fields_line`] for the rest of a line that has `room` columns left: on
-/// that line when the first field can show its values there, else (starting
-/// with a newline) on a line of its own, indented by `indent`, within `width`.
-pub fn fields_after(fields: &[Field], room: usize, indent: usize, width: usize) -> String {
-    let owners = owners(fields).map_or(0, |o| o.chars().count() + 2);
-    let more = if fields.len() > 1 { 12 } else { 0 };
-    let first = fields
-        .first()
-        .map_or(0, |f| f.change.path.to_string().chars().count() + 30);
-    if room >= first + owners + more {
-        fields_line(fields, room)
-    } else {
-        format!(
-            "\n{}{}",
-            " ".repeat(indent),
-            fields_line(fields, width.saturating_sub(indent))
-        )
+/// The fields of a change for the rest of a line that has `room` columns
+/// left (`width` is the whole line's, `None` for `-o wide`): one field that
+/// fits there whole, with who made it, stays on that line; otherwise who made
+/// them stays there and every field follows on lines of its own (starting
+/// with a newline), indented by `indent`.
+pub fn fields_after(fields: &[Field], room: usize, indent: usize, width: Option<usize>) -> String {
+    let owners = owners(fields).unwrap_or_default();
+    if let [only] = fields {
+        let one = field_lines(&only.change, None).concat();
+        let inline = if owners.is_empty() {
+            one
+        } else {
+            format!("{one}  {owners}")
+        };
+        if width.is_none() || inline.chars().count() <= room {
+            return inline;
+        }
     }
+    let room = width.map(|w| w.saturating_sub(indent).max(24));
+    let mut out = owners;
+    for f in fields {
+        for line in field_lines(&f.change, room) {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            out.push_str(&line);
+        }
+    }
+    out
 }
 
 /// `text` cut to `max` characters with a `…` at the end.
@@ -89,6 +92,56 @@ pub fn who(by: &By, manager: Option<&str>) -> Option<String> {
         .or_else(|| manager.map(|m| format!("({m})")))
 }
 
+/// Changes the renderers' snapshots show at 80 and 120 columns.
+#[cfg(test)]
+pub(crate) mod examples {
+    use crate::audit::By;
+    use crate::diff::{FieldChange, parse_path};
+    use crate::history::diff::Field;
+    use serde_json::{Value, json};
+
+    fn field(path: &str, before: Option<Value>, after: Value, manager: &str) -> Field {
+        Field {
+            change: FieldChange {
+                path: parse_path(path).expect("path"),
+                before,
+                after: Some(after),
+            },
+            manager: Some(manager.into()),
+            by: By::default(),
+        }
+    }
+
+    /// The demo's image change of productcatalogservice.
+    pub fn image_change() -> Vec<Field> {
+        vec![field(
+            "spec.template.spec.containers[0].image",
+            Some(json!(
+                "us-central1-docker.pkg.dev/online-boutique-ci/microservices-demo/productcatalogservice:v0.10.6"
+            )),
+            json!(
+                "us-central1-docker.pkg.dev/google-samples/microservices-demo/productcatalogservice:v0.10.7"
+            ),
+            "kubectl-set",
+        )]
+    }
+
+    /// A change of two fields: a replica count and an added annotation.
+    pub fn two_fields() -> Vec<Field> {
+        vec![
+            field("spec.replicas", Some(json!(1)), json!(3), "kubectl-edit"),
+            field(
+                r#"metadata.annotations["kubernetes.io/change-cause"]"#,
+                None,
+                json!(
+                    "kubectl set image deployment/frontend server=registry.example.com/frontend:v2 --record"
+                ),
+                "kubectl-edit",
+            ),
+        ]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,8 +161,20 @@ mod tests {
         }
     }
 
+    fn image() -> Field {
+        field(
+            "spec.template.spec.containers[0].image",
+            json!(
+                "us-central1-docker.pkg.dev/online-boutique-ci/microservices-demo/productcatalogservice:v0.10.6"
+            ),
+            json!(
+                "us-central1-docker.pkg.dev/google-samples/microservices-demo/productcatalogservice:v0.10.7"
+            ),
+        )
+    }
+
     #[test]
-    fn fields_fit_their_room_and_count_what_did_not() {
+    fn every_field_gets_its_lines_and_nothing_is_counted_away() {
         let fields: Vec<Field> = (0..6)
             .map(|i| {
                 field(
@@ -119,26 +184,44 @@ mod tests {
                 )
             })
             .collect();
-        let text = fields_line(&fields, 80);
-        assert!(text.chars().count() <= 80, "{text}");
-        assert!(text.contains("+"), "{text}");
-        assert!(text.ends_with("(kubectl-edit)"), "{text}");
+        let text = fields_after(&fields, 40, 4, Some(100));
+        assert!(!text.contains("more"), "{text}");
+        assert!(text.starts_with("(kubectl-edit)\n"), "{text}");
+        for i in 0..6 {
+            assert!(text.contains(&format!("    data.key{i}: a-rather-long-old-value-that-is-long -> a-rather-long-new-value-that-is-long")), "{text}");
+        }
+        assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
     }
 
     #[test]
-    fn a_long_value_keeps_the_part_that_changed() {
-        let f = field(
-            "spec.template.spec.containers[0].image",
-            json!(
-                "us-central1-docker.pkg.dev/online-boutique-ci/microservices-demo/frontend:v0.10.6"
-            ),
-            json!("us-central1-docker.pkg.dev/google-samples/microservices-demo/frontend:v0.10.7"),
+    fn a_value_too_long_for_the_line_goes_below_whole_or_with_its_tail() {
+        // 120 columns: the two values, each whole, on lines of their own.
+        let text = fields_after(&[image()], 60, 9, Some(120));
+        assert_eq!(
+            text,
+            "(kubectl-edit)
+         spec.template.spec.containers[0].image:
+           - us-central1-docker.pkg.dev/online-boutique-ci/microservices-demo/productcatalogservice:v0.10.6
+           + us-central1-docker.pkg.dev/google-samples/microservices-demo/productcatalogservice:v0.10.7"
         );
-        let text = fields_line(&[f], 90);
-        assert!(text.chars().count() <= 90, "{text}");
+        // 80 columns: what differs, and the name and tag after it.
+        let text = fields_after(&[image()], 40, 9, Some(80));
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
         assert!(
-            text.contains("v0.10.6") && text.contains("v0.10.7"),
+            text.contains("- …g.dev/online-boutique-ci/micro…/productcatalogservice:v0.10.6"),
             "{text}"
+        );
+        // -o wide: one line, never shortened.
+        let text = fields_after(&[image()], 10, 9, None);
+        assert!(!text.contains('\n') && !text.contains('…'), "{text}");
+    }
+
+    #[test]
+    fn one_short_field_stays_on_its_line() {
+        let f = field("spec.replicas", json!(1), json!(3));
+        assert_eq!(
+            fields_after(&[f], 60, 9, Some(120)),
+            "spec.replicas: 1 -> 3  (kubectl-edit)"
         );
     }
 }

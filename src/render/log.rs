@@ -1,9 +1,9 @@
-//! `log` as text: one line per change, oldest first, each within
-//! [`TEXT_WIDTH`] columns, with the date (and zone) where it changes
-//! (docs/output.md).
+//! `log` as text: a line per change, oldest first, within the width (a line
+//! more per field where they do not fit on it), with the date (and zone)
+//! where it changes (docs/output.md).
 
+use super::Paint;
 use super::fields::{fields_after, shorten};
-use super::{Paint, TEXT_WIDTH};
 use crate::history::log::{LogAnswer, LogEntry, LogType};
 
 /// The date and `HH:MM:SS.mmm` of a time, in the zone text is shown in (the
@@ -13,8 +13,14 @@ fn clock(t: i64) -> (String, String) {
     (c.date(t), c.time(t))
 }
 
-/// One line per entry, oldest first, each within [`TEXT_WIDTH`] columns.
-pub fn text(result: &LogAnswer, all_namespaces: bool, paint: Paint) -> String {
+/// A line per entry, oldest first, within `width` columns (`None`: never
+/// shortened).
+pub fn text(
+    result: &LogAnswer,
+    all_namespaces: bool,
+    width: Option<usize>,
+    paint: Paint,
+) -> String {
     if result.entries.is_empty() {
         return if result.completeness.nothing_recorded() {
             "Nothing was ever recorded here: this journal cannot say what happened.\n".into()
@@ -34,13 +40,19 @@ pub fn text(result: &LogAnswer, all_namespaces: bool, paint: Paint) -> String {
             out.push_str(&paint.dim(&format!("{date} ({zone})\n")));
             day = date;
         }
-        out.push_str(&line(e, &clock, all_namespaces, paint));
+        out.push_str(&line(e, &clock, all_namespaces, width, paint));
         out.push('\n');
     }
     out
 }
 
-fn line(e: &LogEntry, clock: &str, all_namespaces: bool, paint: Paint) -> String {
+fn line(
+    e: &LogEntry,
+    clock: &str,
+    all_namespaces: bool,
+    width: Option<usize>,
+    paint: Paint,
+) -> String {
     let label = format!("{:<8}", e.kind.as_str());
     let label = match e.kind {
         LogType::Added => paint.green(&label),
@@ -61,7 +73,11 @@ fn line(e: &LogEntry, clock: &str, all_namespaces: bool, paint: Paint) -> String
             ),
             None => format!("{which} not covered from here on: {}", g.reason),
         };
-        return format!("{clock}  {label}  {}", shorten(&text, TEXT_WIDTH - 24));
+        let text = match width {
+            Some(w) => shorten(&text, w.saturating_sub(24).max(24)),
+            None => text,
+        };
+        return format!("{clock}  {label}  {text}");
     }
     let who = if all_namespaces && !e.namespace.is_empty() {
         format!("{} {}/{}", e.object_kind, e.namespace, e.name)
@@ -79,10 +95,10 @@ fn line(e: &LogEntry, clock: &str, all_namespaces: bool, paint: Paint) -> String
         used += between.chars().count();
         head.push_str(&paint.yellow(&between));
     }
-    let room = TEXT_WIDTH.saturating_sub(used + 2);
+    let room = width.map_or(usize::MAX, |w| w.saturating_sub(used + 2));
     let what = match e.kind.change() {
         _ if !e.fields.is_empty() => {
-            fields_after(&e.fields, room, clock.chars().count() + 2, TEXT_WIDTH)
+            fields_after(&e.fields, room, clock.chars().count() + 2, width)
         }
         Some(what @ ("added" | "deleted")) => {
             let did = if what == "added" {
@@ -111,5 +127,59 @@ fn clock_of(t: i64, near: i64) -> String {
         c
     } else {
         format!("{date} {c}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::log::LogEntry;
+    use crate::render::fields::examples;
+
+    fn entry(at: i64, name: &str, fields: Vec<crate::history::diff::Field>) -> LogEntry {
+        LogEntry {
+            observed_at: at,
+            kind: LogType::Modified,
+            object_kind: "Deployment".into(),
+            namespace: "shop".into(),
+            name: name.into(),
+            resource_version: Some("42".into()),
+            between: None,
+            fields,
+            gap: None,
+            by: Default::default(),
+            stream: "deployments.v1.apps@shop".into(),
+            seq: 1,
+        }
+    }
+
+    #[test]
+    fn values_stay_readable_at_80_and_120_columns() {
+        crate::render::clock::use_zone(true);
+        let answer = LogAnswer {
+            entries: vec![
+                entry(1_796_121_600_000, "frontend", examples::two_fields()),
+                entry(
+                    1_796_121_601_000,
+                    "productcatalogservice",
+                    examples::image_change(),
+                ),
+                entry(
+                    1_796_121_602_000,
+                    "cartservice",
+                    examples::two_fields()[..1].to_vec(),
+                ),
+            ],
+            completeness: Default::default(),
+        };
+        let paint = Paint { enabled: false };
+        for width in [80, 120] {
+            let text = text(&answer, false, Some(width), paint);
+            assert!(text.lines().all(|l| l.chars().count() <= width), "{text}");
+            assert!(!text.contains("more"), "{text}");
+            insta::assert_snapshot!(format!("log_at_{width}_columns"), text);
+        }
+        let wide = text(&answer, false, None, paint);
+        assert!(!wide.contains('…'), "{wide}");
     }
 }

@@ -20,6 +20,47 @@ pub mod warnings;
 /// Text answers fit this many columns (docs/output.md: 120).
 pub const TEXT_WIDTH: usize = 120;
 
+/// The width text answers fit (docs/output.md): `None` for `-o wide`, which
+/// never shortens; on a terminal, `COLUMNS` when set, else the terminal's
+/// width; otherwise (a pipe, a file) [`TEXT_WIDTH`].
+pub fn text_width(wide: bool) -> Option<usize> {
+    let terminal = std::io::stdout().is_terminal();
+    width_for(
+        wide,
+        terminal,
+        std::env::var("COLUMNS").ok().as_deref(),
+        terminal
+            .then(|| crossterm::terminal::size().ok())
+            .flatten()
+            .map(|(w, _)| usize::from(w)),
+    )
+}
+
+/// [`text_width`]'s decision, from what it read.
+fn width_for(
+    wide: bool,
+    terminal: bool,
+    columns: Option<&str>,
+    size: Option<usize>,
+) -> Option<usize> {
+    if wide {
+        return None;
+    }
+    if !terminal {
+        return Some(TEXT_WIDTH);
+    }
+    let columns = columns
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0);
+    // Narrower than this, nothing reads well: lines wrap instead.
+    Some(
+        columns
+            .or(size.filter(|&w| w > 0))
+            .unwrap_or(TEXT_WIDTH)
+            .max(40),
+    )
+}
+
 use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table, presets};
 use serde::Serialize;
 use std::io::IsTerminal;
@@ -242,6 +283,16 @@ mod tests {
                 "image: {image}\nscript: |\n  set -e\n  echo hi\nargs:\n- --port\n- \"8080\"\n"
             )
         );
+    }
+
+    #[test]
+    fn text_fits_the_terminal_on_a_terminal_and_120_columns_elsewhere() {
+        assert_eq!(width_for(true, true, Some("80"), Some(100)), None);
+        assert_eq!(width_for(false, false, Some("80"), None), Some(TEXT_WIDTH));
+        assert_eq!(width_for(false, true, Some("80"), Some(100)), Some(80));
+        assert_eq!(width_for(false, true, None, Some(100)), Some(100));
+        assert_eq!(width_for(false, true, Some("x"), None), Some(TEXT_WIDTH));
+        assert_eq!(width_for(false, true, Some("20"), None), Some(40));
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! `timeline` as a table (docs/output.md).
 
 use super::Paint;
-use super::values::render_pair;
 use crate::audit::By;
 use crate::history::diff::managers;
 use crate::history::timeline::{Entry, EntryType};
@@ -15,8 +14,10 @@ fn with_by(what: &str, by: &By, paint: Paint) -> String {
 }
 
 /// The timeline as a table: OBSERVED (its zone named in the header), RV,
-/// TYPE and CHANGES.
-pub fn table(entries: &[Entry], paint: Paint) -> String {
+/// TYPE and CHANGES, within `width` columns (`None`: never shortened).
+pub fn table(entries: &[Entry], width: Option<usize>, paint: Paint) -> String {
+    // The columns before CHANGES take about 48.
+    let room = width.map(|w| w.saturating_sub(48).max(30));
     let clock = crate::render::clock::clock();
     let rows: Vec<Vec<String>> = entries
         .iter()
@@ -51,17 +52,7 @@ pub fn table(entries: &[Entry], paint: Paint) -> String {
                 (None, _) => e
                     .fields
                     .iter()
-                    .map(|f| {
-                        let f = &f.change;
-                        let (b, a) = render_pair(f.before.as_ref(), f.after.as_ref(), 32);
-                        let one = format!("{}: {b} -> {a}", f.path);
-                        // The other columns take about 50 of the 120.
-                        if one.chars().count() <= 70 {
-                            one
-                        } else {
-                            format!("{}:\n  {b} -> {a}", f.path)
-                        }
-                    })
+                    .map(|f| super::fields::field_lines(&f.change, room).join("\n"))
                     .chain(
                         super::fields::who(&e.by, managers(&e.fields).as_deref())
                             .map(|t| paint.dim(&t)),

@@ -35,10 +35,13 @@ pub fn render_value(value: Option<&Value>, max_chars: usize) -> String {
 }
 
 /// Renders a value's old and new versions on one line each, in at most
-/// `max_chars` characters, keeping the parts where they differ: runs both
-/// share are cut down to a little context around a `…`, so that a changed
-/// registry in the middle of an image reference stays visible
-/// (`…dev/online-boutique-ci/micro…:v0.10.6` / `…dev/google-samples/micro…:v0.10.7`).
+/// `max_chars` characters (0: no limit), whole when they fit. Otherwise the
+/// runs both share are cut, one at a time and only as far as needed, while
+/// what differs always stays: the leading run first (down to its last few
+/// characters), then the runs between differences, then the trailing one;
+/// a run that is cut keeps a little context and its last path segment, where
+/// an image's name and tag are
+/// (`…g.dev/online-boutique-ci/micro…/productcatalogservice:v0.10.6`).
 pub fn render_pair(
     before: Option<&Value>,
     after: Option<&Value>,
@@ -54,24 +57,57 @@ pub fn render_pair(
     }
     let (ta, tb) = (tokens(&a), tokens(&b));
     let diff = similar::capture_diff_slices(similar::Algorithm::Myers, &ta, &tb);
-    let mut out_a = String::new();
-    let mut out_b = String::new();
-    let last = diff.len().saturating_sub(1);
-    for (i, op) in diff.iter().enumerate() {
+    // The pieces in order: a run both share (`Some`), or what differs.
+    let mut shared: Vec<Option<String>> = Vec::new();
+    let mut sides: Vec<(String, String)> = Vec::new();
+    for op in &diff {
         match *op {
             similar::DiffOp::Equal { old_index, len, .. } => {
                 let same: String = ta[old_index..old_index + len].concat();
-                let shown = elide_same(&same, i == 0, i == last);
-                out_a.push_str(&shown);
-                out_b.push_str(&shown);
+                shared.push(Some(same.clone()));
+                sides.push((same.clone(), same));
             }
             _ => {
-                let (old, new) = (op.old_range(), op.new_range());
-                out_a.push_str(&ta[old].concat());
-                out_b.push_str(&tb[new].concat());
+                shared.push(None);
+                sides.push((ta[op.old_range()].concat(), tb[op.new_range()].concat()));
             }
         }
     }
+    let last = sides.len().saturating_sub(1);
+    let join = |sides: &[(String, String)]| -> (String, String) {
+        sides
+            .iter()
+            .fold((String::new(), String::new()), |(mut x, mut y), (l, r)| {
+                x.push_str(l);
+                y.push_str(r);
+                (x, y)
+            })
+    };
+    // Which shared runs to cut, in order: the leading one, those between
+    // differences (longest first), the trailing one.
+    let mut order: Vec<usize> = (0..sides.len()).filter(|&i| shared[i].is_some()).collect();
+    order.sort_by_key(|&i| {
+        let len = shared[i].as_ref().map_or(0, |s| s.chars().count());
+        match i {
+            0 => (0, 0),
+            i if i == last => (2, 0),
+            _ => (1, usize::MAX - len),
+        }
+    });
+    // First each run keeps its last path segment; then only a little context.
+    for keep_segment in [true, false] {
+        for &i in &order {
+            if let Some(same) = &shared[i] {
+                let cut = elide_same(same, i == 0, i == last, keep_segment);
+                sides[i] = (cut.clone(), cut);
+            }
+            let (x, y) = join(&sides);
+            if fits(&x) && fits(&y) {
+                return (x, y);
+            }
+        }
+    }
+    let (x, y) = join(&sides);
     let cut = |t: String| {
         if max_chars == 0 {
             t
@@ -79,7 +115,7 @@ pub fn render_pair(
             truncate_middle(&t, max_chars)
         }
     };
-    (cut(out_a), cut(out_b))
+    (cut(x), cut(y))
 }
 
 /// Words and the separators between them: the units two values are compared in.
@@ -105,17 +141,31 @@ fn tokens(text: &str) -> Vec<&str> {
 }
 
 /// A run both sides share, cut to a little context next to the differences:
-/// its end when it leads, its start when it trails, both ends in between.
-fn elide_same(same: &str, leading: bool, trailing: bool) -> String {
+/// its end when it leads; when it follows a difference, its start and (with
+/// `keep_segment`) its last path segment (from its last `/`, when that is
+/// short), so a name and tag after a changed registry stay.
+fn elide_same(same: &str, leading: bool, trailing: bool, keep_segment: bool) -> String {
     const CONTEXT: usize = 6;
+    const SEGMENT: usize = 40;
     let n = same.chars().count();
     let head = |k: usize| same.chars().take(k).collect::<String>();
     let tail = |k: usize| same.chars().skip(n.saturating_sub(k)).collect::<String>();
+    // The last path segment, with its `/`, when it is short.
+    let segment = same
+        .rfind('/')
+        .map(|i| same[i..].chars().count())
+        .filter(|&k| keep_segment && k > 1 && k <= SEGMENT)
+        .unwrap_or(CONTEXT)
+        .max(CONTEXT);
     match (leading, trailing) {
         (true, true) => same.to_string(),
         (true, false) if n > CONTEXT + 1 => format!("…{}", tail(CONTEXT)),
-        (false, true) if n > CONTEXT + 1 => format!("{}…", head(CONTEXT)),
-        (false, false) if n > 2 * CONTEXT + 1 => format!("{}…{}", head(CONTEXT), tail(CONTEXT)),
+        (false, true) if n > CONTEXT + 1 + segment => {
+            format!("{}…{}", head(CONTEXT), tail(segment))
+        }
+        (false, false) if n > CONTEXT + 1 + segment => {
+            format!("{}…{}", head(CONTEXT), tail(segment))
+        }
         _ => same.to_string(),
     }
 }
@@ -235,6 +285,27 @@ mod tests {
         let (a, b) = render_pair(Some(&before), Some(&after), 40);
         assert_eq!(a, "…g.dev/online-boutique-ci/micro…v0.10.6");
         assert_eq!(b, "…g.dev/google-samples/micro…v0.10.7");
+        // With room, the name and tag after the changed registry stay.
+        let (a, b) = render_pair(Some(&before), Some(&after), 67);
+        assert_eq!(
+            a,
+            "…g.dev/online-boutique-ci/micro…/productcatalogservice:v0.10.6"
+        );
+        assert_eq!(
+            b,
+            "…g.dev/google-samples/micro…/productcatalogservice:v0.10.7"
+        );
+        // With more, only the leading run is cut; with enough, both are whole.
+        let (a, _) = render_pair(Some(&before), Some(&after), 90);
+        assert_eq!(
+            a,
+            "…g.dev/online-boutique-ci/microservices-demo/productcatalogservice:v0.10.6"
+        );
+        let (a, b) = render_pair(Some(&before), Some(&after), 96);
+        assert_eq!(
+            (Some(&json!(a)), Some(&json!(b))),
+            (Some(&before), Some(&after))
+        );
         // Short values are left alone.
         let (a, b) = render_pair(Some(&json!(1)), Some(&json!(3)), 40);
         assert_eq!((a.as_str(), b.as_str()), ("1", "3"));
