@@ -315,7 +315,7 @@ mod tests {
             "{usage}"
         );
         let (message, _, _) = parts(&["kubectl-krply", "get"]);
-        assert!(message.ends_with("<TYPE/NAME>"), "{message}");
+        assert!(message.ends_with("<TYPE[/NAME]>"), "{message}");
         let (message, _, _) = parts(&["kubectl-krply", "replay", "plan"]);
         assert!(message.ends_with("--to-namespace <NS>"), "{message}");
         let (message, _, _) = parts(&["kubectl-krply", "diff", "--color", "blue"]);

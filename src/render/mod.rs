@@ -7,6 +7,7 @@ pub mod clock;
 pub mod coverage;
 pub mod diff;
 pub mod fields;
+pub mod get;
 pub mod import;
 pub mod log;
 pub mod plan;

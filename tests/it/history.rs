@@ -969,6 +969,72 @@ fn a_forbidden_resource_leaves_namespace_wide_answers_incomplete_until_narrowed(
     );
 }
 
+/// `get TYPE --at T` prints the objects of a type as they were, as `kubectl
+/// get` prints them: its columns, AGE as of T; -o json is a List; -l filters.
+#[test]
+fn get_a_type_at_a_time_prints_kubectls_table_of_then() {
+    let i = incident();
+    let at = i.t_scaled.to_string();
+    let out = i.env.run(&["get", "deploy", "--at", &at]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let mut lines = out.stdout.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]);
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows.len(), 12, "{}", out.stdout);
+    // loadgenerator was deleted later: then, it was there.
+    assert!(
+        rows.iter().any(|r| r[0] == "loadgenerator"),
+        "{}",
+        out.stdout
+    );
+    let frontend = rows.iter().find(|r| r[0] == "frontend").unwrap();
+    assert!(
+        frontend[1].ends_with("/3"),
+        "scaled to 3 then: {frontend:?}"
+    );
+
+    let wide = i
+        .env
+        .run(&["get", "deploy", "-A", "--at", &at, "-o", "wide"]);
+    assert!(
+        wide.stdout.starts_with("NAMESPACE") && wide.stdout.contains("IMAGES"),
+        "{}",
+        wide.stdout
+    );
+    let selected = i
+        .env
+        .run(&["get", "deploy", "-l", "app=frontend", "--at", &at]);
+    assert_eq!(selected.stdout.lines().count(), 2, "{}", selected.stdout);
+
+    let list = json_of(
+        &i.env,
+        &["get", "cm", "--at", &i.t0.to_string(), "-o", "json"],
+    );
+    assert_eq!(list["kind"], "List");
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"currency-rates") && !names.contains(&"promo"),
+        "{names:?}"
+    );
+    assert!(list["items"][0]["metadata"].get("managedFields").is_none());
+    let none = i
+        .env
+        .run(&["get", "deploy", "-l", "app=nothing", "--at", &at]);
+    assert_eq!(none.code, Some(0));
+    assert!(
+        none.stderr
+            .contains("No resources found in shop namespace."),
+        "{}",
+        none.stderr
+    );
+}
+
 /// One vocabulary: without audit logs no text says `by` (that word only
 /// introduces a user an audit log names), and every field manager is named
 /// the same way, in parentheses, in diff, log and timeline.

@@ -52,11 +52,6 @@ pub(crate) fn format_rfc3339(ts: jiff::Timestamp) -> String {
     ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// Parses an RFC 3339 timestamp as found in `metadata.creationTimestamp`.
-pub(crate) fn parse_rfc3339(s: &str) -> Option<jiff::Timestamp> {
-    s.parse::<jiff::Timestamp>().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,7 +76,10 @@ mod tests {
         let ts: jiff::Timestamp = "2026-11-29T10:00:00.123Z".parse().unwrap();
         assert_eq!(format_rfc3339(ts), "2026-11-29T10:00:00Z");
         assert_eq!(
-            parse_rfc3339("2026-11-29T10:00:00Z").unwrap().as_second(),
+            "2026-11-29T10:00:00Z"
+                .parse::<jiff::Timestamp>()
+                .unwrap()
+                .as_second(),
             ts.as_second()
         );
     }
