@@ -219,11 +219,13 @@ pub fn detail(
     Ok(Detail { manager, actor })
 }
 
-/// An actor as a column shows it: `alice`, `likely alice`, `? not_covered`.
+/// An actor as a column shows it: `alice`, `likely alice`, or `?` when the
+/// audit logs name nobody (why is in the diff of the change, where there is
+/// room for it).
 pub fn actor(by: &crate::audit::By) -> String {
     match (&by.actor, by.actor_unknown) {
         (Some(a), _) => a.label(),
-        (None, Some(why)) => format!("? {}", why.as_str()),
+        (None, Some(_)) => "?".into(),
         (None, None) => String::new(),
     }
 }

