@@ -11,7 +11,7 @@ use crate::render::{self, Format};
 use crate::time::Millis;
 use clap::Args;
 
-/// Print one object, or the objects of a type, as they were at a time, exactly as recorded
+/// Print an object, or the objects of a type, as they were at a time
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:

@@ -26,13 +26,22 @@ Examples:
   # One object, as JSON
   kubectl krply log deploy/frontend -n shop -o json
 
+  # Follow the journal as a recorder fills it (Ctrl-C stops); no cluster needed
+  kubectl krply log -f -n shop
+
 Times are in the local time zone (UTC with --utc), when the recorder observed
 each change. RELIST marks a change that only a relist after a gap found: it
 happened at an unknown time in the range shown. GAP lines are stretches the
-recording does not cover.")]
+recording does not cover. With -f, the log goes on as the journal grows,
+like tail -f: new changes and gaps as they are recorded (one JSON object a
+line with -o json).")]
 pub struct LogArgs {
     #[command(flatten)]
     pub window: answer::WindowArgs,
+    /// Go on printing what the journal gets, as it gets it, until interrupted
+    /// (it reads only the journal: run it beside a recorder)
+    #[arg(short = 'f', long)]
+    pub follow: bool,
     #[command(flatten)]
     pub strict: StrictArg,
 }
@@ -81,6 +90,9 @@ pub fn run(global: &GlobalArgs, args: LogArgs) -> CliResult {
         Format::Text,
         &[Format::Text, Format::Wide, Format::Json, Format::Yaml],
     )?;
+    if args.follow {
+        return follow(global, &args, format);
+    }
     let reader = Reader::open(global)?;
     let window = answer::window(
         &reader,
@@ -120,6 +132,97 @@ pub fn run(global: &GlobalArgs, args: LogArgs) -> CliResult {
         }
     }
     answer::strict(&result.completeness, args.strict.strict)
+}
+
+/// How often `log -f` looks at the journal again.
+const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// How far back each look of `log -f` reaches: an entry is stamped with when
+/// it was observed, and is journaled a little later (a gap, when it is found,
+/// with when it began). Entries printed are remembered for this long.
+const FOLLOW_LOOKBACK_MS: i64 = 10 * 60 * 1000;
+
+/// `log -f`: the log of the window so far, then every entry the journal gets
+/// from then on, each once, as it gets it; until interrupted. Only the
+/// journal is read, in a fresh read snapshot at each look.
+fn follow(global: &GlobalArgs, args: &LogArgs, format: Format) -> CliResult {
+    if args.window.until.as_str() != "now" {
+        return Err(crate::error::CliError::usage(
+            "-f follows the journal from --since on: it takes no --until",
+        ));
+    }
+    if format == Format::Yaml {
+        return Err(crate::error::CliError::usage(
+            "-f prints text, or one JSON object a line with -o json",
+        ));
+    }
+    let reader = Reader::open(global)?;
+    let mut since = answer::window(
+        &reader,
+        &args.window.since,
+        &args.window.until,
+        Millis::now(),
+    )?
+    .since();
+    let opts = DiffOptions {
+        include_status: args.window.include_status,
+    };
+    let paint = global.paint();
+    let width = crate::render::text_width(format == Format::Wide);
+    // What was printed, by stream, journal order, type and time (a gap's
+    // start), with when it was observed.
+    let mut printed: std::collections::HashMap<(String, i64, &'static str, i64), i64> =
+        std::collections::HashMap::new();
+    let mut day = String::new();
+    loop {
+        let now = Millis::now();
+        let window = crate::time::TimeWindow::new(since, now)?;
+        let history = reader.history()?;
+        let (scope, names) = answer::scope(&reader, &history, &args.window.targets)?;
+        answer::check_by(&args.window.by, &history)?;
+        let mut result = history.log(&scope, &names, &window, &opts)?;
+        drop(history);
+        if let Some(user) = &args.window.by {
+            result
+                .entries
+                .retain_mut(|e| e.kind == LogType::Gap || e.by.keeps(user, &mut e.fields));
+        }
+        result.entries.retain(|e| {
+            // A gap is placed where the window starts when it began before;
+            // its own start does not move.
+            let at = e.gap.as_ref().map_or(e.observed_at, |(g, _)| g.from);
+            let key = (e.stream.clone(), e.seq, e.kind.as_str(), at);
+            printed.insert(key, e.observed_at).is_none()
+        });
+        let mut out = String::new();
+        for e in &result.entries {
+            if format == Format::Json {
+                out.push_str(&serde_json::to_string(&entry_out(e)).unwrap_or_default());
+                out.push('\n');
+                continue;
+            }
+            let one = crate::history::log::LogAnswer {
+                entries: vec![e.clone()],
+                completeness: Default::default(),
+            };
+            let text = crate::render::log::text(&one, reader.namespace.is_none(), width, paint);
+            // The date line only where the date changes, as in one log.
+            let (date, rest) = text.split_once('\n').unwrap_or((text.as_str(), ""));
+            if date != day {
+                out.push_str(date);
+                out.push('\n');
+                day = date.to_string();
+            }
+            out.push_str(rest);
+        }
+        if !out.is_empty() {
+            super::out(&out)?;
+        }
+        // The next look reaches back far enough for what is journaled late.
+        since = Millis::from_ms((now.as_ms() - FOLLOW_LOOKBACK_MS).max(since.as_ms()));
+        printed.retain(|_, at| *at >= since.as_ms());
+        std::thread::sleep(FOLLOW_EVERY);
+    }
 }
 
 fn time(t: i64) -> String {

@@ -969,6 +969,54 @@ fn a_forbidden_resource_leaves_namespace_wide_answers_incomplete_until_narrowed(
     );
 }
 
+/// `log -f` follows the journal beside a recorder, with no cluster access:
+/// changes as they are recorded, each once, and a gap as it opens.
+#[test]
+fn log_follow_prints_changes_and_gaps_as_the_journal_gets_them() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["deploy", "cm"]);
+    env.wait_baselines(1);
+    let out = env.dir.path().join("follow.out");
+    let mut follow = env
+        .command()
+        // No cluster: it reads only the journal.
+        .env("KUBECONFIG", env.dir.path().join("no-kubeconfig"))
+        .args(["log", "-f", "-n", "shop", "--since", "1m"])
+        .stdout(std::process::Stdio::from(
+            std::fs::File::create(&out).unwrap(),
+        ))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let printed = || std::fs::read_to_string(&out).unwrap_or_default();
+    env.scale("frontend", 3);
+    env.wait_for("log -f to print the scale", || {
+        printed().contains("Deployment frontend  spec.replicas: 1 -> 3")
+    });
+    env.patch_cm("feature-flags", "checkout", "on");
+    env.wait_for("log -f to print the edit", || {
+        printed().contains("ConfigMap feature-flags")
+    });
+    // History lost: the gap shows as it opens, then what the relist found.
+    env.sim.compact();
+    env.sim.expire_watches();
+    env.wait_for("log -f to print the gap", || printed().contains("GAP"));
+    env.scale("frontend", 2);
+    env.wait_for("log -f to print the next scale", || {
+        printed().contains("spec.replicas: 3 -> 2")
+    });
+    let _ = follow.kill();
+    let _ = follow.wait();
+    assert_eq!(rec.stop().code, Some(0));
+    let text = printed();
+    assert_eq!(
+        text.matches("spec.replicas: 1 -> 3").count(),
+        1,
+        "each entry once:\n{text}"
+    );
+    assert_eq!(text.matches("(UTC)").count(), 1, "one date line:\n{text}");
+}
+
 /// `get TYPE --at T` prints the objects of a type as they were, as `kubectl
 /// get` prints them: its columns, AGE as of T; -o json is a List; -l filters.
 #[test]
