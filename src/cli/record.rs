@@ -152,7 +152,11 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
 
     let mode = Mode::for_stderr(global.quiet);
     if mode != Mode::Quiet {
-        eprintln!(
+        // Within a terminal's width, hanging, as every line of the display.
+        let width = console::Term::stderr()
+            .size_checked()
+            .map_or(usize::MAX, |(_, c)| usize::from(c).saturating_sub(2));
+        let header = format!(
             "recording {} stream(s) of {} ({}) into {}{}\ntimes shown in {}",
             plan.streams.len(),
             target.cluster_id,
@@ -163,6 +167,7 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
                 .unwrap_or_else(|| "; Ctrl-C stops".into()),
             crate::render::clock::clock().zone(crate::time::Millis::now().as_ms()),
         );
+        eprintln!("{}", crate::render::record::hang(&header, width, 4));
     }
     let options = RecordOptions {
         stream: StreamOptions {

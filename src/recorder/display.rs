@@ -1,12 +1,15 @@
-//! What `record` shows while it runs. On a terminal: a live line per stream
-//! (state, events, last resourceVersion, gaps) under a feed of the changes being
-//! recorded. Elsewhere: plain lines on stderr, one per notable thing. The
-//! lines themselves are `render::record`'s; this draws them.
+//! What `record` shows while it runs. On a terminal: a status area pinned at
+//! the bottom, a line per stream (state, events, last resourceVersion, gaps),
+//! or one summary line when the streams are more than a third of the rows;
+//! above it, the feed of the changes being recorded, every line within the
+//! terminal's width (a longer one hangs under its head), no spinner.
+//! Elsewhere: plain lines on stderr, one per notable thing. The lines
+//! themselves are `render::record`'s; this draws them.
 
 use super::rules::Notice;
 use super::stream::StreamStatus;
 use crate::render::fields::shorten;
-use crate::render::record::{self, FEED_WIDTH, FeedItem, wrap};
+use crate::render::record::{self, FEED_WIDTH, FeedItem, hang, wrap};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 use std::collections::VecDeque;
 use std::io::Write;
@@ -17,21 +20,20 @@ fn terminal_size() -> Option<(u16, u16)> {
     console::Term::stderr().size_checked()
 }
 
-/// stderr as indicatif draws on it, two columns narrower than it is.
-/// indicatif pads every row to the width it is told and leaves the cursor
-/// after it: at the true width, that is the terminal's pending-wrap column,
-/// and the `^C` a terminal echoes on Ctrl-C wraps onto a new line, so the
-/// final clear starts one row too low and leaves a stale row. Two spare
-/// columns take the echo in place.
+/// stderr as indicatif draws on it, at its true width. indicatif fills every
+/// row of the live area to the width and lets the terminal wrap to the next
+/// row, which is right only at the true width (told a narrower one, it starts
+/// the next row mid-line: the garbled screens of issue 30). After a draw the
+/// cursor would sit past the last column, where the `^C` a terminal echoes on
+/// Ctrl-C wraps onto a new row and the final clear starts one row too low; so
+/// every draw ends with a carriage return, back to the start of the last row,
+/// where the echo lands inside the live area and is cleared with it.
 #[derive(Debug)]
-struct Margin(console::Term);
+struct Fitted(console::Term);
 
-/// Columns kept free at the right of the live area.
-const MARGIN: u16 = 2;
-
-impl TermLike for Margin {
+impl TermLike for Fitted {
     fn width(&self) -> u16 {
-        self.0.size().1.saturating_sub(MARGIN).max(20)
+        self.0.size().1.max(20)
     }
     fn height(&self) -> u16 {
         self.0.size().0
@@ -58,13 +60,18 @@ impl TermLike for Margin {
         self.0.clear_line()
     }
     fn flush(&self) -> std::io::Result<()> {
+        self.0.write_str("\r")?;
         self.0.flush()
     }
 }
 
-/// Where the live area draws: stderr, with the margin, at most 8 times a second.
+/// Columns the feed and the status lines leave free at the right: none is
+/// needed, one keeps a line off the last column.
+const MARGIN: u16 = 1;
+
+/// Where the live area draws: stderr, at most 8 times a second.
 fn live_target() -> ProgressDrawTarget {
-    ProgressDrawTarget::term_like_with_hz(Box::new(Margin(console::Term::stderr())), 8)
+    ProgressDrawTarget::term_like_with_hz(Box::new(Fitted(console::Term::stderr())), 8)
 }
 
 /// How much to show.
@@ -100,9 +107,40 @@ fn progress_line(s: &StreamStatus) -> String {
 pub struct Display {
     mode: Mode,
     multi: Option<MultiProgress>,
+    /// A bar per stream, or one for all of them ([`Display::summary`]).
     bars: Vec<ProgressBar>,
+    /// Whether the one bar sums the streams up.
+    summary: bool,
     width: usize,
     screen: Mutex<Screen>,
+}
+
+/// Whether `streams` status lines would take more than a third of `rows`:
+/// then one line sums them up.
+fn sums_up(streams: usize, rows: Option<u16>) -> bool {
+    let rows = rows.map_or(24, usize::from);
+    streams > 1 && streams * 3 > rows
+}
+
+/// One line for all the streams: how many are in each state, the events and
+/// the gaps.
+fn summary_line(statuses: &[StreamStatus]) -> String {
+    let mut states: Vec<(String, usize)> = Vec::new();
+    for s in statuses {
+        let label = s.phase.label();
+        match states.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, n)) => *n += 1,
+            None => states.push((label, 1)),
+        }
+    }
+    let states: Vec<String> = states.iter().map(|(l, n)| format!("{n} {l}")).collect();
+    format!(
+        "{} streams: {}   events {}   gaps {}",
+        statuses.len(),
+        states.join(", "),
+        statuses.iter().map(|s| s.events).sum::<u64>(),
+        statuses.iter().map(|s| s.gaps).sum::<u64>()
+    )
 }
 
 /// What the live display knows of the terminal: its size at the last draw,
@@ -133,19 +171,27 @@ impl Display {
                 mode,
                 multi: None,
                 bars: Vec::new(),
+                summary: false,
                 width,
                 screen: Mutex::default(),
             };
         }
         let multi = MultiProgress::with_draw_target(live_target());
-        let style = ProgressStyle::with_template("{spinner:.cyan} {prefix} {msg}")
+        // No spinner: a frozen one is what a garbled screen kept of it.
+        let style = ProgressStyle::with_template("{prefix}{msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
-        let bars = streams
-            .iter()
-            .map(|name| {
+        let summary = sums_up(streams.len(), terminal_size().map(|(r, _)| r));
+        let prefixes: Vec<String> = if summary {
+            vec![String::new()]
+        } else {
+            streams.iter().map(|n| format!("{n:<width$} ")).collect()
+        };
+        let bars = prefixes
+            .into_iter()
+            .map(|prefix| {
                 let bar = multi.add(ProgressBar::new_spinner());
                 bar.set_style(style.clone());
-                bar.set_prefix(format!("{name:<width$}"));
+                bar.set_prefix(prefix);
                 // No ticker thread: every draw happens on the recorder's own
                 // refresh, so none can race a resize redraw or the final clear.
                 bar
@@ -155,6 +201,7 @@ impl Display {
             mode,
             multi: Some(multi),
             bars,
+            summary,
             width,
             screen: Mutex::new(Screen {
                 size: terminal_size(),
@@ -169,13 +216,27 @@ impl Display {
         let columns = self
             .check_resize()
             .map_or(usize::MAX, |(_, c)| usize::from(c));
-        // The spinner, a space, the stream name and a space come first.
-        let room = columns
-            .saturating_sub(self.width + 3 + usize::from(MARGIN))
-            .max(1);
+        let usable = columns.saturating_sub(usize::from(MARGIN)).max(1);
+        if self.summary {
+            if let Some(bar) = self.bars.first() {
+                bar.set_message(shorten(&summary_line(statuses), usable));
+                bar.tick();
+            }
+            return;
+        }
+        // The stream name and a space come first.
+        let room = usable.saturating_sub(self.width + 1).max(1);
         for (bar, s) in self.bars.iter().zip(statuses) {
-            bar.set_message(shorten(&progress_line(s), room.saturating_sub(1)));
+            bar.set_message(shorten(&progress_line(s), room));
             bar.tick();
+        }
+    }
+
+    /// The width feed lines fit: the terminal's (less the margin) when live.
+    fn feed_width(&self) -> usize {
+        match (&self.multi, self.screen.lock().ok().and_then(|s| s.size)) {
+            (Some(_), Some((_, columns))) => usize::from(columns.saturating_sub(MARGIN)).max(20),
+            _ => FEED_WIDTH,
         }
     }
 
@@ -201,8 +262,13 @@ impl Display {
         multi.set_draw_target(live_target());
         let keep = rows.saturating_sub(self.bars.len() + 1);
         let skip = screen.recent.len().saturating_sub(keep);
+        // Lines broken for the old width, broken again for the new one.
+        let columns = now.map_or(usize::from(u16::MAX), |(_, c)| usize::from(c));
+        let width = columns.saturating_sub(usize::from(MARGIN)).max(20);
         for line in screen.recent.iter().skip(skip) {
-            let _ = multi.println(line);
+            for row in hang(line, width, 4).lines() {
+                let _ = multi.println(row);
+            }
         }
         now
     }
@@ -213,11 +279,11 @@ impl Display {
         }
         let prefix = if n.warning { "warning: " } else { "" };
         let head = format!("{prefix}{:<w$}  ", n.stream, w = self.width);
-        self.line(&wrap(&head, &n.text, FEED_WIDTH));
+        self.line(&wrap(&head, &n.text, self.feed_width()));
     }
 
     pub fn feed(&self, item: &FeedItem) {
-        self.feed_line(&item.line());
+        self.feed_line(&item.line_within(self.feed_width()));
     }
 
     /// A line of the feed (not shown with `--quiet`).
@@ -239,7 +305,12 @@ impl Display {
                     }
                     screen.recent.push_back(text.to_string());
                 }
-                let _ = m.println(text);
+                // Nothing the terminal would wrap: it would break a value at
+                // column 0, and the live area's rows would be miscounted.
+                // One row at a time, so indicatif counts each.
+                for row in hang(text, self.feed_width(), 4).lines() {
+                    let _ = m.println(row);
+                }
             }
             None => {
                 let _ = writeln!(std::io::stderr(), "{text}");
@@ -259,5 +330,20 @@ impl Display {
         for bar in &self.bars {
             bar.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_streams_are_summed_up_in_one_line() {
+        assert!(!sums_up(2, Some(24)));
+        assert!(!sums_up(8, Some(24)));
+        assert!(sums_up(9, Some(24)));
+        assert!(!sums_up(12, Some(40)));
+        assert!(sums_up(14, Some(40)));
+        assert!(!sums_up(1, Some(2)));
     }
 }

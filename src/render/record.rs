@@ -21,12 +21,64 @@ pub struct FeedItem {
     pub fields: Vec<Field>,
 }
 
-/// Feed lines fit this many columns.
+/// Feed lines fit this many columns where there is no terminal to fit.
 pub const FEED_WIDTH: usize = 120;
 
+/// Where the lines below a feed line's head start: under its type.
+pub const FEED_INDENT: usize = 9;
+
+/// `text` with every line longer than `width` broken into pieces of at most
+/// `width` columns, each piece after the first indented by `indent` (a
+/// hanging indent), so a terminal never wraps a line in the middle of a value
+/// at column 0. Breaks at a space when one is near the end, else anywhere.
+pub fn hang(text: &str, width: usize, indent: usize) -> String {
+    let width = width.max(indent + 10);
+    let mut lines: Vec<String> = Vec::new();
+    for line in text.split('\n') {
+        let mut rest: Vec<char> = line.chars().collect();
+        let mut lead = 0;
+        loop {
+            let room = width - lead;
+            if rest.len() <= room {
+                lines.push(format!(
+                    "{}{}",
+                    " ".repeat(lead),
+                    rest.iter().collect::<String>()
+                ));
+                break;
+            }
+            // A space in the last quarter of the room breaks more kindly.
+            let cut = (room * 3 / 4..room)
+                .rev()
+                .find(|&i| rest[i] == ' ')
+                .map_or(room, |i| i + 1);
+            let piece: String = rest[..cut].iter().collect();
+            lines.push(format!("{}{}", " ".repeat(lead), piece.trim_end()));
+            rest.drain(..cut);
+            while rest.first() == Some(&' ') {
+                rest.remove(0);
+            }
+            lead = indent;
+        }
+    }
+    lines.join("\n")
+}
+
 impl FeedItem {
-    /// `12:04:31 MODIFIED deployment/frontend -n shop  spec.replicas: 1 -> 3  (kubectl-scale)`
+    /// `12:04:31 MODIFIED deployment/frontend -n shop  spec.replicas: 1 -> 3  (kubectl-scale)`,
+    /// within [`FEED_WIDTH`].
     pub fn line(&self) -> String {
+        self.line_within(FEED_WIDTH)
+    }
+
+    /// [`FeedItem::line`] within `width` columns (a terminal's): the fields
+    /// below the head when they do not fit beside it, and any line still too
+    /// long broken with a hanging indent ([`hang`]).
+    pub fn line_within(&self, width: usize) -> String {
+        hang(&self.unbroken(width), width, FEED_INDENT)
+    }
+
+    fn unbroken(&self, width: usize) -> String {
         let who = if self.namespace.is_empty() {
             format!("{}/{}", self.kind.to_ascii_lowercase(), self.name)
         } else {
@@ -41,8 +93,8 @@ impl FeedItem {
         if self.fields.is_empty() {
             return head;
         }
-        let room = FEED_WIDTH.saturating_sub(head.chars().count() + 2);
-        match fields_after(&self.fields, room, 9, Some(FEED_WIDTH)) {
+        let room = width.saturating_sub(head.chars().count() + 2);
+        match fields_after(&self.fields, room, FEED_INDENT, Some(width)) {
             below if below.starts_with('\n') => format!("{head}{below}"),
             inline => format!("{head}  {inline}"),
         }
@@ -169,6 +221,31 @@ pub fn summary(summary: &RecordSummary, path: &std::path::Path) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_long_line_hangs_under_its_head_and_never_exceeds_the_width() {
+        let line = format!(
+            "10:00:00 MODIFIED configmap/x -n shop  data.k: {} -> b",
+            "a".repeat(90)
+        );
+        let hung = hang(&line, 60, FEED_INDENT);
+        for (i, l) in hung.lines().enumerate() {
+            assert!(l.chars().count() <= 60, "{hung}");
+            if i > 0 {
+                assert!(
+                    l.starts_with("         ") && !l[9..].starts_with(' '),
+                    "{hung}"
+                );
+            }
+        }
+        assert_eq!(
+            hung.replace(&format!("\n{}", " ".repeat(9)), "")
+                .replace(' ', ""),
+            line.replace(' ', "")
+        );
+        assert_eq!(hang("short", 60, 9), "short");
+    }
+
     use super::*;
     use crate::diff::{FieldChange, parse_path};
     use serde_json::json;
