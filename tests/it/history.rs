@@ -969,6 +969,46 @@ fn a_forbidden_resource_leaves_namespace_wide_answers_incomplete_until_narrowed(
     );
 }
 
+/// A custom resource's table has its CRD's additionalPrinterColumns, as the
+/// CRD was recorded.
+#[test]
+fn get_a_custom_type_uses_the_recorded_crds_printer_columns() {
+    let env = Env::shop();
+    env.sim
+        .create(json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {
+                "group": "example.com",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                "scope": "Namespaced",
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                    "additionalPrinterColumns": [
+                        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+                        {"name": "Color", "type": "string", "jsonPath": ".spec.color"}]}]
+            }
+        }))
+        .unwrap();
+    env.sim
+        .create(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w1", "namespace": "shop"}, "spec": {"size": 3, "color": "teal"}}))
+        .unwrap();
+    let rec = env.start_recorder(&["widgets.example.com", "customresourcedefinitions"]);
+    env.wait_baselines(1);
+    assert_eq!(rec.stop().code, Some(0));
+    let out = env.run(&["get", "widgets", "--at", "now"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let lines: Vec<Vec<&str>> = out
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(lines[0], ["NAME", "SIZE", "COLOR", "AGE"], "{}", out.stdout);
+    assert_eq!(&lines[1][..3], ["w1", "3", "teal"], "{}", out.stdout);
+}
+
 /// `log -f` follows the journal beside a recorder, with no cluster access:
 /// changes as they are recorded, each once, and a gap as it opens.
 #[test]
