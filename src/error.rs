@@ -231,7 +231,7 @@ impl From<ClusterError> for CliError {
     fn from(e: ClusterError) -> CliError {
         if let ClusterError::CredentialPlugin { user, command, .. } = &e {
             let hint = format!(
-                "run it by hand to see why: `{command}` (users[name={user}].user.exec in the kubeconfig); log in again if its session expired"
+                "run it by hand to see why: {command} (the exec of user {user} in the kubeconfig); log in again if its session expired"
             );
             return CliError::runtime(e.to_string()).hint(hint).caused_by(e);
         }

@@ -255,7 +255,7 @@ fn a_failing_credential_plugin_says_why_in_one_line_and_how_to_run_it() {
     assert_eq!(out.stderr.matches("error:").count(), 2, "{}", out.stderr);
     assert!(
         out.stderr.contains(&format!(
-            "hint: run it by hand to see why: `{} --profile prod` (users[name={user}].user.exec",
+            "hint: run it by hand to see why: {} --profile prod (the exec of user {user} in the kubeconfig)",
             script.display()
         )),
         "{}",

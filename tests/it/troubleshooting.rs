@@ -211,6 +211,7 @@ cases! {
     certificate_for_another_name => "the API server at https://<host>:<port> presented a certificate that is not valid for this server's name",
     expired_certificate => "the API server at https://<host>:<port> presented a certificate that has expired",
     rejected_credentials => "the API server at https://<host>:<port> rejected the credentials",
+    failing_credential_plugin => "the credential plugin of kubeconfig user \"sso-user\" failed",
     unknown_resource => "the server doesn't have a resource type",
     secrets_without_include_secrets => "refusing to record secrets without --include-secrets",
     every_stream_refused => "the server refused every stream (6 of 6)",
@@ -239,6 +240,7 @@ cases! {
     apply_into_the_source => "refusing to apply a plan into its own source namespace",
     target_gone_during_apply => "cannot reach the target at https://<host>:<port>:",
     apply_conflict => "plan <id> was not fully applied",
+    dry_run_failed => "the dry run of plan <id> failed",
     browse_nothing_recorded => "nothing recorded in namespace \"elsewhere\" of cluster kind-shop",
     browse_without_a_terminal => "browse needs a terminal",
     import_not_a_segment => "<path> is not a krply segment",
@@ -540,6 +542,41 @@ fn rejected_credentials() -> Output {
         )
         .unwrap();
     env.run(&["record", "cm", "--kubeconfig", path_str(&wrong)])
+}
+
+fn failing_credential_plugin() -> Output {
+    let env = Env::new(SimConfig {
+        seed: Seed::Shop,
+        tls: true,
+        token: Some("s3cret-token".into()),
+        ..SimConfig::default()
+    });
+    let script = env.dir.path().join("get-token");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho 'error: could not get token: SSO session expired' >&2\nexit 1\n",
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let base = env.dir.path().join("base-kubeconfig");
+    env.sim
+        .write_kubeconfig(&base, &KubeconfigOptions::default())
+        .unwrap();
+    let mut kc: Value = serde_saphyr::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
+    kc["users"][0]["name"] = json!("sso-user");
+    kc["users"][0]["user"] = json!({"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "command": path_str(&script),
+        "args": ["--profile", "prod"],
+        "interactiveMode": "Never"}});
+    kc["contexts"][0]["context"]["user"] = json!("sso-user");
+    let sso = env.dir.path().join("sso-kubeconfig");
+    std::fs::write(&sso, serde_json::to_string(&kc).unwrap()).unwrap();
+    env.run(&["record", "cm", "--kubeconfig", path_str(&sso)])
 }
 
 fn unknown_resource() -> Output {
@@ -903,6 +940,35 @@ fn target_gone_during_apply() -> Output {
         std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err()
     });
     env.run(&["replay", "apply", &id, "--confirm"])
+}
+
+fn dry_run_failed() -> Output {
+    let (env, at) = recorded();
+    // shop-copy exists, and helm owns a value the plan sets otherwise there.
+    env.sim
+        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop-copy"}}))
+        .unwrap();
+    env.sim
+        .apply(
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "feature-flags", "namespace": "shop-copy"},
+                   "data": {"ads.enabled": "true"}}),
+            "helm",
+            false,
+            false,
+        )
+        .unwrap();
+    env.run(&[
+        "replay",
+        "plan",
+        "cm",
+        "--to-namespace",
+        "shop-copy",
+        "--at",
+        &at,
+        "-o",
+        "json",
+    ])
 }
 
 fn apply_conflict() -> Output {
