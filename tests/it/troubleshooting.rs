@@ -942,9 +942,9 @@ fn target_gone_during_apply() -> Output {
     env.run(&["replay", "apply", &id, "--confirm"])
 }
 
-fn dry_run_failed() -> Output {
-    let (env, at) = recorded();
-    // shop-copy exists, and helm owns a value the plan sets otherwise there.
+/// shop-copy exists, and helm owns a value there that a plan of shop's
+/// ConfigMaps sets otherwise.
+fn helm_owns_feature_flags_in_shop_copy(env: &Env) {
     env.sim
         .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop-copy"}}))
         .unwrap();
@@ -958,6 +958,11 @@ fn dry_run_failed() -> Output {
             false,
         )
         .unwrap();
+}
+
+fn dry_run_failed() -> Output {
+    let (env, at) = recorded();
+    helm_owns_feature_flags_in_shop_copy(&env);
     env.run(&[
         "replay",
         "plan",
@@ -976,19 +981,7 @@ fn apply_conflict() -> Output {
     // Planned while shop-copy does not exist: its objects are checked at apply.
     let id = dry_run_ok_plan(&env, path_str(&env.kubeconfig), &at, &["cm"]);
     // Meanwhile helm made shop-copy and owns a value the plan sets otherwise.
-    env.sim
-        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop-copy"}}))
-        .unwrap();
-    env.sim
-        .apply(
-            json!({"apiVersion": "v1", "kind": "ConfigMap",
-                   "metadata": {"name": "feature-flags", "namespace": "shop-copy"},
-                   "data": {"ads.enabled": "true"}}),
-            "helm",
-            false,
-            false,
-        )
-        .unwrap();
+    helm_owns_feature_flags_in_shop_copy(&env);
     let out = env.run(&["replay", "apply", &id, "--confirm"]);
     assert!(out.stdout.contains("conflict"), "{out:?}");
     out
