@@ -180,7 +180,7 @@ impl TimeArg {
         let saved = journal.snapshots(cluster)?;
         let found = saved_time(&self.0, &saved).map_err(|hint| CliError::from(err).hint(hint))?;
         eprintln!(
-            "note: {:?} is the snapshot saved of {}",
+            "note: {:?} is the saved snapshot of {}",
             self.0,
             crate::time::Millis::from_ms(found)
         );

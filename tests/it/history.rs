@@ -714,7 +714,7 @@ fn snapshot_completeness_flips_inside_a_gap_and_saves_by_name() {
         assert!(
             named
                 .stderr
-                .contains("\"before-image\" is the snapshot saved of"),
+                .contains("\"before-image\" is the saved snapshot of"),
             "{}",
             named.stderr
         );
