@@ -230,6 +230,10 @@ pub fn questions(
         answers.push(log(play, oracle, store, ns, since, until, findings));
         browse(play, store, ns, since, until, findings);
     }
+    if let Some(&(since, until)) = windows.first() {
+        // No random draw: the questions above stay the ones a seed always asked.
+        never_seen(play, store, since, until, findings);
+    }
     if !keys.is_empty() {
         let key = keys[rng.below(keys.len())].clone();
         answers.push(timeline(play, oracle, store, &key, findings));
@@ -780,6 +784,42 @@ fn timeline(play: &Play, oracle: &Oracle<'_>, store: &Path, key: &Key, f: &mut F
         }
     }
     answer
+}
+
+/// A namespace no history writes or records (a typo of one that is): under
+/// every recording, including streams of every namespace, the answer is
+/// never a complete "no changes" (docs/output.md).
+fn never_seen(play: &Play, store: &Path, since: i64, until: i64, f: &mut Findings) {
+    f.questions += 1;
+    let args: Vec<String> = vec![
+        "diff".into(),
+        "-n".into(),
+        "shpo".into(),
+        "--since".into(),
+        Millis::from_ms(since).to_string(),
+        "--until".into(),
+        Millis::from_ms(until).to_string(),
+        "-o".into(),
+        "json".into(),
+    ];
+    let q = args.join(" ");
+    let (code, json, stderr) = ask(play, store, &args);
+    match (code, json) {
+        (Some(0), Some(v)) => {
+            if v["complete"] != false {
+                f.wrong(&q, "a namespace never seen is answered complete".into());
+            }
+            if v["objects"].as_array().is_some_and(|o| !o.is_empty()) {
+                f.wrong(
+                    &q,
+                    format!("changes in a namespace never seen: {}", v["objects"]),
+                );
+            }
+        }
+        // No journal, or one with nothing recorded yet.
+        (Some(1), _) if stderr.contains("journal") => {}
+        (code, _) => f.wrong(&q, format!("no answer ({code:?}): {stderr}")),
+    }
 }
 
 fn diff(
