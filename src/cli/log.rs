@@ -175,7 +175,10 @@ fn follow(global: &GlobalArgs, args: &LogArgs, format: Format) -> CliResult {
         std::collections::HashMap::new();
     let mut day = String::new();
     loop {
+        // A clock set back (NTP) must not end the follow: the window then
+        // starts a millisecond before now.
         let now = Millis::now();
+        since = Millis::from_ms(since.as_ms().min(now.as_ms() - 1));
         let window = crate::time::TimeWindow::new(since, now)?;
         let history = reader.history()?;
         let (scope, names) = answer::scope(&reader, &history, &args.window.targets)?;
