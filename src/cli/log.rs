@@ -197,27 +197,21 @@ fn follow(global: &GlobalArgs, args: &LogArgs, format: Format) -> CliResult {
             let key = (e.stream.clone(), e.seq, e.kind.as_str(), at);
             printed.insert(key, e.observed_at).is_none()
         });
-        let mut out = String::new();
-        for e in &result.entries {
-            if format == Format::Json {
-                out.push_str(&serde_json::to_string(&entry_out(e)).unwrap_or_default());
-                out.push('\n');
-                continue;
-            }
-            let one = crate::history::log::LogAnswer {
-                entries: vec![e.clone()],
-                completeness: Default::default(),
-            };
-            let text = crate::render::log::text(&one, reader.namespace.is_none(), width, paint);
-            // The date line only where the date changes, as in one log.
-            let (date, rest) = text.split_once('\n').unwrap_or((text.as_str(), ""));
-            if date != day {
-                out.push_str(date);
-                out.push('\n');
-                day = date.to_string();
-            }
-            out.push_str(rest);
-        }
+        let out = if format == Format::Json {
+            result
+                .entries
+                .iter()
+                .map(|e| serde_json::to_string(&entry_out(e)).unwrap_or_default() + "\n")
+                .collect()
+        } else {
+            crate::render::log::entries(
+                &result.entries,
+                &mut day,
+                reader.namespace.is_none(),
+                width,
+                paint,
+            )
+        };
         if !out.is_empty() {
             super::out(&out)?;
         }

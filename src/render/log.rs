@@ -31,14 +31,32 @@ pub fn text(
                 .into()
         };
     }
+    entries(
+        &result.entries,
+        &mut String::new(),
+        all_namespaces,
+        width,
+        paint,
+    )
+}
+
+/// The lines of `entries`, with a date line where the date differs from
+/// `day` (the date of the line before; updated): what `text` prints, and
+/// what `log -f` prints look after look.
+pub fn entries(
+    entries: &[LogEntry],
+    day: &mut String,
+    all_namespaces: bool,
+    width: Option<usize>,
+    paint: Paint,
+) -> String {
     let mut out = String::new();
-    let mut day = String::new();
-    for e in &result.entries {
+    for e in entries {
         let (date, clock) = clock(e.observed_at);
-        if date != day {
+        if date != *day {
             let zone = crate::render::clock::clock().zone(e.observed_at);
             out.push_str(&paint.dim(&format!("{date} ({zone})\n")));
-            day = date;
+            *day = date;
         }
         out.push_str(&line(e, &clock, all_namespaces, width, paint));
         out.push('\n');
