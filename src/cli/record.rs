@@ -40,6 +40,11 @@ pub struct RecordArgs {
     /// Do not ask the server for watch bookmarks
     #[arg(long)]
     pub no_bookmarks: bool,
+    /// How long each watch asks the server to stay open (timeoutSeconds, at
+    /// least 1s; default 4m50s). A watch silent a tenth longer is taken for a
+    /// dead connection: shorten it behind a proxy that drops idle connections
+    #[arg(long, value_name = "DURATION")]
+    pub watch_timeout: Option<PositiveDuration>,
     /// Record Secrets too (values are stored only as SHA-256 digests)
     #[arg(long)]
     pub include_secrets: bool,
@@ -56,6 +61,17 @@ pub struct RecordArgs {
     pub output: Option<String>,
 }
 
+/// `--watch-timeout` in whole seconds, as `timeoutSeconds` takes it.
+fn watch_timeout_secs(d: std::time::Duration) -> Result<u32, CliError> {
+    match u32::try_from(d.as_secs()) {
+        Ok(secs) if secs >= 1 => Ok(secs),
+        _ => Err(CliError::usage(format!(
+            "--watch-timeout must be between 1s and {}",
+            crate::time::format_duration(std::time::Duration::from_secs(u64::from(u32::MAX)))
+        ))),
+    }
+}
+
 pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
     if global.output.is_some() || args.output.is_some() {
         return Err(CliError::usage("record does not take -o/--output"));
@@ -69,7 +85,10 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
     let duration = args.duration.map(|d| d.0);
     // The canonical form, as the server would print it.
     let selector = args.selector.as_ref().map(|s| s.parsed.to_string());
-    let opts = global.connect_options()?;
+    let mut opts = global.connect_options()?;
+    // A recorder lives for weeks: a request on a connection that died
+    // without closing must not hang it for ever (docs/consistency.md).
+    opts.request_timeout = opts.request_timeout.or(Some(recorder::REQUEST_TIMEOUT));
     let path = global.store_path()?;
     // From here on, Ctrl-C and SIGTERM stop cleanly, even during start-up.
     let mut stop_rx = stop_signal(duration);
@@ -173,6 +192,10 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
         stream: StreamOptions {
             bookmarks: !args.no_bookmarks,
             verbose: global.verbose > 0,
+            watch_timeout_secs: match args.watch_timeout {
+                Some(d) => watch_timeout_secs(d.0)?,
+                None => StreamOptions::default().watch_timeout_secs,
+            },
             ..StreamOptions::default()
         },
         mode,

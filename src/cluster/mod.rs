@@ -395,6 +395,23 @@ pub struct ClusterAccess {
     pub client: kube::Client,
     pub target: Target,
     pub request_timeout: Option<Duration>,
+    /// What the client was built from, to build another ([`ClusterAccess::fresh`]).
+    config: kube::Config,
+}
+
+impl ClusterAccess {
+    /// The same target through a client of its own, and so a connection
+    /// pool of its own. After a connection died without closing, the idle
+    /// ones in the pool may have too (a NAT that forgot them all), and each
+    /// would hold a request until its timeout.
+    pub fn fresh(&self) -> Result<ClusterAccess, ClusterError> {
+        let client = kube::Client::try_from(self.config.clone())
+            .map_err(|e| config_error(&self.target, &e))?;
+        Ok(ClusterAccess {
+            client,
+            ..self.clone()
+        })
+    }
 }
 
 /// The User-Agent krply sends, so audit logs say who called.
@@ -453,11 +470,12 @@ pub async fn connect(
     if opts.insecure_skip_tls_verify {
         config.accept_invalid_certs = true;
     }
-    let client = kube::Client::try_from(config).map_err(|e| config_error(target, &e))?;
+    let client = kube::Client::try_from(config.clone()).map_err(|e| config_error(target, &e))?;
     Ok(ClusterAccess {
         client,
         target: target.clone(),
         request_timeout: opts.request_timeout,
+        config,
     })
 }
 

@@ -183,6 +183,11 @@ pub struct RecordOptions {
 
 pub use crate::render::record::{RecordSummary, StreamSummary};
 
+/// How long the recorder waits for the answer to a request other than a
+/// watch (a page of a list, discovery) when `--request-timeout` does not
+/// say: a connection that died without closing never answers.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// What the latest list of a stream found that no watch saw, read back from
 /// the journal as `diff` and `log` would (a second, read-only connection).
 fn relist_findings(
@@ -330,6 +335,7 @@ fn spawn_streams(
             prior,
             stop: stop.clone(),
             pulse: pulse.clone(),
+            bookmarks_seen: false,
         };
         tasks.spawn(stream.run());
     }

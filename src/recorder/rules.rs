@@ -72,6 +72,14 @@ pub enum WatchEnd {
     /// The recorder was frozen from `from` to `to` (ms) since the last
     /// durable point: a gap from that point, and a relist.
     Frozen { from: i64, to: i64 },
+    /// No word from the server since `since` (ms), for longer than `limit`:
+    /// a connection that died without closing. What the server wrote since
+    /// then reaches no one, or reaches the stream late: a gap from `since`
+    /// (even where heartbeats claimed the time), and a relist.
+    Silent { since: i64, limit: Duration },
+    /// The server did not answer the watch request in time: retried from
+    /// the same resourceVersion, on new connections.
+    Unanswered(String),
     /// 403 or 404: the stream cannot be read at all for now.
     Unavailable { short: String, full: String },
     /// The stream could not be read (an event too large, or cut off): retried
@@ -270,11 +278,12 @@ impl Rules {
             },
             WatchEnd::Expired(reason) => self.expired(reason, now),
             WatchEnd::Frozen { from, to } => self.frozen(from, to),
+            WatchEnd::Silent { since, limit } => self.silent(since, limit),
             WatchEnd::Unavailable { short, full } => {
                 self.resume = None;
                 self.unavailable(&short, &full)
             }
-            WatchEnd::Unreadable(why) => self.retry(why, None, false),
+            WatchEnd::Unreadable(why) | WatchEnd::Unanswered(why) => self.retry(why, None, false),
             WatchEnd::Retry {
                 why,
                 retry_after,
@@ -338,6 +347,37 @@ impl Rules {
     /// The recorder was frozen: whatever the watch holds may have happened at
     /// any time since the last durable point, so that is where a gap starts.
     /// No backoff: the server did nothing wrong.
+    /// The watch went silent after `since`: a gap from then, or from the
+    /// last durable point if that is earlier, and a relist.
+    fn silent(&mut self, since: i64, limit: Duration) -> Decision {
+        let (start, start_rv) = match self.durable.clone() {
+            Some((at, rv)) => (at.min(since), Some(rv)),
+            None => (since, None),
+        };
+        let took = format_duration(limit);
+        self.gap_open = true;
+        self.resume = None;
+        Decision {
+            effects: vec![
+                gap(
+                    start,
+                    start_rv,
+                    format!(
+                        "no word from the server for {took} (a connection that died without closing)"
+                    ),
+                ),
+                notice(
+                    format!(
+                        "no word from the server for {took}: the connection is taken for dead; \
+                         gap recorded from its last word, relisting"
+                    ),
+                    true,
+                ),
+            ],
+            next: Next::Go,
+        }
+    }
+
     fn frozen(&mut self, from: i64, to: i64) -> Decision {
         let (start, start_rv) = self
             .durable
@@ -581,6 +621,47 @@ mod tests {
         r.listed(43_000, "20", 0);
         let d = r.watch_ended(WatchEnd::Expired("410".into()), "20", 44_000);
         assert_eq!(d.next, Next::Go);
+    }
+
+    #[test]
+    fn a_silent_watch_is_a_gap_from_its_last_word_even_over_heartbeats() {
+        let (mut r, _) = rules(None);
+        r.listed(1_000, "10", 0);
+        r.progress(2_000, "12");
+        // Heartbeats went on while the connection was dead.
+        r.progress(30_000, "12");
+        r.progress(60_000, "12");
+        let d = r.watch_ended(
+            WatchEnd::Silent {
+                since: 2_500,
+                limit: Duration::from_secs(120),
+            },
+            "12",
+            122_500,
+        );
+        assert_eq!(
+            gaps(&d),
+            vec![(
+                2_500,
+                Some("12".into()),
+                "no word from the server for 2m (a connection that died without closing)".into()
+            )]
+        );
+        assert_eq!(d.next, Next::Go);
+        assert_eq!(r.next(), Step::List);
+        // Silent before anything was durable: the gap starts where the
+        // durable point is, if that is earlier than the last word.
+        let (mut r, _) = rules(None);
+        r.listed(1_000, "10", 0);
+        let d = r.watch_ended(
+            WatchEnd::Silent {
+                since: 5_000,
+                limit: Duration::from_secs(7),
+            },
+            "10",
+            12_000,
+        );
+        assert_eq!(gaps(&d)[0].0, 1_000);
     }
 
     #[test]

@@ -65,6 +65,30 @@ impl Default for StreamOptions {
     }
 }
 
+/// How often kube-apiserver's watch cache sends a bookmark to a watch that
+/// asked for them: about once a minute (docs/consistency.md, "A silent
+/// watch").
+pub const BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
+/// How many bookmark intervals without a word make a watch that has had
+/// bookmarks silent.
+pub const SILENT_BOOKMARK_INTERVALS: u32 = 2;
+
+/// How long a watch may go without a word (an event, a bookmark, or its
+/// end) before it is taken for a connection that died without closing.
+/// The server ends every watch after `timeout` (`timeoutSeconds`), so
+/// silence past it by a tenth (at least 2 s) is never a quiet watch; a
+/// stream whose server sends bookmarks hears from it every
+/// [`BOOKMARK_INTERVAL`], so [`SILENT_BOOKMARK_INTERVALS`] of them is
+/// enough.
+pub fn silence_limit(timeout: Duration, bookmarks_seen: bool) -> Duration {
+    let closed_by = timeout + (timeout / 10).max(Duration::from_secs(2));
+    if bookmarks_seen {
+        closed_by.min(BOOKMARK_INTERVAL * SILENT_BOOKMARK_INTERVALS)
+    } else {
+        closed_by
+    }
+}
+
 /// Live counters of one stream.
 #[derive(Debug, Clone)]
 pub struct StreamStatus {
@@ -100,6 +124,9 @@ pub struct Stream {
     pub stop: watch::Receiver<bool>,
     /// The recorder's pulse: whether it was frozen ([`super::pulse`]).
     pub pulse: Arc<super::pulse::Pulse>,
+    /// The server sent this stream a bookmark: its silence limit is
+    /// counted in bookmark intervals ([`silence_limit`]).
+    pub bookmarks_seen: bool,
 }
 
 /// How a stream task ended.
@@ -118,6 +145,8 @@ struct WatchCursor {
     got_data: bool,
     /// Something was journaled since the last heartbeat tick.
     wrote_since_tick: bool,
+    /// The last line was a bookmark.
+    bookmark: bool,
 }
 
 enum ListEnd {
@@ -188,6 +217,16 @@ impl Stream {
         Some(WatchEnd::Frozen { from, to })
     }
 
+    /// Leaves the connections of the client so far for new ones: after a
+    /// request or watch that got no answer, the idle connections may be as
+    /// dead as its own.
+    fn fresh_connections(&mut self) {
+        match self.access.fresh() {
+            Ok(access) => self.access = access,
+            Err(e) => self.notice(format!("cannot build a new client: {e}"), true),
+        }
+    }
+
     async fn send(&self, op: Op) -> Result<()> {
         self.writer.send(op).await
     }
@@ -225,11 +264,20 @@ impl Stream {
                     match self.list().await? {
                         ListEnd::Stop => return Ok(()),
                         ListEnd::Done { rv, items, at } => rules.listed(at, &rv, items),
-                        ListEnd::Failed(e) => rules.list_failed(&e, &short(&e)),
+                        ListEnd::Failed(e) => {
+                            if matches!(e, ApiError::Timeout(_)) {
+                                self.fresh_connections();
+                            }
+                            rules.list_failed(&e, &short(&e))
+                        }
                     }
                 }
                 Step::Watch(rv) => {
-                    let end = match self.watch(&rv, &mut rules).await? {
+                    let end = self.watch(&rv, &mut rules).await?;
+                    if matches!(end, WatchEnd::Silent { .. } | WatchEnd::Unanswered(_)) {
+                        self.fresh_connections();
+                    }
+                    let end = match end {
                         // Stopped right after a freeze: complete only up to
                         // before it, so no stop checkpoint claims more.
                         WatchEnd::Stop if self.frozen(&rules).is_some() => {
@@ -414,10 +462,22 @@ impl Stream {
             self.opts.bookmarks,
             self.opts.watch_timeout_secs,
         );
+        // A connection that died without closing (a pooled one, say) never
+        // answers: the watch must, within the time a silent one gets.
+        let answer_within = silence_limit(
+            Duration::from_secs(u64::from(self.opts.watch_timeout_secs)),
+            self.bookmarks_seen,
+        );
         let mut body = tokio::select! {
-            r = opened => match r {
-                Ok(b) => b,
-                Err(e) => return Ok(classify_watch_error(e, false)),
+            r = tokio::time::timeout(answer_within, opened) => match r {
+                Ok(Ok(b)) => b,
+                Ok(Err(e)) => return Ok(classify_watch_error(e, false)),
+                Err(_) => {
+                    return Ok(WatchEnd::Unanswered(format!(
+                        "no answer to the watch in {}",
+                        format_duration(answer_within)
+                    )));
+                }
             },
             _ = self.stop.changed() => return Ok(WatchEnd::StopUnconfirmed),
         };
@@ -433,15 +493,20 @@ impl Stream {
             rv: rv.to_string(),
             got_data: false,
             wrote_since_tick: false,
+            bookmark: false,
         };
         let mut heartbeat = tokio::time::interval(self.opts.heartbeat);
         heartbeat.tick().await;
-        // The server ends a watch after `timeoutSeconds`; silence well past
-        // that means a dead connection that never closed. Heartbeats must not
-        // go on claiming coverage over it: reconnect from the same point.
-        let silence_limit = Duration::from_secs(u64::from(self.opts.watch_timeout_secs) + 30);
+        // A connection can die without closing (a NAT or proxy that stopped
+        // forwarding, a peer gone from the network): the watch then goes
+        // silent, and heartbeats would go on claiming time nobody watched.
+        // The last word from the server (its answer to the watch, then
+        // every line) is the last moment the watch is known alive.
+        let timeout = Duration::from_secs(u64::from(self.opts.watch_timeout_secs));
         let mut last_line = tokio::time::Instant::now();
+        let mut last_word = Millis::now().as_ms();
         loop {
+            let silence_limit = silence_limit(timeout, self.bookmarks_seen);
             // Lines already received are handled without a trip through select!
             // (the fast path under load); the stop flag is still honoured.
             let buffered = if self.stopped() {
@@ -455,10 +520,13 @@ impl Stream {
                 tokio::select! {
                     line = body.next_line() => line,
                     _ = tokio::time::sleep_until(last_line + silence_limit) => {
-                        return Ok(WatchEnd::Retry {
-                            why: format!("no word from the server for {}s", silence_limit.as_secs()),
-                            retry_after: None,
-                            healthy: false,
+                        // Thawed after a freeze, the freeze is what to answer for.
+                        if let Some(frozen) = self.frozen(rules) {
+                            return Ok(frozen);
+                        }
+                        return Ok(WatchEnd::Silent {
+                            since: last_word,
+                            limit: silence_limit,
                         });
                     }
                     _ = heartbeat.tick() => {
@@ -483,6 +551,7 @@ impl Stream {
                 }
             };
             last_line = tokio::time::Instant::now();
+            last_word = Millis::now().as_ms();
             let healthy = cursor.got_data || started.elapsed() >= Duration::from_secs(10);
             let line = match line {
                 Ok(Some(line)) => line,
@@ -505,7 +574,9 @@ impl Stream {
             if let Some(frozen) = self.frozen(rules) {
                 return Ok(frozen);
             }
-            if let Some(end) = self.journal_line(&line, &mut cursor, rules).await? {
+            let end = self.journal_line(&line, &mut cursor, rules).await?;
+            self.bookmarks_seen |= cursor.bookmark;
+            if let Some(end) = end {
                 return Ok(end);
             }
         }
@@ -519,6 +590,7 @@ impl Stream {
         cursor: &mut WatchCursor,
         rules: &mut Rules,
     ) -> Result<Option<WatchEnd>> {
+        cursor.bookmark = false;
         match wire::decode_line(line) {
             Ok(WireEvent::Object {
                 watch_type,
@@ -552,6 +624,7 @@ impl Stream {
             }
             Ok(WireEvent::Bookmark { resource_version }) => {
                 cursor.got_data = true;
+                cursor.bookmark = true;
                 let at = Millis::now().as_ms();
                 cursor.rv = resource_version;
                 self.send(Op::Checkpoint {
@@ -663,6 +736,19 @@ pub fn short(e: &ApiError) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_watch_is_silent_past_its_timeout_or_two_bookmark_intervals() {
+        let limit = |secs, seen| silence_limit(Duration::from_secs(secs), seen).as_secs();
+        // The server closes a watch at its timeout: a tenth more is silence.
+        assert_eq!(limit(290, false), 319);
+        // At least 2 s more, however short the timeout.
+        assert_eq!(limit(5, false), 7);
+        // A server that sends bookmarks is heard from every minute.
+        assert_eq!(limit(290, true), 120);
+        assert_eq!(limit(5, true), 7);
+    }
+
     use super::*;
 
     #[test]

@@ -16,6 +16,7 @@ mod answers;
 mod audit;
 mod errors;
 mod gone;
+mod lasting;
 mod parity;
 pub(crate) mod proxy;
 mod rbac;

@@ -1,6 +1,8 @@
 //! A TCP proxy on 127.0.0.1 between the recorder and the real API server,
 //! that can cut every connection and hold new ones until released: how a test
-//! drops the recorder's watches (a network blip) without touching the server.
+//! drops the recorder's watches (a network blip) without touching the server,
+//! or stalls them: stops forwarding without closing, as a NAT or proxy that
+//! forgot a connection does.
 //! TLS passes through untouched; the server's certificate names 127.0.0.1.
 
 use std::io::{Read, Write};
@@ -20,6 +22,9 @@ struct State {
     accepted: u64,
     /// Connections accepted while held, waiting for release.
     waiting: u64,
+    /// Connections numbered up to this one forward nothing more, and stay
+    /// open (bounded by [`HOLD_LIMIT`]).
+    stalled_upto: u64,
 }
 
 pub struct Proxy {
@@ -75,6 +80,14 @@ impl Proxy {
         cv.notify_all();
     }
 
+    /// Stops forwarding on every connection open now, without closing any;
+    /// new connections are forwarded.
+    pub fn stall(&self) {
+        let (lock, _) = &*self.state;
+        let mut s = lock.lock().unwrap();
+        s.stalled_upto = s.accepted;
+    }
+
     /// Connections accepted so far.
     pub fn accepted(&self) -> u64 {
         self.state.0.lock().unwrap().accepted
@@ -98,9 +111,10 @@ impl Drop for Proxy {
 
 fn forward(client: TcpStream, upstream: SocketAddr, state: &(Mutex<State>, Condvar)) {
     let (lock, cv) = state;
-    {
+    let id = {
         let mut s = lock.lock().unwrap();
         s.accepted += 1;
+        let id = s.accepted;
         let started = Instant::now();
         if !s.open {
             s.waiting += 1;
@@ -112,7 +126,8 @@ fn forward(client: TcpStream, upstream: SocketAddr, state: &(Mutex<State>, Condv
                 return;
             }
         }
-    }
+        id
+    };
     let Ok(server) = TcpStream::connect(upstream) else {
         return;
     };
@@ -127,18 +142,31 @@ fn forward(client: TcpStream, upstream: SocketAddr, state: &(Mutex<State>, Condv
     let (Ok(c2), Ok(s2)) = (client.try_clone(), server.try_clone()) else {
         return;
     };
-    let up = std::thread::spawn(move || pipe(c2, s2));
-    pipe(server, client);
-    let _ = up.join();
+    std::thread::scope(|scope| {
+        scope.spawn(|| pipe(c2, s2, id, state));
+        pipe(server, client, id, state);
+    });
 }
 
-/// Copies until either side closes, then closes both.
-fn pipe(mut from: TcpStream, mut to: TcpStream) {
+/// Copies until either side closes, then closes both. A stalled connection
+/// holds what it read, forwards nothing and stays open, until the proxy is
+/// dropped or [`HOLD_LIMIT`] passes.
+fn pipe(mut from: TcpStream, mut to: TcpStream, id: u64, state: &(Mutex<State>, Condvar)) {
+    let (lock, cv) = state;
     let mut buf = [0u8; 16 * 1024];
     loop {
         match from.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => {
+                let mut s = lock.lock().unwrap();
+                if id <= s.stalled_upto {
+                    let started = Instant::now();
+                    while id <= s.stalled_upto && s.open && started.elapsed() < HOLD_LIMIT {
+                        s = cv.wait_timeout(s, Duration::from_millis(200)).unwrap().0;
+                    }
+                    break;
+                }
+                drop(s);
                 if to.write_all(&buf[..n]).is_err() {
                     break;
                 }
