@@ -336,6 +336,8 @@ fn spawn_streams(
             stop: stop.clone(),
             pulse: pulse.clone(),
             bookmarks_seen: false,
+            last_word: None,
+            last_failure: None,
         };
         tasks.spawn(stream.run());
     }

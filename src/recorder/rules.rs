@@ -77,6 +77,15 @@ pub enum WatchEnd {
     /// then reaches no one, or reaches the stream late: a gap from `since`
     /// (even where heartbeats claimed the time), and a relist.
     Silent { since: i64, limit: Duration },
+    /// A watch answered `away` after the server's last word to the stream
+    /// (`since`, ms), more than the late limit: what it replays now
+    /// happened at any time since, so a gap from then, and a relist.
+    /// `why`: the failure that kept it away, if any.
+    Late {
+        since: i64,
+        away: Duration,
+        why: Option<String>,
+    },
     /// The server did not answer the watch request in time: retried from
     /// the same resourceVersion, on new connections.
     Unanswered(String),
@@ -278,7 +287,29 @@ impl Rules {
             },
             WatchEnd::Expired(reason) => self.expired(reason, now),
             WatchEnd::Frozen { from, to } => self.frozen(from, to),
-            WatchEnd::Silent { since, limit } => self.silent(since, limit),
+            WatchEnd::Silent { since, limit } => {
+                let took = format_duration(limit);
+                self.undatable(
+                    since,
+                    format!("no word from the server for {took} (a connection that died without closing)"),
+                    format!(
+                        "no word from the server for {took}: the connection is taken for dead; \
+                         gap recorded from its last word, relisting"
+                    ),
+                )
+            }
+            WatchEnd::Late { since, away, why } => {
+                let took = format_duration(away);
+                let why = why.map(|w| format!(": {w}")).unwrap_or_default();
+                self.undatable(
+                    since,
+                    format!("not connected for {took}{why}"),
+                    format!(
+                        "back after {took} without a word from the server: what it missed cannot \
+                         be dated; gap recorded, relisting"
+                    ),
+                )
+            }
             WatchEnd::Unavailable { short, full } => {
                 self.resume = None;
                 self.unavailable(&short, &full)
@@ -347,33 +378,18 @@ impl Rules {
     /// The recorder was frozen: whatever the watch holds may have happened at
     /// any time since the last durable point, so that is where a gap starts.
     /// No backoff: the server did nothing wrong.
-    /// The watch went silent after `since`: a gap from then, or from the
-    /// last durable point if that is earlier, and a relist.
-    fn silent(&mut self, since: i64, limit: Duration) -> Decision {
+    /// What the server said after `since` (ms) cannot be dated: a gap
+    /// from then, or from the last durable point if that is earlier, with
+    /// `reason`, and a relist.
+    fn undatable(&mut self, since: i64, reason: String, say: String) -> Decision {
         let (start, start_rv) = match self.durable.clone() {
             Some((at, rv)) => (at.min(since), Some(rv)),
             None => (since, None),
         };
-        let took = format_duration(limit);
         self.gap_open = true;
         self.resume = None;
         Decision {
-            effects: vec![
-                gap(
-                    start,
-                    start_rv,
-                    format!(
-                        "no word from the server for {took} (a connection that died without closing)"
-                    ),
-                ),
-                notice(
-                    format!(
-                        "no word from the server for {took}: the connection is taken for dead; \
-                         gap recorded from its last word, relisting"
-                    ),
-                    true,
-                ),
-            ],
+            effects: vec![gap(start, start_rv, reason), notice(say, true)],
             next: Next::Go,
         }
     }
@@ -662,6 +678,31 @@ mod tests {
             12_000,
         );
         assert_eq!(gaps(&d)[0].0, 1_000);
+    }
+
+    #[test]
+    fn a_watch_back_late_is_a_gap_from_the_last_word_with_what_kept_it_away() {
+        let (mut r, _) = rules(None);
+        r.listed(1_000, "10", 0);
+        r.progress(2_000, "12");
+        let d = r.watch_ended(
+            WatchEnd::Late {
+                since: 2_400,
+                away: Duration::from_secs(12),
+                why: Some("connection refused".into()),
+            },
+            "12",
+            14_400,
+        );
+        assert_eq!(
+            gaps(&d),
+            vec![(
+                2_000,
+                Some("12".into()),
+                "not connected for 12s: connection refused".into()
+            )]
+        );
+        assert_eq!(r.next(), Step::List);
     }
 
     #[test]

@@ -46,6 +46,10 @@ pub struct StreamOptions {
     pub verbose: bool,
     /// How long without a beat of the recorder's pulse is a freeze (ms).
     pub freeze_limit_ms: i64,
+    /// How long a stream may go without a word from the server and still
+    /// resume its watch (ms): what the watch replays is stamped up to this
+    /// late. Longer, it is a gap and a relist.
+    pub late_limit_ms: i64,
 }
 
 impl Default for StreamOptions {
@@ -61,9 +65,19 @@ impl Default for StreamOptions {
             list_restarts: 5,
             verbose: false,
             freeze_limit_ms: super::pulse::FREEZE_LIMIT_MS,
+            late_limit_ms: LATE_LIMIT_MS,
         }
     }
 }
+
+/// How long a stream may be away from the server (reconnecting with
+/// backoff, throttled, the server restarting) and still resume its watch
+/// from where it was (ms): what the server replays then is stamped at most
+/// this late. Away longer, it is a gap and a relist (docs/consistency.md,
+/// "Reconnects"). Long enough for a few quick retries and a server's
+/// restart, short enough that a relist is rare: relisting on every
+/// throttled request would load a server that asked for less.
+pub const LATE_LIMIT_MS: i64 = 10_000;
 
 /// How often kube-apiserver's watch cache sends a bookmark to a watch that
 /// asked for them: about once a minute (docs/consistency.md, "A silent
@@ -127,6 +141,11 @@ pub struct Stream {
     /// The server sent this stream a bookmark: its silence limit is
     /// counted in bookmark intervals ([`silence_limit`]).
     pub bookmarks_seen: bool,
+    /// When the server last said something to this stream (ms): the end of
+    /// a list, the answer to a watch, each line of it and its end.
+    pub last_word: Option<i64>,
+    /// Why the last watch or list failed, while none has succeeded since.
+    pub last_failure: Option<String>,
 }
 
 /// How a stream task ended.
@@ -263,11 +282,16 @@ impl Stream {
                     self.set_phase(Phase::Listing);
                     match self.list().await? {
                         ListEnd::Stop => return Ok(()),
-                        ListEnd::Done { rv, items, at } => rules.listed(at, &rv, items),
+                        ListEnd::Done { rv, items, at } => {
+                            self.last_word = Some(Millis::now().as_ms());
+                            self.last_failure = None;
+                            rules.listed(at, &rv, items)
+                        }
                         ListEnd::Failed(e) => {
                             if matches!(e, ApiError::Timeout(_)) {
                                 self.fresh_connections();
                             }
+                            self.last_failure = Some(short(&e));
                             rules.list_failed(&e, &short(&e))
                         }
                     }
@@ -276,6 +300,12 @@ impl Stream {
                     let end = self.watch(&rv, &mut rules).await?;
                     if matches!(end, WatchEnd::Silent { .. } | WatchEnd::Unanswered(_)) {
                         self.fresh_connections();
+                    }
+                    match &end {
+                        WatchEnd::Retry { why, .. } | WatchEnd::Unanswered(why) => {
+                            self.last_failure = Some(why.clone());
+                        }
+                        _ => {}
                     }
                     let end = match end {
                         // Stopped right after a freeze: complete only up to
@@ -484,6 +514,20 @@ impl Stream {
         if let Some(frozen) = self.frozen(rules) {
             return Ok(frozen);
         }
+        // Back after a while without a word: what the watch replays now
+        // happened at any time since, and would be stamped late.
+        let answered = Millis::now().as_ms();
+        if let Some(since) = self.last_word
+            && answered - since > self.opts.late_limit_ms
+        {
+            return Ok(WatchEnd::Late {
+                since,
+                away: Duration::from_millis((answered - since) as u64),
+                why: self.last_failure.take(),
+            });
+        }
+        self.last_word = Some(answered);
+        self.last_failure = None;
         self.set_phase(Phase::Watching);
         if self.opts.verbose {
             self.notice(format!("watching from resourceVersion {rv}"), false);
@@ -504,7 +548,6 @@ impl Stream {
         // every line) is the last moment the watch is known alive.
         let timeout = Duration::from_secs(u64::from(self.opts.watch_timeout_secs));
         let mut last_line = tokio::time::Instant::now();
-        let mut last_word = Millis::now().as_ms();
         loop {
             let silence_limit = silence_limit(timeout, self.bookmarks_seen);
             // Lines already received are handled without a trip through select!
@@ -525,7 +568,7 @@ impl Stream {
                             return Ok(frozen);
                         }
                         return Ok(WatchEnd::Silent {
-                            since: last_word,
+                            since: self.last_word.unwrap_or(answered),
                             limit: silence_limit,
                         });
                     }
@@ -550,8 +593,10 @@ impl Stream {
                     _ = self.stop.changed() => return Ok(WatchEnd::Stop),
                 }
             };
-            last_line = tokio::time::Instant::now();
-            last_word = Millis::now().as_ms();
+            if line.is_ok() {
+                last_line = tokio::time::Instant::now();
+                self.last_word = Some(Millis::now().as_ms());
+            }
             let healthy = cursor.got_data || started.elapsed() >= Duration::from_secs(10);
             let line = match line {
                 Ok(Some(line)) => line,
