@@ -10,6 +10,9 @@
 //	realkube controller-manager ...  kube-controller-manager, with its own flags
 //	realkube kubectl ...             kubectl (also when the binary is invoked as "kubectl")
 //	realkube compact --etcd URL      compacts etcd to its current revision (a real 410 on demand)
+//	realkube restart-apiserver --dir DIR
+//	                                 restarts the kube-apiserver of a running `up`, on the same etcd
+//	realkube token --dir DIR         the exec credential plugin of the kubeconfig's `expiring` user
 //
 // Each component runs in its own process so that their process-global state
 // (flag sets, feature gates, klog and metrics registries) never mixes.
@@ -32,7 +35,7 @@ import (
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 )
 
-const usage = `usage: realkube up|etcd|apiserver|controller-manager|kubectl|compact [flags]
+const usage = `usage: realkube up|etcd|apiserver|controller-manager|kubectl|compact|restart-apiserver|token [flags]
 
   up                  run a whole control plane on 127.0.0.1 (realkube up --help)
   etcd                embedded etcd
@@ -40,6 +43,8 @@ const usage = `usage: realkube up|etcd|apiserver|controller-manager|kubectl|comp
   controller-manager  kube-controller-manager
   kubectl             kubectl (also when invoked through a link named kubectl)
   compact             compact etcd to its current revision
+  restart-apiserver   restart the kube-apiserver of a running up, and wait until it is ready
+  token               exec credential plugin: a short-lived token for the expiring user
 `
 
 func main() {
@@ -59,6 +64,10 @@ func main() {
 		os.Exit(runEtcd(args))
 	case "compact":
 		os.Exit(runCompact(args))
+	case "restart-apiserver":
+		os.Exit(runRestartAPIServer(args))
+	case "token":
+		os.Exit(runToken(args))
 	case "apiserver":
 		os.Args = append([]string{"kube-apiserver"}, args...)
 		cmd := apiserver.NewAPIServerCommand()

@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -83,9 +84,18 @@ type Ready struct {
 	AuditLog   string `json:"audit_log"`
 	// "admin" and "limited": their user names and bearer tokens.
 	Users map[string]User `json:"users"`
-	// The process to signal to stop everything.
+	// The process to signal: SIGTERM stops everything, SIGUSR1 restarts
+	// kube-apiserver (realkube restart-apiserver).
 	Pid  int               `json:"pid"`
 	Logs map[string]string `json:"logs"`
+	// How many times kube-apiserver was restarted: "0\n" at first, rewritten
+	// (atomically) once each new kube-apiserver answers /readyz.
+	RestartsFile string `json:"restarts_file"`
+	// While this file exists, the `expiring` user's exec plugin fails with
+	// its text (or "error: SSO session expired" when it is empty).
+	TokenFailFile string `json:"token_fail_file"`
+	// One line per token the exec plugin minted: "<minted> <expires>", RFC 3339.
+	TokensMintedFile string `json:"tokens_minted_file"`
 }
 
 type User struct {
@@ -95,9 +105,15 @@ type User struct {
 
 type child struct {
 	name string
+	args []string
 	cmd  *exec.Cmd
 	log  string
-	done chan error
+	// done is closed once the process has exited; err then says how.
+	done chan struct{}
+	err  error
+	// retired is set before the child is stopped on purpose, so that its
+	// exit is not taken for a crash.
+	retired atomic.Bool
 }
 
 func runUp(args []string) int {
@@ -107,18 +123,28 @@ func runUp(args []string) int {
 	lifeline := fs.Bool("lifeline", false, "stop everything when standard input reaches end of file (the parent is gone)")
 	compaction := fs.Duration("etcd-compaction-interval", 30*time.Second, "kube-apiserver's etcd compaction interval")
 	startTimeout := fs.Duration("start-timeout", 5*time.Minute, "give up when the control plane is not ready by then")
+	tokenTTL := fs.Duration("token-ttl", 10*time.Minute, "how long the tokens of the `expiring` user's exec plugin are valid")
 	_ = fs.Parse(args)
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "realkube up: --dir is required")
 		return 2
 	}
+	if *tokenTTL < time.Second {
+		fmt.Fprintln(os.Stderr, "realkube up: --token-ttl must be at least 1s")
+		return 2
+	}
 	// Children get SIGKILL when the thread that started them ends (Pdeathsig):
-	// start them all from the main thread, which lives as long as the process.
+	// start them all from the main thread, which lives as long as the process
+	// (restarts of kube-apiserver included: they run on this goroutine).
 	runtime.LockOSThread()
 
-	u := &launcher{dir: *dir}
+	u := &launcher{dir: *dir, tokenTTL: *tokenTTL, died: make(chan *child, 8)}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	// Caught from the start, as its default action would end the process; a
+	// request that comes while starting is served once ready.
+	restart := make(chan os.Signal, 1)
+	signal.Notify(restart, restartSignal)
 	parentGone := make(chan struct{})
 	if *lifeline {
 		go func() {
@@ -136,42 +162,79 @@ func runUp(args []string) int {
 	fmt.Fprintf(os.Stderr, "realkube up: kube-apiserver %s at %s, ready in %s\n", ready.Version, ready.Server, ready.Logs["elapsed"])
 	delete(ready.Logs, "elapsed")
 
-	code := 0
-	deadline := time.NewTimer(*ttl)
-	select {
-	case <-stop:
-	case <-parentGone:
-	case <-deadline.C:
-		fmt.Fprintf(os.Stderr, "realkube up: stopping after --ttl %s\n", *ttl)
-	case c := <-u.exited():
-		fmt.Fprintf(os.Stderr, "realkube up: %s exited: %v (log: %s)\n%s", c.name, c.err, c.log, tail(c.log, 20))
-		code = 1
-	}
+	code := u.serve(*ttl, stop, parentGone, restart)
 	u.stopAll()
 	return code
 }
 
+// serve runs until told to stop (0) or a component dies (1), restarting
+// kube-apiserver on request meanwhile.
+func (u *launcher) serve(ttl time.Duration, stop <-chan os.Signal, parentGone <-chan struct{}, restart <-chan os.Signal) int {
+	quit, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+		case <-parentGone:
+		case <-time.After(ttl):
+			fmt.Fprintf(os.Stderr, "realkube up: stopping after --ttl %s\n", ttl)
+		}
+		cancel()
+	}()
+	for {
+		select {
+		case <-quit.Done():
+			return 0
+		case c := <-u.died:
+			fmt.Fprintf(os.Stderr, "realkube up: %s exited: %v (log: %s)\n%s", c.name, c.err, c.log, tail(c.log, 20))
+			return 1
+		case <-restart:
+			if err := u.restartAPIServer(quit); err != nil {
+				if quit.Err() != nil {
+					return 0
+				}
+				fmt.Fprintf(os.Stderr, "realkube up: restarting kube-apiserver: %v\n", err)
+				return 1
+			}
+		}
+	}
+}
+
 type launcher struct {
 	dir      string
+	tokenTTL time.Duration
 	children []*child
+	// died gets the children that exit without being stopped on purpose.
+	died chan *child
+	// apiserverReady says whether kube-apiserver answers /readyz.
+	apiserverReady func() bool
+	restarts       int
 }
 
-type exitNote struct {
-	name, log string
-	err       error
-}
-
-// exited reports the first child that ends.
-func (u *launcher) exited() <-chan exitNote {
-	out := make(chan exitNote, len(u.children))
+// find is the running child of that name.
+func (u *launcher) find(name string) *child {
 	for _, c := range u.children {
-		go func(c *child) {
-			err := <-c.done
-			c.done <- err
-			out <- exitNote{c.name, c.log, err}
-		}(c)
+		if c.name == name {
+			return c
+		}
 	}
-	return out
+	return nil
+}
+
+// replace puts c (just spawned, so last) where old was, so that stopAll keeps
+// stopping the children newest first in the order they were started.
+func (u *launcher) replace(old, c *child) {
+	kept := u.children[:0]
+	for _, x := range u.children {
+		switch x {
+		case old:
+			kept = append(kept, c)
+		case c:
+		default:
+			kept = append(kept, x)
+		}
+	}
+	u.children = kept
 }
 
 func (u *launcher) spawn(name string, args ...string) (*child, error) {
@@ -193,23 +256,44 @@ func (u *launcher) spawn(name string, args ...string) (*child, error) {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	logFile.Close()
-	c := &child{name: name, cmd: cmd, log: logPath, done: make(chan error, 1)}
-	go func() { c.done <- cmd.Wait() }()
+	c := &child{name: name, args: args, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+		if !c.retired.Load() {
+			select {
+			case u.died <- c:
+			default: // the first death is the one that counts
+			}
+		}
+	}()
 	u.children = append(u.children, c)
 	return c, nil
 }
 
-// stopAll stops the children newest first: SIGTERM, then SIGKILL after 10 s.
+// stopAll stops the children newest first.
 func (u *launcher) stopAll() {
 	for i := len(u.children) - 1; i >= 0; i-- {
-		c := u.children[i]
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-c.done:
-			c.done <- err
-		case <-time.After(10 * time.Second):
-			_ = c.cmd.Process.Kill()
-		}
+		u.children[i].stop(10 * time.Second)
+	}
+}
+
+// stop sends SIGTERM, then SIGKILL after grace, and says whether the child
+// has exited (within a further 5 s after SIGKILL).
+func (c *child) stop(grace time.Duration) bool {
+	c.retired.Store(true)
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+		return true
+	case <-time.After(grace):
+	}
+	_ = c.cmd.Process.Kill()
+	select {
+	case <-c.done:
+		return true
+	case <-time.After(5 * time.Second):
+		return false
 	}
 }
 
@@ -262,6 +346,10 @@ func (u *launcher) start(ttl, compaction, startTimeout time.Duration, stop <-cha
 	if err := os.WriteFile(policyFile, []byte(auditPolicy), 0o600); err != nil {
 		return nil, err
 	}
+	webhookConfig, err := u.startTokenWebhook(certs)
+	if err != nil {
+		return nil, fmt.Errorf("token webhook: %w", err)
+	}
 
 	// etcd
 	var ports [3]int
@@ -301,6 +389,15 @@ func (u *launcher) start(ttl, compaction, startTimeout time.Duration, stop <-cha
 		"--tls-private-key-file="+certs.ServingKey,
 		"--client-ca-file="+certs.CACert,
 		"--token-auth-file="+tokenFile,
+		// The `expiring` user's tokens (token.go). kube-apiserver asks the
+		// webhook only for tokens that are neither static nor service
+		// accounts'. A cache TTL of 0 bypasses the webhook's cache; but
+		// kube-apiserver also keeps every successful token authentication
+		// for 10 s (TokenSuccessCacheTTL, which no flag sets), so a token
+		// used shortly before its expiry is accepted up to 10 s past it.
+		"--authentication-token-webhook-config-file="+webhookConfig,
+		"--authentication-token-webhook-version=v1",
+		"--authentication-token-webhook-cache-ttl=0s",
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+certs.SAPublic,
@@ -319,6 +416,12 @@ func (u *launcher) start(ttl, compaction, startTimeout time.Duration, stop <-cha
 		"--etcd-compaction-interval="+compaction.String(),
 		"--watch-cache-sizes=configmaps#0",
 		"--profiling=false",
+		// A stop (and a restart) in seconds: by default net/http's Shutdown
+		// waits up to --request-timeout (60 s) for open watches, which
+		// never end by themselves. With this, requests that come while the
+		// in-flight ones drain get 429 with Retry-After, then open
+		// connections get 2 s.
+		"--shutdown-send-retry-after=true",
 	)
 	if err != nil {
 		return nil, err
@@ -328,10 +431,11 @@ func (u *launcher) start(ttl, compaction, startTimeout time.Duration, stop <-cha
 		return nil, err
 	}
 	admin := tokens[adminUser]
-	if err := waitFor(ctx, apiserver, "kube-apiserver /readyz", func() bool {
+	u.apiserverReady = func() bool {
 		code, _, err := get(client, server+"/readyz", admin)
 		return err == nil && code == http.StatusOK
-	}); err != nil {
+	}
+	if err := waitFor(ctx, apiserver, "kube-apiserver /readyz", u.apiserverReady); err != nil {
 		return nil, err
 	}
 	_, body, err := get(client, server+"/version", admin)
@@ -347,14 +451,20 @@ func (u *launcher) start(ttl, compaction, startTimeout time.Duration, stop <-cha
 
 	// kubeconfigs
 	kubeconfig := filepath.Join(u.dir, "kubeconfig")
-	if err := writeKubeconfig(kubeconfig, server, certs.CACert, map[string]string{
-		"admin": tokens[adminUser], "limited": tokens[limitedUser],
+	expiring, err := u.tokenPluginUser()
+	if err != nil {
+		return nil, err
+	}
+	if err := writeKubeconfig(kubeconfig, server, certs.CACert, map[string]*clientcmdapi.AuthInfo{
+		"admin":    tokenUser(tokens[adminUser]),
+		"limited":  tokenUser(tokens[limitedUser]),
+		"expiring": expiring,
 	}, "admin"); err != nil {
 		return nil, err
 	}
 	kcmKubeconfig := filepath.Join(u.dir, "pki", "controller-manager.kubeconfig")
-	if err := writeKubeconfig(kcmKubeconfig, server, certs.CACert, map[string]string{
-		"controller-manager": tokens[controllerManagerUser],
+	if err := writeKubeconfig(kcmKubeconfig, server, certs.CACert, map[string]*clientcmdapi.AuthInfo{
+		"controller-manager": tokenUser(tokens[controllerManagerUser]),
 	}, "controller-manager"); err != nil {
 		return nil, err
 	}
@@ -396,6 +506,15 @@ func (u *launcher) start(ttl, compaction, startTimeout time.Duration, stop <-cha
 		Logs: map[string]string{
 			"etcd": etcd.log, "apiserver": apiserver.log, "controller-manager": kcm.log,
 		},
+		RestartsFile:     restartsFile(u.dir),
+		TokenFailFile:    tokenFailFile(u.dir),
+		TokensMintedFile: tokensMintedFile(u.dir),
+	}
+	if err := writeFileAtomic(ready.RestartsFile, "0\n"); err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(ready.TokensMintedFile, ""); err != nil {
+		return nil, err
 	}
 	data, err := json.MarshalIndent(ready, "", "  ")
 	if err != nil {
@@ -421,9 +540,8 @@ func waitFor(ctx context.Context, c *child, what string, check func() bool) erro
 			return nil
 		}
 		select {
-		case err := <-c.done:
-			c.done <- err
-			return fmt.Errorf("%s exited before %s was ready: %v\n%s", c.name, what, err, tail(c.log, 30))
+		case <-c.done:
+			return fmt.Errorf("%s exited before %s was ready: %v\n%s", c.name, what, c.err, tail(c.log, 30))
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready: %v\n%s", what, ctx.Err(), tail(c.log, 30))
 		case <-tick.C:
@@ -462,20 +580,62 @@ func get(c *http.Client, url, token string) (int, []byte, error) {
 }
 
 // writeKubeconfig writes one cluster, and one user and one context per
-// token, named alike.
-func writeKubeconfig(path, server, caFile string, tokens map[string]string, current string) error {
+// user, named alike.
+func writeKubeconfig(path, server, caFile string, users map[string]*clientcmdapi.AuthInfo, current string) error {
 	ca, err := os.ReadFile(caFile)
 	if err != nil {
 		return err
 	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["realkube"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
-	for name, token := range tokens {
-		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
+	for name, user := range users {
+		cfg.AuthInfos[name] = user
 		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "realkube", AuthInfo: name, Namespace: "default"}
 	}
 	cfg.CurrentContext = current
 	return clientcmd.WriteToFile(*cfg, path)
+}
+
+func tokenUser(token string) *clientcmdapi.AuthInfo {
+	return &clientcmdapi.AuthInfo{Token: token}
+}
+
+// tokenPluginUser is the `expiring` user: this very binary as its exec
+// credential plugin (realkube token), with an absolute DIR, as kubectl may
+// run it from anywhere.
+func (u *launcher) tokenPluginUser() (*clientcmdapi.AuthInfo, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(u.dir)
+	if err != nil {
+		return nil, err
+	}
+	return &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
+		Command:         self,
+		Args:            []string{"token", "--dir", dir, "--ttl", u.tokenTTL.String()},
+		APIVersion:      "client.authentication.k8s.io/v1",
+		InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
+	}}, nil
+}
+
+// startTokenWebhook makes the run's token key, serves the token webhook and
+// writes the kubeconfig that names it to kube-apiserver; it returns that
+// kubeconfig's path.
+func (u *launcher) startTokenWebhook(certs *pki) (string, error) {
+	signer, err := newTokenSigner(u.dir)
+	if err != nil {
+		return "", err
+	}
+	url, err := serveTokenWebhook(signer, certs.ServingCert, certs.ServingKey)
+	if err != nil {
+		return "", err
+	}
+	path := tokenWebhookConfig(u.dir)
+	// kube-apiserver is the webhook's client and needs no credentials.
+	err = writeKubeconfig(path, url, certs.CACert, map[string]*clientcmdapi.AuthInfo{"apiserver": {}}, "apiserver")
+	return path, err
 }
 
 // tail is the last n lines of a log file, for error messages.
