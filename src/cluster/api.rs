@@ -2,7 +2,7 @@
 //! read line by line. Object bodies stay raw JSON (`RawValue`), exactly as the
 //! server sent them, so unknown fields of custom resources survive.
 
-use super::{ClusterAccess, describe_chain};
+use super::{ClusterAccess, describe_chain, plugin_failure};
 use crate::model::ResourceType;
 use bytes::{Buf, Bytes, BytesMut};
 use http_body_util::BodyExt;
@@ -41,6 +41,10 @@ pub enum ApiError {
     Decode(String),
     #[error("no answer within {0:?}")]
     Timeout(Duration),
+    /// The kubeconfig's credential plugin failed (an expired SSO session):
+    /// how it exited, and the last line it wrote on stderr.
+    #[error("the credential plugin failed ({status}): {said}")]
+    CredentialPlugin { status: String, said: String },
 }
 
 impl ApiError {
@@ -221,7 +225,10 @@ pub fn watch_path(
 }
 
 fn transport(e: kube::Error) -> ApiError {
-    ApiError::Transport(describe_chain(&e))
+    match plugin_failure(&e) {
+        Some((status, said)) => ApiError::CredentialPlugin { status, said },
+        None => ApiError::Transport(describe_chain(&e)),
+    }
 }
 
 async fn send(

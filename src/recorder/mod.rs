@@ -338,6 +338,7 @@ fn spawn_streams(
             bookmarks_seen: false,
             last_word: None,
             last_failure: None,
+            hinted: false,
         };
         tasks.spawn(stream.run());
     }

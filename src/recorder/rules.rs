@@ -44,7 +44,7 @@ impl Phase {
             Phase::Starting => "starting".into(),
             Phase::Listing => "listing".into(),
             Phase::Watching => "watching".into(),
-            Phase::Retrying(why) => format!("retrying ({why})"),
+            Phase::Retrying(why) => format!("reconnecting ({why})"),
             Phase::Unavailable(why) => format!("unavailable ({why})"),
             Phase::Stopped => "stopped".into(),
         }

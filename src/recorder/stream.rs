@@ -146,6 +146,8 @@ pub struct Stream {
     pub last_word: Option<i64>,
     /// Why the last watch or list failed, while none has succeeded since.
     pub last_failure: Option<String>,
+    /// The hint for the current failure was given ([`Stream::hint_for`]).
+    pub hinted: bool,
 }
 
 /// How a stream task ended.
@@ -236,6 +238,28 @@ impl Stream {
         Some(WatchEnd::Frozen { from, to })
     }
 
+    /// Says what to do about a failure the user must fix, once until the
+    /// stream reads again: an expired login behind a credential plugin.
+    fn hint_for(&mut self, e: &ApiError) {
+        if !matches!(e, ApiError::CredentialPlugin { .. }) || self.hinted {
+            return;
+        }
+        self.hinted = true;
+        let (user, command) = self
+            .access
+            .target
+            .credential_plugin()
+            .unwrap_or_else(|| ("?".into(), "the plugin".into()));
+        self.notice(
+            format!(
+                "{e}\nhint: the credential plugin of user {user} (`{command}`) cannot give a token: \
+                 log in again (an expired SSO session, say); the recorder keeps retrying, resumes \
+                 by itself, and records the time it could not watch as a gap"
+            ),
+            true,
+        );
+    }
+
     /// Leaves the connections of the client so far for new ones: after a
     /// request or watch that got no answer, the idle connections may be as
     /// dead as its own.
@@ -285,9 +309,11 @@ impl Stream {
                         ListEnd::Done { rv, items, at } => {
                             self.last_word = Some(Millis::now().as_ms());
                             self.last_failure = None;
+                            self.hinted = false;
                             rules.listed(at, &rv, items)
                         }
                         ListEnd::Failed(e) => {
+                            self.hint_for(&e);
                             if matches!(e, ApiError::Timeout(_)) {
                                 self.fresh_connections();
                             }
@@ -501,7 +527,10 @@ impl Stream {
         let mut body = tokio::select! {
             r = tokio::time::timeout(answer_within, opened) => match r {
                 Ok(Ok(b)) => b,
-                Ok(Err(e)) => return Ok(classify_watch_error(e, false)),
+                Ok(Err(e)) => {
+                    self.hint_for(&e);
+                    return Ok(classify_watch_error(e, false));
+                }
                 Err(_) => {
                     return Ok(WatchEnd::Unanswered(format!(
                         "no answer to the watch in {}",
@@ -528,6 +557,7 @@ impl Stream {
         }
         self.last_word = Some(answered);
         self.last_failure = None;
+        self.hinted = false;
         self.set_phase(Phase::Watching);
         if self.opts.verbose {
             self.notice(format!("watching from resourceVersion {rv}"), false);
@@ -776,6 +806,7 @@ pub fn short(e: &ApiError) -> String {
             .to_string(),
         ApiError::Decode(_) => "unreadable response".into(),
         ApiError::Timeout(d) => format!("timeout after {}", format_duration(*d)),
+        ApiError::CredentialPlugin { said, .. } => format!("credential plugin failed: {said}"),
     }
 }
 

@@ -131,22 +131,36 @@ pub fn wrap(head: &str, text: &str, width: usize) -> String {
     let mut out = String::new();
     let mut line = head.to_string();
     let mut fresh = true;
-    for word in text.split(' ') {
-        let len = line.chars().count();
-        if !fresh && len + 1 + word.chars().count() > width {
+    for (i, paragraph) in text.split('\n').enumerate() {
+        // A line of its own (a `hint:`) starts at the margin.
+        if i > 0 {
             out.push_str(line.trim_end());
             out.push('\n');
-            line = "    ".to_string();
+            line = String::new();
             fresh = true;
         }
-        if !fresh {
-            line.push(' ');
-        }
-        line.push_str(word);
-        fresh = false;
+        wrap_words(&mut out, &mut line, &mut fresh, paragraph, width);
     }
     out.push_str(&line);
     out
+}
+
+/// [`wrap`]'s words of one paragraph onto `line`, lines full into `out`.
+fn wrap_words(out: &mut String, line: &mut String, fresh: &mut bool, text: &str, width: usize) {
+    for word in text.split(' ') {
+        let len = line.chars().count();
+        if !*fresh && len + 1 + word.chars().count() > width {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            *line = "    ".to_string();
+            *fresh = true;
+        }
+        if !*fresh {
+            line.push(' ');
+        }
+        line.push_str(word);
+        *fresh = false;
+    }
 }
 
 /// What one stream recorded in this run.
@@ -253,6 +267,15 @@ mod tests {
     #[test]
     fn long_notices_wrap_between_words() {
         let text = "history lost (410 Expired: too old resource version: 50 (50) (in watch stream)): gap recorded, relisting";
+        let hinted = wrap(
+            "warning: x  ",
+            "it failed\nhint: log in again and the recorder goes on by itself",
+            30,
+        );
+        assert_eq!(
+            hinted,
+            "warning: x  it failed\nhint: log in again and the\n    recorder goes on by itself"
+        );
         let out = wrap("warning: configmaps.v1@shop  ", text, 60);
         for line in out.lines() {
             assert!(line.chars().count() <= 60, "{out}");

@@ -4,6 +4,7 @@
 use super::RealEnv;
 use super::proxy::Proxy;
 use krply::time::Millis;
+use std::time::Duration;
 
 /// A proxy stops forwarding the recorder's watch without closing it, the way
 /// a NAT or a load balancer that forgot the connection does. The recorder
@@ -117,4 +118,195 @@ fn a_watch_that_goes_silent_without_closing_is_a_gap_from_its_last_word_then_a_r
     assert!(at.stderr.contains("warning:"), "{at:?}");
     let now = env.krply_json(&["get", "serviceaccount/robot"], 0);
     assert_eq!(now["metadata"]["labels"]["v"], "4", "{now:#}");
+}
+
+/// The resourceVersion kubectl's write answered with.
+fn written_rv(env: &RealEnv, args: &[&str]) -> String {
+    let mut full = args.to_vec();
+    full.extend(["-o", "jsonpath={.metadata.resourceVersion}"]);
+    env.kubectl_ok(&full).trim().to_string()
+}
+
+/// Every resourceVersion the journal holds for `what`, from its timeline.
+fn journaled_rvs(env: &RealEnv, what: &str) -> Vec<String> {
+    let timeline = env.krply_json(&["timeline", what], 0);
+    timeline["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["resource_version"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// kube-apiserver restarts under a running recorder, on the same etcd: once
+/// quickly, once down for longer than a stream may be away and still resume
+/// (10 s). The recorder never exits; after the quick restart it resumes (or,
+/// if the new server's watch cache cannot serve its resourceVersion, records
+/// a 410 gap and relists); after the long one it records a gap saying how
+/// long it was not connected, and relists. Every write the server answered is
+/// in the journal, and none is stamped more than 10 s late without a gap.
+#[test]
+fn a_recorder_rides_through_kube_apiserver_restarts() {
+    const NS: &str = "restart";
+    let kube = super::RealKube::private("restart", &[]);
+    let env = RealEnv::on(kube, NS);
+    env.create_namespace(NS);
+    env.kubectl_ok(&["create", "serviceaccount", "robot"]);
+    let recorder = env.start_recorder(&["serviceaccounts"]);
+    env.wait_baselines(1);
+    let sa = format!("serviceaccounts.v1@{NS}");
+    let label = |v: &str| {
+        written_rv(
+            &env,
+            &[
+                "label",
+                "--overwrite",
+                "serviceaccount/robot",
+                &format!("v={v}"),
+            ],
+        )
+    };
+    let mut written = vec![label("1")];
+    env.wait_journaled(&sa, NS, "serviceaccount/robot");
+
+    kube.restart_apiserver(Duration::ZERO);
+    written.push(label("2"));
+    env.wait_real("the write after the quick restart to be journaled", || {
+        journaled_rvs(&env, "serviceaccount/robot").contains(written.last().unwrap())
+    });
+
+    let away_from = Millis::now().as_ms();
+    kube.restart_apiserver(Duration::from_secs(12));
+    written.push(label("3"));
+    env.wait_real("the write after the long restart to be journaled", || {
+        journaled_rvs(&env, "serviceaccount/robot").contains(written.last().unwrap())
+    });
+    let stopped = recorder.stop();
+    assert_eq!(stopped.code, Some(0), "{stopped:?}");
+
+    let journaled = journaled_rvs(&env, "serviceaccount/robot");
+    for rv in &written {
+        assert!(journaled.contains(rv), "{rv} missing from {journaled:?}");
+    }
+    // Every gap says why; the long restart's says how long it was away.
+    let coverage = env.coverage(&sa);
+    for gap in &coverage.windows {
+        assert!(
+            gap.reason.contains("not connected for") || gap.reason.contains("410"),
+            "{gap:?}"
+        );
+    }
+    assert!(
+        coverage
+            .windows
+            .iter()
+            .any(|g| g.reason.contains("not connected for") && g.from <= away_from + 1_000),
+        "{coverage:?}\n{}",
+        stopped.stderr
+    );
+    let restarts = std::fs::read_to_string(&kube.ready.restarts_file).unwrap();
+    assert_eq!(restarts.trim(), "2");
+    kube.stop();
+}
+
+/// The recorder's credentials come from an exec plugin whose tokens live 20 s
+/// (a webhook token authenticator in `realkube` refuses them after that).
+/// It refreshes them and goes on watching across several expiries with no
+/// gap. Then the plugin fails (`SSO session expired`): the recorder stays up,
+/// says the plugin's own words and a hint, and once the plugin works again
+/// it resumes by itself, with a gap that names the failure and a relist
+/// that finds what changed meanwhile.
+#[test]
+fn expiring_credentials_are_refreshed_and_a_failing_plugin_is_a_gap_not_an_exit() {
+    const NS: &str = "tokens";
+    let env = RealEnv::new(NS);
+    env.create_namespace(NS);
+    env.kubectl_ok(&["create", "serviceaccount", "robot"]);
+    let ready = &env.kube.ready;
+    let _ = std::fs::remove_file(&ready.token_fail_file);
+    let minted = || {
+        std::fs::read_to_string(&ready.tokens_minted_file)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    // Watches renewed every 5 s: each renewal needs a valid token.
+    let recorder = env.start_recorder(&[
+        "serviceaccounts",
+        "--context",
+        "expiring",
+        "--watch-timeout",
+        "5s",
+    ]);
+    env.wait_baselines(1);
+    let sa = format!("serviceaccounts.v1@{NS}");
+    let label = |v: usize| {
+        written_rv(
+            &env,
+            &[
+                "label",
+                "--overwrite",
+                "serviceaccount/robot",
+                &format!("v={v}"),
+            ],
+        )
+    };
+    // A change under each of three new tokens.
+    for v in 1..=3 {
+        let before = minted();
+        env.wait_real("the recorder to refresh its token", || minted() > before);
+        let rv = label(v);
+        env.wait_real("the change to be journaled", || {
+            journaled_rvs(&env, "serviceaccount/robot").contains(&rv)
+        });
+    }
+    assert_eq!(
+        env.coverage(&sa).windows.len(),
+        0,
+        "{}",
+        recorder.log_text()
+    );
+
+    std::fs::write(&ready.token_fail_file, "error: SSO session expired\n").unwrap();
+    env.wait_real("the recorder to meet the failing plugin", || {
+        recorder.log_text().contains("SSO session expired")
+    });
+    let during = label(1_000);
+    // The outage itself is what is tested: longer than a stream may be away
+    // and still resume.
+    let failing_since = std::time::Instant::now();
+    env.wait_real("the outage to outlast 10 s", || {
+        failing_since.elapsed() > Duration::from_secs(11)
+    });
+    std::fs::remove_file(&ready.token_fail_file).unwrap();
+    env.wait_real("a relist once the plugin works again", || {
+        crate::common::baselines(&env.journal(), &env.stream(&sa)) >= 2
+    });
+    let after = label(1_001);
+    env.wait_real("the change after the outage to be journaled", || {
+        journaled_rvs(&env, "serviceaccount/robot").contains(&after)
+    });
+    let stopped = recorder.stop();
+    assert_eq!(stopped.code, Some(0), "{stopped:?}");
+    assert!(
+        stopped
+            .stderr
+            .contains("hint: the credential plugin of user"),
+        "{}",
+        stopped.stderr
+    );
+    let coverage = env.coverage(&sa);
+    assert_eq!(
+        coverage.windows.len(),
+        1,
+        "{coverage:?}\n{}",
+        stopped.stderr
+    );
+    assert!(
+        coverage.windows[0]
+            .reason
+            .contains("credential plugin failed: error: SSO session expired"),
+        "{coverage:?}"
+    );
+    assert!(journaled_rvs(&env, "serviceaccount/robot").contains(&during));
 }

@@ -46,6 +46,14 @@ pub struct Ready {
     pub etcd: String,
     /// The kube-apiserver's audit log (JSON lines; docs/audit.md).
     pub audit_log: PathBuf,
+    /// How many times kube-apiserver was restarted (`realkube
+    /// restart-apiserver`), one number.
+    pub restarts_file: PathBuf,
+    /// While this file exists, the `expiring` context's credential plugin
+    /// fails with its text.
+    pub token_fail_file: PathBuf,
+    /// One line per token the `expiring` context's plugin minted.
+    pub tokens_minted_file: PathBuf,
 }
 
 /// The running control plane, shared by every test of this process.
@@ -53,7 +61,9 @@ pub struct RealKube {
     pub ready: Ready,
     pub built: &'static Built,
     /// Kept open: its standard input is the launcher's lifeline.
-    _launcher: Mutex<Child>,
+    launcher: Mutex<Child>,
+    /// Where `up` keeps its state.
+    pub dir: PathBuf,
 }
 
 /// The `realkube` binary, and a directory holding `kubectl`, a link to it.
@@ -87,7 +97,7 @@ pub fn kubectl_bin() -> PathBuf {
 
 /// The control plane, built and started on first use.
 pub fn real() -> &'static RealKube {
-    match REAL.get_or_init(RealKube::start) {
+    match REAL.get_or_init(|| RealKube::start("shared", &["--token-ttl", "20s"])) {
         Ok(k) => k,
         Err(e) => panic!("the real control plane is not available:\n{e}"),
     }
@@ -269,7 +279,54 @@ fn clean_old_runs(out_dir: &Path) {
 }
 
 impl RealKube {
-    fn start() -> Result<RealKube, String> {
+    /// A control plane of the calling test's own, for what would disturb
+    /// the others (restarting kube-apiserver); `up_args` are added to `up`'s.
+    /// Stopped with [`RealKube::stop`], or when this process ends.
+    pub fn private(name: &str, up_args: &[&str]) -> &'static RealKube {
+        match RealKube::start(name, up_args) {
+            Ok(k) => Box::leak(Box::new(k)),
+            Err(e) => panic!("a control plane of its own could not start:\n{e}"),
+        }
+    }
+
+    /// Stops it (`up` stops every component on SIGTERM).
+    pub fn stop(&self) {
+        let mut child = self.launcher.lock().unwrap_or_else(|e| e.into_inner());
+        if let Ok(None) = child.try_wait() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Restarts kube-apiserver alone on the same etcd, down for `down_for`
+    /// in between; returns once the new one is ready.
+    pub fn restart_apiserver(&self, down_for: Duration) {
+        let out = Command::new(&self.built.bin)
+            .args(["restart-apiserver", "--timeout", "120s", "--down-for"])
+            .arg(format!("{}ms", down_for.as_millis()))
+            .arg("--dir")
+            .arg(&self.dir)
+            .output()
+            .expect("realkube restart-apiserver runs");
+        assert!(
+            out.status.success(),
+            "realkube restart-apiserver failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn start(name: &str, up_args: &[&str]) -> Result<RealKube, String> {
         let out_dir = out_dir();
         let built = BUILT
             .get_or_init(|| build(&out_dir))
@@ -277,14 +334,16 @@ impl RealKube {
             .map_err(|e| e.clone())?;
         let bin = &built.bin;
         clean_old_runs(&out_dir);
-        let dir = out_dir.join(format!("run-{}", std::process::id()));
+        let dir = out_dir.join(format!("run-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let log_path = dir.join("up.log");
         let log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
         let started = Instant::now();
         let mut child = Command::new(bin)
-            .args(["up", "--lifeline", "--ttl", "2h", "--dir"])
+            .args(["up", "--lifeline", "--ttl", "2h"])
+            .args(up_args)
+            .arg("--dir")
             .arg(&dir)
             .stdin(Stdio::piped())
             .stdout(log.try_clone().map_err(|e| e.to_string())?)
@@ -326,7 +385,8 @@ impl RealKube {
         Ok(RealKube {
             ready,
             built,
-            _launcher: Mutex::new(child),
+            launcher: Mutex::new(child),
+            dir,
         })
     }
 
@@ -384,7 +444,11 @@ impl RealEnv {
     /// A sandbox on the shared control plane, with namespace `namespace` as
     /// its kubeconfig's default (not created: see [`RealEnv::create_namespace`]).
     pub fn new(namespace: &str) -> RealEnv {
-        let kube = real();
+        RealEnv::on(real(), namespace)
+    }
+
+    /// [`RealEnv::new`] on another control plane ([`RealKube::private`]).
+    pub fn on(kube: &'static RealKube, namespace: &str) -> RealEnv {
         let mut sandbox = Sandbox::new();
         let mut kubeconfig: Value = serde_saphyr::from_str(
             &std::fs::read_to_string(&kube.ready.kubeconfig).expect("kubeconfig"),
