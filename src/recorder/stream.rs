@@ -74,7 +74,7 @@ impl Default for StreamOptions {
 /// backoff, throttled, the server restarting) and still resume its watch
 /// from where it was (ms): what the server replays then is stamped at most
 /// this late. Away longer, it is a gap and a relist (docs/consistency.md,
-/// "Reconnects"). Long enough for a few quick retries and a server's
+/// "Gaps"). Long enough for a few quick retries and a server's
 /// restart, short enough that a relist is rare: relisting on every
 /// throttled request would load a server that asked for less.
 pub const LATE_LIMIT_MS: i64 = 10_000;

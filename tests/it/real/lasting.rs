@@ -178,6 +178,12 @@ fn a_recorder_rides_through_kube_apiserver_restarts() {
     let away_from = Millis::now().as_ms();
     kube.restart_apiserver(Duration::from_secs(12));
     written.push(label("3"));
+    env.wait_real("a gap for the time the recorder was away", || {
+        env.coverage(&sa)
+            .windows
+            .iter()
+            .any(|g| g.reason.contains("not connected for"))
+    });
     env.wait_real("the write after the long restart to be journaled", || {
         journaled_rvs(&env, "serviceaccount/robot").contains(written.last().unwrap())
     });
