@@ -135,6 +135,7 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
             ..StreamOptions::default()
         },
         mode,
+        retention: None,
     };
     let recording = {
         let access = access.clone();

@@ -233,6 +233,52 @@ impl std::str::FromStr for PositiveDuration {
     }
 }
 
+/// A size in bytes, as `2GiB`, `2Gi` (binary, as Kubernetes quantities
+/// are written), `500MB`, `500M` (decimal) or a number of bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteSize(pub u64);
+
+/// Why a size is refused.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid size {0:?}: expected a number and a unit, like 2GiB, 500MB or 1Gi")]
+pub struct SizeError(String);
+
+impl std::str::FromStr for ByteSize {
+    type Err = SizeError;
+
+    fn from_str(s: &str) -> Result<ByteSize, SizeError> {
+        let bad = || SizeError(s.to_string());
+        let t = s.trim();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (number, unit) = t.split_at(split);
+        let number: f64 = number.parse().map_err(|_| bad())?;
+        let unit = unit.trim();
+        let scale: u64 = match unit.trim_end_matches(['B', 'b']) {
+            "" => 1,
+            "k" | "K" => 1_000,
+            "M" => 1_000_000,
+            "G" => 1_000_000_000,
+            "T" => 1_000_000_000_000,
+            "Ki" => 1 << 10,
+            "Mi" => 1 << 20,
+            "Gi" => 1 << 30,
+            "Ti" => 1 << 40,
+            _ => return Err(bad()),
+        };
+        // `2b`, `2iB`: a unit that only looked like one.
+        if unit.len() > 1 && unit.ends_with('b') {
+            return Err(bad());
+        }
+        let bytes = number * scale as f64;
+        if !bytes.is_finite() || bytes < 1.0 || bytes > u64::MAX as f64 {
+            return Err(bad());
+        }
+        Ok(ByteSize(bytes as u64))
+    }
+}
+
 /// A label selector (`-l`), parsed as the API server parses it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SelectorArg {
@@ -282,6 +328,21 @@ impl std::str::FromStr for RequestTimeout {
 #[cfg(test)]
 mod typed_tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_as_kubectl_users_write_them() {
+        let size = |s: &str| s.parse::<ByteSize>().map(|b| b.0).ok();
+        assert_eq!(size("2GiB"), Some(2 << 30));
+        assert_eq!(size("2Gi"), Some(2 << 30));
+        assert_eq!(size("500MB"), Some(500_000_000));
+        assert_eq!(size("500M"), Some(500_000_000));
+        assert_eq!(size("1.5Gi"), Some(3 << 29));
+        assert_eq!(size("4096"), Some(4096));
+        assert_eq!(size("64kb"), None);
+        for bad in ["", "GiB", "2XB", "-1GiB", "0", "2 GiB x", "1e30GiB"] {
+            assert_eq!(size(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn flags_are_checked_when_read_and_resolved_later() {

@@ -1,6 +1,6 @@
 //! `record`: wires flags, cluster access, discovery, the journal and the recorder.
 
-use super::args::{GlobalArgs, PositiveDuration, SelectorArg};
+use super::args::{ByteSize, GlobalArgs, PositiveDuration, SelectorArg};
 use crate::audit_import::follow::Follower;
 use crate::cluster::{self, discovery::Catalog};
 use crate::error::{CliError, CliResult};
@@ -40,6 +40,15 @@ pub struct RecordArgs {
     /// Do not ask the server for watch bookmarks
     #[arg(long)]
     pub no_bookmarks: bool,
+    /// Prune history older than this behind the recorder (e.g. 14d), in small
+    /// steps; freed space goes back to the file system. Hidden, with
+    /// --max-size, until the truth checker judges histories with retention
+    /// (docs/journal.md, "Retention").
+    #[arg(long, value_name = "DURATION", hide = true)]
+    pub retain: Option<PositiveDuration>,
+    /// Keep the journal file under this size (e.g. 2GiB), oldest history first
+    #[arg(long, value_name = "SIZE", hide = true)]
+    pub max_size: Option<ByteSize>,
     /// How long each watch asks the server to stay open (timeoutSeconds, at
     /// least 1s; default 4m50s). A watch silent a tenth longer is taken for a
     /// dead connection: shorten it behind a proxy that drops idle connections
@@ -59,6 +68,24 @@ pub struct RecordArgs {
     pub cluster_id: Option<String>,
     #[arg(short = 'o', long = "output", hide = true, value_name = "FORMAT")]
     pub output: Option<String>,
+}
+
+/// The `meta` key under which a recorder says what it keeps, for `status`
+/// ([`Journal::retention`]).
+pub const RETENTION_KEY: &str = "retention";
+
+/// What `--retain` and `--max-size` asked, with who asked, as `status` reads
+/// it back ([`crate::journal::read::RetentionMeta`]).
+fn retention_meta(r: &recorder::retention::Retention) -> String {
+    serde_json::to_string(&crate::journal::read::RetentionMeta {
+        retain_ms: r
+            .retain
+            .map(|d| d.as_millis().min(u128::from(u64::MAX)) as u64),
+        max_size: r.max_size,
+        pid: std::process::id(),
+        since: crate::time::Millis::now().as_ms(),
+    })
+    .unwrap_or_default()
 }
 
 /// `--watch-timeout` in whole seconds, as `timeoutSeconds` takes it.
@@ -199,6 +226,12 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
             ..StreamOptions::default()
         },
         mode,
+        retention: (args.retain.is_some() || args.max_size.is_some()).then(|| {
+            recorder::retention::Retention {
+                retain: args.retain.map(|d| d.0),
+                max_size: args.max_size.map(|s| s.0),
+            }
+        }),
     };
     // The audit log on a thread of its own, with a journal connection of
     // its own: it never holds up the watches.
@@ -217,7 +250,22 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
         }
         None => None,
     };
+    if let Some(retention) = &options.retention {
+        if journal.enable_incremental_vacuum()? && mode != Mode::Quiet {
+            eprintln!(
+                "the journal now gives freed space back to the file system (a one-time rewrite)"
+            );
+        }
+        journal.set_meta(RETENTION_KEY, Some(&retention_meta(retention)))?;
+    }
+    let retaining = options.retention.is_some();
     let summary = recorder::record(&access, journal, plan.streams, options, stop_rx).await;
+    if retaining {
+        // What `status` shows is this recorder's: gone with it.
+        if let Ok(journal) = Journal::open_or_create(&path) {
+            let _ = journal.set_meta(RETENTION_KEY, None);
+        }
+    }
     if let Some((stop, thread)) = following {
         let _ = stop.send(());
         let _ = thread.join();

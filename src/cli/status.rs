@@ -38,6 +38,7 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
         first_ms: None,
         last_ms: None,
         recorder: render::status::RecorderOut { running, holder },
+        retention: None,
         audit: render::status::StatusAuditOut {
             events: 0,
             coverage: crate::render::coverage::AuditOut::default(),
@@ -66,6 +67,19 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
             out.last_observed = s.last_observed.map(|t| Millis::from_ms(t).to_string());
             (out.first_ms, out.last_ms) = (s.first_observed, s.last_observed);
             out.audit.events = journal.audit_event_count()?;
+            // Said by a recorder that prunes behind itself; one that was
+            // killed could not take it back.
+            out.retention =
+                journal
+                    .retention()?
+                    .filter(|_| running)
+                    .map(|r| render::status::RetentionOut {
+                        retain: r.retain_ms.map(|ms| {
+                            crate::time::format_duration(std::time::Duration::from_millis(ms))
+                        }),
+                        max_size_bytes: r.max_size,
+                        pid: r.pid,
+                    });
             // The cluster answers are about, when one is selected.
             if let Ok(cluster) = super::reader::select_cluster(&journal, global) {
                 out.audit.coverage = crate::render::coverage::AuditOut::of(&journal, &cluster.id)?;

@@ -16,6 +16,7 @@ pub mod plans;
 pub mod prune;
 pub mod read;
 pub mod records;
+pub mod retain;
 pub mod schema;
 pub mod snapshots;
 pub mod versions;
@@ -127,15 +128,22 @@ pub struct Journal {
 pub struct SnapshotMark {
     pub lowest: i64,
     pub highest: i64,
+    /// How many times history was deleted behind a recorder
+    /// ([`retain::bump_generation`]).
+    pub generation: i64,
 }
 
 impl SnapshotMark {
     /// Whether a snapshot taken later, which saw `later`, reads every record up
     /// to `self.highest` as this one did. Records are only appended above the
-    /// highest `seq`; the one change to what exists below it is `prune`, and
-    /// every prune that deletes a record writes a baseline below the lowest.
+    /// highest `seq`; the one change to what exists below it is pruning:
+    /// `prune` writes a baseline below the lowest, and retention behind a
+    /// recorder, which deletes in steps after its baseline, counts each
+    /// step in the generation.
     pub fn still_held_by(self, later: SnapshotMark) -> bool {
-        later.lowest == self.lowest && later.highest >= self.highest
+        later.lowest == self.lowest
+            && later.generation == self.generation
+            && later.highest >= self.highest
     }
 }
 
@@ -340,12 +348,15 @@ impl Journal {
             .query_row(
                 // Each on its own, so SQLite reads one end of the table for it.
                 "SELECT coalesce((SELECT min(seq) FROM records), 0),
-                        coalesce((SELECT max(seq) FROM records), 0)",
+                        coalesce((SELECT max(seq) FROM records), 0),
+                        coalesce((SELECT CAST(value AS INTEGER) FROM meta
+                                  WHERE key = 'prune_generation'), 0)",
                 [],
                 |r| {
                     Ok(SnapshotMark {
                         lowest: r.get(0)?,
                         highest: r.get(1)?,
+                        generation: r.get(2)?,
                     })
                 },
             )
@@ -385,6 +396,53 @@ impl Journal {
         if !self.conn.is_autocommit() {
             let _ = self.conn.execute_batch("ROLLBACK");
         }
+    }
+
+    /// Makes freed pages go back to the file system a few at a time
+    /// (`auto_vacuum = INCREMENTAL`), for retention behind a recorder. A
+    /// journal made before that needs a VACUUM once, which rewrites the file
+    /// in one transaction: stopped at any point (`kill -9`), the journal is
+    /// as it was. Returns whether it had to.
+    pub fn enable_incremental_vacuum(&self) -> Result<bool, JournalError> {
+        let err = |e| self.err(e);
+        let mode: i64 = self
+            .conn
+            .query_row("PRAGMA auto_vacuum", [], |r| r.get(0))
+            .map_err(err)?;
+        if mode == 2 {
+            return Ok(false);
+        }
+        self.conn
+            .execute_batch("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")
+            .map_err(err)?;
+        Ok(true)
+    }
+
+    /// A value of the journal's `meta` table.
+    pub fn meta(&self, key: &str) -> Result<Option<String>, JournalError> {
+        self.conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = ?1",
+                rusqlite::params![key],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Sets (or with `None`, removes) a value of the `meta` table.
+    pub fn set_meta(&self, key: &str, value: Option<&str>) -> Result<(), JournalError> {
+        let done = match value {
+            Some(v) => self.conn.execute(
+                "INSERT INTO meta(key, value) VALUES (?1, ?2)
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                rusqlite::params![key, v],
+            ),
+            None => self
+                .conn
+                .execute("DELETE FROM meta WHERE key = ?1", rusqlite::params![key]),
+        };
+        done.map(|_| ()).map_err(|e| self.err(e))
     }
 
     /// Runs SQLite's own consistency check; used before a recorder appends.
@@ -683,7 +741,8 @@ mod tests {
             mark,
             SnapshotMark {
                 lowest: 10,
-                highest: 11
+                highest: 11,
+                generation: 0,
             }
         );
         // A recorder appends: the records up to the mark read the same.
@@ -695,5 +754,19 @@ mod tests {
         assert!(reader.beside(mark).unwrap().is_none());
         // The reader's own snapshot did not move.
         assert_eq!(reader.snapshot_mark().unwrap(), mark);
+        // Retention deletes in steps after its baseline, each counted.
+        let reader = Journal::open(&path).unwrap();
+        reader.begin_read().unwrap();
+        let mark = reader.snapshot_mark().unwrap();
+        {
+            let mut conn = rusqlite::Connection::open(&path).unwrap();
+            let tx = conn.transaction().unwrap();
+            retain::bump_generation(&tx).unwrap();
+            retain::bump_generation(&tx).unwrap();
+            tx.commit().unwrap();
+        }
+        let later = Journal::open(&path).unwrap().snapshot_mark().unwrap();
+        assert_eq!(later.generation, 2);
+        assert!(reader.beside(mark).unwrap().is_none());
     }
 }

@@ -117,6 +117,28 @@ pub struct Status {
     pub last_observed: Option<i64>,
 }
 
+/// What a recorder pruning behind itself keeps (`record --retain`,
+/// `--max-size`), as it writes it to `meta` for `status`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RetentionMeta {
+    /// History older than this goes (ms).
+    pub retain_ms: Option<u64>,
+    /// The file is kept under this many bytes.
+    pub max_size: Option<u64>,
+    /// The recorder that asked, and since when (ms).
+    pub pid: u32,
+    pub since: i64,
+}
+
+impl Journal {
+    /// What the recorder that prunes behind itself keeps, if one said so.
+    pub fn retention(&self) -> Result<Option<RetentionMeta>, JournalError> {
+        Ok(self
+            .meta("retention")?
+            .and_then(|v| serde_json::from_str(&v).ok()))
+    }
+}
+
 /// One record, decoded, for tests and export.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordView {
@@ -305,6 +327,27 @@ impl Journal {
             windows,
             unavailable,
         })
+    }
+
+    /// Each zone as `(records left in it, min_at, max_at)`: how the records
+    /// spread over time, for retention by size. A zone's own count is what
+    /// was written; what is left is counted (zones may name pruned `seq`s).
+    pub fn zone_times(&self) -> Result<Vec<(i64, i64, i64)>, JournalError> {
+        let conn = self.conn();
+        let err = |e| self.err(e);
+        let zones = super::zones::all(conn).map_err(err)?;
+        let mut count = conn
+            .prepare_cached("SELECT count(*) FROM records WHERE seq BETWEEN ?1 AND ?2")
+            .map_err(err)?;
+        zones
+            .into_iter()
+            .map(|(first, last, min_at, max_at)| {
+                let left: i64 = count
+                    .query_row(rusqlite::params![first, last], |r| r.get(0))
+                    .map_err(err)?;
+                Ok((left, min_at, max_at))
+            })
+            .collect()
     }
 
     pub fn status(&self) -> Result<Status, JournalError> {

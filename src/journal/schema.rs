@@ -153,8 +153,11 @@ pub fn inspect(conn: &Connection) -> rusqlite::Result<FileState> {
 /// Creates the schema in an empty database, in one transaction: version 1, then
 /// every migration, so that new and migrated journals are the same.
 pub fn initialise(conn: &mut Connection, created_by: &str, now_ms: i64) -> rusqlite::Result<()> {
-    // page_size only takes effect before the first table exists.
+    // page_size and auto_vacuum only take effect before the first table
+    // exists. Incremental: pages freed by retention go back to the file
+    // system a few at a time (docs/journal.md, "Retention").
     conn.pragma_update(None, "page_size", 8192)?;
+    conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
     let tx = conn.transaction()?;
     tx.execute_batch(SCHEMA_V1)?;
     for (_, sql) in MIGRATIONS {

@@ -93,6 +93,9 @@ pub enum Op {
     },
     /// Answered once everything sent before it is committed.
     Flush(std::sync::mpsc::SyncSender<()>),
+    /// Retention of one stream (docs/journal.md, "Retention"): carried out
+    /// in small steps of their own between batches ([`super::retain`]).
+    Retain(super::prune::StreamCut),
 }
 
 impl Op {
@@ -124,6 +127,26 @@ pub struct WriterStats {
     pub streams: Mutex<HashMap<StreamId, StreamTotals>>,
     /// Transactions committed.
     pub commits: Mutex<u64>,
+    /// What retention did and has left to do.
+    pub retention: Mutex<RetentionTotals>,
+}
+
+/// What retention behind the recorder did so far, and has left to do.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RetentionTotals {
+    /// Streams whose retention is queued or under way.
+    pub pending: usize,
+    /// Freed pages still to give back to the file system.
+    pub vacuum_pending: bool,
+    pub records_deleted: u64,
+    pub bodies_deleted: u64,
+    pub objects_deleted: u64,
+    /// Steps carried out, and the longest one (µs): how long retention held
+    /// the writer at most.
+    pub steps: u64,
+    pub longest_step_us: u64,
+    /// The latest cut carried out to the end (ms).
+    pub cut: Option<i64>,
 }
 
 /// A recorded change, sampled for a live feed: the object's previous and new
@@ -332,6 +355,8 @@ impl WriterState {
                 streams: HashMap::new(),
                 objects: HashMap::new(),
                 feed: None,
+                retain: std::collections::VecDeque::new(),
+                vacuum_pending: false,
             },
             path,
             stats,
@@ -344,7 +369,24 @@ impl WriterState {
         window: std::time::Duration,
     ) -> Result<(), JournalError> {
         let mut batch = Vec::with_capacity(MAX_BATCH);
-        while let Some(first) = rx.blocking_recv() {
+        loop {
+            // Retention goes a step at a time between batches: one after each
+            // commit, and on whenever nothing waits.
+            let first = if self.retention_idle() {
+                match rx.blocking_recv() {
+                    Some(op) => op,
+                    None => break,
+                }
+            } else {
+                match rx.try_recv() {
+                    Ok(op) => op,
+                    Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {
+                        self.retention_step()?;
+                        continue;
+                    }
+                    Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => break,
+                }
+            };
             let mut bytes = first.body_len();
             batch.push(first);
             take_waiting(&mut rx, &mut batch, &mut bytes);
@@ -356,8 +398,111 @@ impl WriterState {
                 rx.close();
                 return Err(e);
             }
+            if !self.retention_idle()
+                && let Err(e) = self.retention_step()
+            {
+                rx.close();
+                return Err(e);
+            }
         }
         Ok(())
+    }
+
+    /// No retention is queued, and no freed page waits to go back.
+    fn retention_idle(&self) -> bool {
+        self.caches.retain.is_empty() && !self.caches.vacuum_pending
+    }
+
+    /// One step of the retention queued first, in a transaction of its own
+    /// (foreign keys unenforced meanwhile, as `prune` does: see
+    /// [`super::retain`]); once the queue is empty, freed pages go back to
+    /// the file system a few at a time.
+    fn retention_step(&mut self) -> Result<(), JournalError> {
+        let started = std::time::Instant::now();
+        let path = self.path.clone();
+        let err = |e| JournalError::sqlite(&path, e);
+        let Some(job) = self.caches.retain.front_mut() else {
+            let freelist: i64 = self
+                .conn
+                .query_row("PRAGMA freelist_count", [], |r| r.get(0))
+                .map_err(err)?;
+            if freelist > 0 {
+                self.conn
+                    .execute_batch(&format!(
+                        "PRAGMA incremental_vacuum({})",
+                        super::retain::PAGES_PER_STEP
+                    ))
+                    .map_err(err)?;
+            } else {
+                self.caches.vacuum_pending = false;
+                // The pages given back leave the file once the WAL is
+                // written back; a reader may hold it, then it is later.
+                self.conn
+                    .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                    .map_err(err)?;
+            }
+            self.publish_retention(started, None, None);
+            return Ok(());
+        };
+        self.conn
+            .pragma_update(None, "foreign_keys", false)
+            .map_err(err)?;
+        let stepped = (|| {
+            let tx = self
+                .conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let step = job.step(&tx)?;
+            tx.commit()?;
+            Ok(step)
+        })();
+        let restored = self.conn.pragma_update(None, "foreign_keys", true);
+        let step = stepped.map_err(err)?;
+        restored.map_err(err)?;
+        // The writer's memory of the objects touched may name bodies that
+        // are gone: it reads them again when they next change.
+        for &object in &step.touched {
+            self.caches.bodies.forget(object);
+        }
+        if !step.objects_deleted.is_empty() {
+            let gone: HashSet<i64> = step.objects_deleted.iter().copied().collect();
+            self.caches.objects.retain(|_, id| !gone.contains(id));
+        }
+        let cut = step.done.then(|| job.cut());
+        if step.done {
+            self.caches.retain.pop_front();
+            if self.caches.retain.is_empty() {
+                self.caches.vacuum_pending = true;
+            }
+        }
+        self.publish_retention(started, Some(&step), cut);
+        Ok(())
+    }
+
+    fn publish_retention(
+        &self,
+        started: std::time::Instant,
+        step: Option<&super::retain::Step>,
+        cut: Option<i64>,
+    ) {
+        let mut r = self
+            .stats
+            .retention
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        r.pending = self.caches.retain.len();
+        r.vacuum_pending = self.caches.vacuum_pending;
+        r.steps += 1;
+        r.longest_step_us = r
+            .longest_step_us
+            .max(started.elapsed().as_micros().min(u128::from(u64::MAX)) as u64);
+        if let Some(step) = step {
+            r.records_deleted += step.records_deleted;
+            r.bodies_deleted += step.bodies_deleted;
+            r.objects_deleted += step.objects_deleted.len() as u64;
+        }
+        if cut.is_some() {
+            r.cut = cut;
+        }
     }
 
     fn commit(&mut self, batch: &mut Vec<Op>) -> Result<(), JournalError> {
@@ -366,6 +511,10 @@ impl WriterState {
             for op in batch.drain(..) {
                 match op {
                     Op::Flush(ack) => acks.push(ack),
+                    Op::Retain(cut) => {
+                        let job = super::retain::RetainJob::new(cut);
+                        w.cx.caches.retain.push_back(job);
+                    }
                     op => w.apply(op)?,
                 }
             }
@@ -550,6 +699,10 @@ struct Caches {
     /// Object ids by stream, namespace and name.
     objects: HashMap<(StreamId, String, String), i64>,
     feed: Option<FeedState>,
+    /// Retention queued, a stream each, carried out in order.
+    retain: std::collections::VecDeque<super::retain::RetainJob>,
+    /// Retention freed pages that have not gone back to the file system.
+    vacuum_pending: bool,
 }
 
 /// What an op is written with: the caches, and the open transaction's state.
@@ -565,7 +718,9 @@ fn apply(tx: &Transaction<'_>, op: Op, cx: &mut Ctx<'_>) -> Result<(), JournalEr
     let path = cx.path.clone();
     let err = |e| JournalError::sqlite(&path, e);
     match op {
-        Op::Flush(_) => Ok(()),
+        // Retention runs in steps of its own ([`WriterState::retention_step`]);
+        // a caller's own transactions (import) never carry it.
+        Op::Flush(_) | Op::Retain(_) => Ok(()),
         Op::Event {
             stream,
             at,

@@ -7,6 +7,7 @@
 pub mod backoff;
 pub mod display;
 pub mod pulse;
+pub mod retention;
 pub mod rules;
 pub mod secrets;
 pub mod stream;
@@ -179,6 +180,8 @@ pub enum RecordError {
 pub struct RecordOptions {
     pub stream: StreamOptions,
     pub mode: Mode,
+    /// `--retain` / `--max-size`: prune behind the recorder.
+    pub retention: Option<retention::Retention>,
 }
 
 pub use crate::render::record::{RecordSummary, StreamSummary};
@@ -454,6 +457,20 @@ pub async fn record(
         &stop,
         &beating.pulse,
     );
+    let retention_task = options.retention.map(|retention| {
+        tokio::spawn(retention::run(
+            retention::Setup {
+                retention,
+                path: path.clone(),
+                cluster: target.cluster_id.clone(),
+                streams: statuses.iter().map(|(id, _)| *id).collect(),
+                writer: writer.sender(),
+                stats: stats.clone(),
+                notices: notice_tx.clone(),
+            },
+            stop.clone(),
+        ))
+    });
     drop(notice_tx);
 
     let snapshot = |statuses: &[LiveStatus]| -> Vec<StreamStatus> {
@@ -550,6 +567,11 @@ pub async fn record(
     }
     let finished = snapshot(&statuses);
     display.finish(&finished);
+    // Its sender must go before the writer can finish.
+    if let Some(task) = retention_task {
+        task.abort();
+        let _ = task.await;
+    }
     let written = writer.finish();
     if let Some(e) = failure {
         return Err(match written {

@@ -20,6 +20,15 @@ pub struct RecorderOut {
 }
 
 #[derive(Serialize)]
+pub struct RetentionOut {
+    /// `--retain`, as a duration (`14d`).
+    pub retain: Option<String>,
+    pub max_size_bytes: Option<u64>,
+    /// The recorder that prunes.
+    pub pid: u32,
+}
+
+#[derive(Serialize)]
 pub struct StatusOut {
     pub store: String,
     pub exists: bool,
@@ -37,6 +46,9 @@ pub struct StatusOut {
     #[serde(skip)]
     pub last_ms: Option<i64>,
     pub recorder: RecorderOut,
+    /// What the running recorder prunes behind itself, when it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retention: Option<RetentionOut>,
     /// Audit events kept (docs/audit.md), over every cluster, and the time
     /// the selected cluster's imported audit logs cover (left out when none
     /// was imported).
@@ -79,6 +91,19 @@ pub fn text(s: &StatusOut, paint: Paint) -> String {
         (false, _) => "not running".to_string(),
     };
     t.push_str(&format!("Recorder:        {recorder}\n"));
+    if let Some(r) = &s.retention {
+        let mut keeps: Vec<String> = Vec::new();
+        keeps.extend(r.retain.as_ref().map(|d| format!("the last {d}")));
+        keeps.extend(
+            r.max_size_bytes
+                .map(|b| format!("at most {}", super::human_bytes(b))),
+        );
+        t.push_str(&format!(
+            "Retention:       keeps {} (recorder pid {}, pruning behind itself)\n",
+            keeps.join(", "),
+            r.pid
+        ));
+    }
     if !s.exists {
         return t;
     }

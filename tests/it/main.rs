@@ -21,6 +21,7 @@ mod readme;
 mod real;
 mod record;
 mod replay;
+mod retention;
 mod segments;
 mod sim_api;
 mod sim_kubectl;

@@ -1,0 +1,382 @@
+//! Retention behind a running recorder (docs/journal.md, "Retention"): the
+//! same cut as `prune` (a stream's state at the cut becomes a baseline there,
+//! everything older goes), carried out a small step at a time by the journal
+//! writer between its batches, so that no step holds the writer for more than
+//! a few milliseconds, and freed pages go back to the file system
+//! (`auto_vacuum = INCREMENTAL`).
+//!
+//! A step is one transaction of its own:
+//!
+//! 1. the baseline's items, [`ITEMS_PER_STEP`] at a time, below every `seq`
+//!    there is; readers skip items without their header;
+//! 2. the header: from then on every answer at or after the cut reads the new
+//!    baseline;
+//! 3. the stream's records at or before the cut, [`RECORDS_PER_STEP`] at a
+//!    time (its metadata through `records_stream_meta`, its events through a
+//!    window of [`SCAN_PER_STEP`] `seq`s), each with the bodies, packs and
+//!    objects nothing references any more. Bodies and packs belong to one
+//!    object each, so what a deleted record freed is found from that object's
+//!    records (`records_object`), never by a scan of the journal.
+//!
+//! The caller keeps foreign-key enforcement off meanwhile, as `prune` does:
+//! enforcement would check each deleted body against every record.
+
+use super::schema::{UNPACKED, kind, parse_pack_ref};
+use super::{StreamId, prune::StreamCut};
+use rusqlite::{OptionalExtension, Transaction, params};
+use std::collections::{BTreeSet, HashSet};
+
+/// Baseline items written per step.
+pub const ITEMS_PER_STEP: usize = 512;
+/// Records deleted per step, at most.
+pub const RECORDS_PER_STEP: usize = 512;
+/// `seq`s looked at per step for a stream's events, at most.
+pub const SCAN_PER_STEP: i64 = 8192;
+/// Pages given back to the file system per step (64 KiB each at most).
+pub const PAGES_PER_STEP: i64 = 256;
+
+/// Where one stream's retention stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Stage {
+    /// Writing items; the next one to write.
+    Items(usize),
+    Header,
+    /// Deleting the stream's metadata records.
+    Meta,
+    /// Deleting its events; the `seq` the next window starts after.
+    Events(i64),
+    Done,
+}
+
+/// One stream's retention.
+#[derive(Debug, Clone)]
+pub struct RetainJob {
+    cut: StreamCut,
+    stage: Stage,
+    /// The smallest `seq` before the job: the new baseline goes below it, and
+    /// only records from it on are deleted.
+    old_min: Option<i64>,
+    /// The first `seq` of the new baseline.
+    base: i64,
+    /// The last `seq` old enough, by the zones (taken at the header).
+    bound: i64,
+}
+
+/// What one step did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Step {
+    pub records_deleted: u64,
+    pub bodies_deleted: u64,
+    /// Objects whose records were deleted: the writer's memory of them may
+    /// name bodies that are gone.
+    pub touched: Vec<i64>,
+    /// Objects with no record left, deleted.
+    pub objects_deleted: Vec<i64>,
+    pub done: bool,
+}
+
+impl RetainJob {
+    pub fn new(cut: StreamCut) -> RetainJob {
+        RetainJob {
+            cut,
+            stage: Stage::Items(0),
+            old_min: None,
+            base: 0,
+            bound: 0,
+        }
+    }
+
+    pub fn stream(&self) -> StreamId {
+        self.cut.stream
+    }
+
+    pub fn cut(&self) -> i64 {
+        self.cut.cut
+    }
+
+    /// Carries out the next step in `tx`.
+    pub fn step(&mut self, tx: &Transaction<'_>) -> rusqlite::Result<Step> {
+        if self.old_min.is_none() {
+            let min: i64 = tx.query_row("SELECT coalesce(min(seq), 1) FROM records", [], |r| {
+                r.get(0)
+            })?;
+            self.old_min = Some(min);
+            self.base = min - self.cut.items.len() as i64 - 2;
+        }
+        let mut step = Step::default();
+        match self.stage.clone() {
+            Stage::Items(next) => {
+                let end = (next + ITEMS_PER_STEP).min(self.cut.items.len());
+                self.write_items(tx, next, end)?;
+                self.stage = if end == self.cut.items.len() {
+                    Stage::Header
+                } else {
+                    Stage::Items(end)
+                };
+            }
+            Stage::Header => {
+                let info = serde_json::json!({ "items": self.cut.items.len(), "pruned": true })
+                    .to_string();
+                tx.execute(
+                    "INSERT INTO records(seq, stream_id, kind, observed_at, resource_version, aux, info)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![
+                        self.base + self.cut.items.len() as i64,
+                        self.cut.stream,
+                        kind::BASELINE,
+                        self.cut.cut,
+                        self.cut.list_rv,
+                        self.base,
+                        info
+                    ],
+                )?;
+                self.bound = super::zones::bounds(tx)?.at(self.cut.cut);
+                self.stage = Stage::Meta;
+            }
+            Stage::Meta => {
+                let seqs = self.meta_batch(tx)?;
+                if seqs.is_empty() {
+                    self.stage = Stage::Events(self.old_min.unwrap_or(1) - 1);
+                } else {
+                    self.delete(tx, &seqs, &mut step)?;
+                }
+            }
+            Stage::Events(after) => {
+                let until = (after + SCAN_PER_STEP).min(self.bound);
+                let seqs = self.event_batch(tx, after, until)?;
+                let next = if seqs.len() == RECORDS_PER_STEP {
+                    *seqs.last().unwrap_or(&until)
+                } else {
+                    until
+                };
+                self.delete(tx, &seqs, &mut step)?;
+                self.stage = if next >= self.bound {
+                    Stage::Done
+                } else {
+                    Stage::Events(next)
+                };
+            }
+            Stage::Done => {}
+        }
+        step.done = self.stage == Stage::Done;
+        Ok(step)
+    }
+
+    /// Items `from..to` of the baseline, and a zone of their own.
+    fn write_items(&self, tx: &Transaction<'_>, from: usize, to: usize) -> rusqlite::Result<()> {
+        if from == to {
+            return Ok(());
+        }
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO records(seq, stream_id, kind, observed_at, object_id, body_id,
+                                 resource_version, aux)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?;
+        for (i, (object, body, rv)) in self.cut.items[from..to].iter().enumerate() {
+            insert.execute(params![
+                self.base + (from + i) as i64,
+                self.cut.stream,
+                kind::BASELINE_ITEM,
+                self.cut.cut,
+                object,
+                body,
+                rv,
+                self.base
+            ])?;
+        }
+        // Zones may overlap and name seqs that are gone; each only has to
+        // contain its records (zones.rs).
+        tx.execute(
+            "INSERT INTO zones(first_seq, last_seq, records, min_at, max_at) VALUES (?1, ?2, ?3, ?4, ?4)",
+            params![
+                self.base + from as i64,
+                self.base + to as i64 - 1,
+                (to - from) as i64,
+                self.cut.cut
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The next metadata records of the stream at or before the cut (the
+    /// new baseline's header is below `old_min`).
+    fn meta_batch(&self, tx: &Transaction<'_>) -> rusqlite::Result<Vec<i64>> {
+        let mut stmt = tx.prepare_cached(&format!(
+            "SELECT seq FROM records WHERE stream_id = ?1 AND {} AND observed_at <= ?2 AND seq >= ?3
+             ORDER BY seq LIMIT ?4",
+            kind::META
+        ))?;
+        stmt.query_map(
+            params![
+                self.cut.stream,
+                self.cut.cut,
+                self.old_min.unwrap_or(1),
+                RECORDS_PER_STEP as i64
+            ],
+            |r| r.get(0),
+        )?
+        .collect()
+    }
+
+    /// The stream's events at or before the cut with `seq` in `(after, until]`.
+    fn event_batch(
+        &self,
+        tx: &Transaction<'_>,
+        after: i64,
+        until: i64,
+    ) -> rusqlite::Result<Vec<i64>> {
+        let mut stmt = tx.prepare_cached(
+            "SELECT seq FROM records WHERE seq > ?1 AND seq <= ?2 AND stream_id = ?3 AND kind = ?4
+                 AND observed_at <= ?5
+             ORDER BY seq LIMIT ?6",
+        )?;
+        stmt.query_map(
+            params![
+                after,
+                until,
+                self.cut.stream,
+                kind::EVENT,
+                self.cut.cut,
+                RECORDS_PER_STEP as i64
+            ],
+            |r| r.get(0),
+        )?
+        .collect()
+    }
+
+    /// Deletes the records `seqs`, then what only they referenced, and says
+    /// so to readers on other connections ([`super::SnapshotMark`]).
+    fn delete(&self, tx: &Transaction<'_>, seqs: &[i64], step: &mut Step) -> rusqlite::Result<()> {
+        if seqs.is_empty() {
+            return Ok(());
+        }
+        bump_generation(tx)?;
+        let mut freed: BTreeSet<(i64, i64)> = BTreeSet::new();
+        let mut objects: BTreeSet<i64> = BTreeSet::new();
+        {
+            let mut del = tx.prepare_cached(
+                "DELETE FROM records WHERE seq = ?1 RETURNING object_id, body_id",
+            )?;
+            for seq in seqs {
+                let row: Option<(Option<i64>, Option<i64>)> = del
+                    .query_row(params![seq], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()?;
+                let Some((object, body)) = row else { continue };
+                step.records_deleted += 1;
+                if let Some(object) = object {
+                    objects.insert(object);
+                    if let Some(body) = body {
+                        freed.insert((object, body));
+                    }
+                }
+            }
+        }
+        for &object in &objects {
+            let bodies: Vec<i64> = freed
+                .range((object, i64::MIN)..=(object, i64::MAX))
+                .map(|&(_, b)| b)
+                .collect();
+            step.bodies_deleted += collect_object(tx, object, &bodies)?;
+            let left: bool = tx
+                .prepare_cached("SELECT EXISTS(SELECT 1 FROM records WHERE object_id = ?1)")?
+                .query_row(params![object], |r| r.get(0))?;
+            if !left {
+                tx.execute(
+                    "DELETE FROM audit_events WHERE object_id = ?1",
+                    params![object],
+                )?;
+                tx.execute("DELETE FROM objects WHERE id = ?1", params![object])?;
+                step.objects_deleted.push(object);
+            }
+        }
+        step.touched = objects.into_iter().collect();
+        Ok(())
+    }
+}
+
+/// A body row's base and pack reference.
+fn body_links(
+    tx: &Transaction<'_>,
+    body: i64,
+) -> rusqlite::Result<Option<(Option<i64>, Option<i64>)>> {
+    tx.prepare_cached("SELECT base_id, pack_ref FROM bodies WHERE id = ?1")?
+        .query_row(params![body], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+}
+
+/// The pack a `pack_ref` points into.
+fn pack_of(pack_ref: Option<i64>) -> Option<i64> {
+    pack_ref
+        .filter(|&p| p > UNPACKED)
+        .and_then(parse_pack_ref)
+        .map(|(pack, _)| pack)
+}
+
+/// Deletes, of `candidates` (bodies of `object` its deleted records used),
+/// their bases and their packs, whatever the object's remaining records no
+/// longer reach. Returns the bodies deleted.
+fn collect_object(tx: &Transaction<'_>, object: i64, candidates: &[i64]) -> rusqlite::Result<u64> {
+    if candidates.is_empty() {
+        return Ok(0);
+    }
+    // What the object's remaining records reach: their bodies, the bases of
+    // those, their packs and the packs' bases.
+    let mut needed_bodies: HashSet<i64> = HashSet::new();
+    let mut needed_packs: HashSet<i64> = HashSet::new();
+    let live: Vec<i64> = tx
+        .prepare_cached(
+            "SELECT DISTINCT body_id FROM records WHERE object_id = ?1 AND body_id IS NOT NULL",
+        )?
+        .query_map(params![object], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for body in live {
+        needed_bodies.insert(body);
+        if let Some((base, pack_ref)) = body_links(tx, body)? {
+            needed_bodies.extend(base);
+            if let Some(pack) = pack_of(pack_ref) {
+                needed_packs.insert(pack);
+            }
+        }
+    }
+    for &pack in &needed_packs {
+        let base: Option<i64> = tx
+            .prepare_cached("SELECT base_id FROM packs WHERE id = ?1")?
+            .query_row(params![pack], |r| r.get(0))
+            .optional()?;
+        needed_bodies.extend(base);
+    }
+    // The candidates, with their bases and their packs' bases, unless needed.
+    let mut bodies: BTreeSet<i64> = BTreeSet::new();
+    let mut packs: BTreeSet<i64> = BTreeSet::new();
+    for &body in candidates {
+        bodies.insert(body);
+        if let Some((base, pack_ref)) = body_links(tx, body)? {
+            bodies.extend(base);
+            packs.extend(pack_of(pack_ref));
+        }
+    }
+    for &pack in packs.iter().filter(|p| !needed_packs.contains(p)) {
+        let base: Option<i64> = tx
+            .prepare_cached("DELETE FROM packs WHERE id = ?1 RETURNING base_id")?
+            .query_row(params![pack], |r| r.get(0))
+            .optional()?;
+        bodies.extend(base);
+    }
+    let mut deleted = 0;
+    for &body in bodies.iter().filter(|b| !needed_bodies.contains(b)) {
+        tx.execute("DELETE FROM blobs WHERE body_id = ?1", params![body])?;
+        deleted += tx.execute("DELETE FROM bodies WHERE id = ?1", params![body])? as u64;
+    }
+    Ok(deleted)
+}
+
+/// Counts one more deletion of history, in `meta`: a reader's snapshot mark
+/// taken before it no longer holds ([`super::SnapshotMark::still_held_by`]).
+pub fn bump_generation(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO meta(key, value) VALUES ('prune_generation', '1')
+         ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+        [],
+    )?;
+    Ok(())
+}
