@@ -24,6 +24,9 @@ Examples:
   # Record every namespace, only objects labelled app=web
   kubectl krply record -A -l app=web
 
+  # Left running for weeks: keep two weeks, and never more than 2 GiB
+  kubectl krply record -A --retain 14d --max-size 2GiB
+
 Default resources: deployments, statefulsets, daemonsets, services, configmaps,
 serviceaccounts (plus namespaces with -A). Secrets are refused unless --include-secrets, and then
 their values are stored only as digests.")]
@@ -41,13 +44,11 @@ pub struct RecordArgs {
     #[arg(long)]
     pub no_bookmarks: bool,
     /// Prune history older than this behind the recorder (e.g. 14d), in small
-    /// steps; freed space goes back to the file system. Hidden, with
-    /// --max-size, until the truth checker judges histories with retention
-    /// (docs/journal.md, "Retention").
-    #[arg(long, value_name = "DURATION", hide = true)]
+    /// steps; freed space goes back to the file system
+    #[arg(long, value_name = "DURATION")]
     pub retain: Option<PositiveDuration>,
     /// Keep the journal file under this size (e.g. 2GiB), oldest history first
-    #[arg(long, value_name = "SIZE", hide = true)]
+    #[arg(long, value_name = "SIZE")]
     pub max_size: Option<ByteSize>,
     /// How long each watch asks the server to stay open (timeoutSeconds, at
     /// least 1s; default 4m50s). A watch silent a tenth longer is taken for a

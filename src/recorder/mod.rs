@@ -325,6 +325,7 @@ fn spawn_streams(
             unavailable: None,
             listed: false,
             refused: None,
+            settled: None,
         }));
         statuses.push((id, status.clone()));
         let stream = Stream {
@@ -464,6 +465,7 @@ pub async fn record(
                 path: path.clone(),
                 cluster: target.cluster_id.clone(),
                 streams: statuses.iter().map(|(id, _)| *id).collect(),
+                statuses: statuses.clone(),
                 writer: writer.sender(),
                 stats: stats.clone(),
                 notices: notice_tx.clone(),
@@ -585,10 +587,20 @@ pub async fn record(
         return Err(RecordError::AllRefused(why));
     }
     let streams = summarize(&statuses, finished, &stats, &relists.found);
+    let retention = options.retention.map(|_| {
+        let r = stats.retention.lock().unwrap_or_else(|e| e.into_inner());
+        feed::RetentionSummary {
+            records_deleted: r.records_deleted,
+            objects_deleted: r.objects_deleted,
+            longest_step: Duration::from_micros(r.longest_step_us),
+            cut: r.cut,
+        }
+    });
     Ok(RecordSummary {
         cluster_id: target.cluster_id.clone(),
         elapsed: started.elapsed(),
         streams,
+        retention,
     })
 }
 
@@ -688,6 +700,7 @@ mod tests {
             unavailable: None,
             listed,
             refused: refused.map(str::to_string),
+            settled: None,
         }
     }
 

@@ -85,6 +85,8 @@ pub struct Setup {
     pub streams: Vec<StreamId>,
     pub writer: WriterSender,
     pub stats: Arc<WriterStats>,
+    /// The streams' live status: up to when each one's history is settled.
+    pub statuses: Vec<(StreamId, Arc<std::sync::Mutex<super::stream::StreamStatus>>)>,
     pub notices: tokio::sync::mpsc::UnboundedSender<Notice>,
 }
 
@@ -111,14 +113,18 @@ pub async fn run(setup: Setup, mut stop: watch::Receiver<bool>) {
         if busy {
             continue;
         }
-        let (path, cluster, streams, retention) = (
-            setup.path.clone(),
-            setup.cluster.clone(),
-            setup.streams.clone(),
-            setup.retention,
-        );
+        // A stream is cut only where its history is settled: a gap found
+        // later (a freeze, a silent watch) starts no earlier.
+        let settled: Vec<(StreamId, i64)> = setup
+            .statuses
+            .iter()
+            .filter(|(id, _)| setup.streams.contains(id))
+            .filter_map(|(id, s)| Some((*id, s.lock().ok()?.settled?)))
+            .collect();
+        let (path, cluster, retention) =
+            (setup.path.clone(), setup.cluster.clone(), setup.retention);
         let planned =
-            tokio::task::spawn_blocking(move || plan(&path, &cluster, &streams, &retention)).await;
+            tokio::task::spawn_blocking(move || plan(&path, &cluster, &settled, &retention)).await;
         let cuts = match planned {
             Ok(Ok(cuts)) => cuts,
             Ok(Err(e)) => {
@@ -139,11 +145,12 @@ pub async fn run(setup: Setup, mut stop: watch::Receiver<bool>) {
     }
 }
 
-/// The cuts due now for `streams`, read on a connection of its own.
+/// The cuts due now for `streams`, each before the time its history is
+/// settled up to, read on a connection of its own.
 fn plan(
     path: &std::path::Path,
     cluster: &str,
-    streams: &[StreamId],
+    streams: &[(StreamId, i64)],
     retention: &Retention,
 ) -> Result<Vec<crate::journal::prune::StreamCut>, JournalError> {
     let journal = Journal::open(path)?;
@@ -164,7 +171,11 @@ fn plan(
     })?;
     Ok(cuts
         .into_iter()
-        .filter(|c| streams.contains(&c.stream))
+        .filter(|c| {
+            streams
+                .iter()
+                .any(|&(id, settled)| id == c.stream && c.cut < settled)
+        })
         .collect())
 }
 

@@ -121,6 +121,11 @@ pub struct StreamStatus {
     /// Why the server refused it before any list of this run (the whole
     /// error, which names the user, verb and resource).
     pub refused: Option<String>,
+    /// Up to when the stream's history is settled (ms): its last durable
+    /// point, or the server's last word to it if that is earlier. A gap
+    /// written later (a freeze found, a watch found silent) never starts
+    /// before it, so retention never cuts after it.
+    pub settled: Option<i64>,
 }
 
 /// Everything one stream task needs.
@@ -236,6 +241,16 @@ impl Stream {
     fn frozen(&self, rules: &Rules) -> Option<WatchEnd> {
         let (from, to) = self.pulse.frozen_since(rules.durable_at()?)?;
         Some(WatchEnd::Frozen { from, to })
+    }
+
+    /// Publishes up to when the stream's history is settled
+    /// ([`StreamStatus::settled`]).
+    fn settle(&self, rules: &Rules) {
+        let settled = match (rules.durable_at(), self.last_word) {
+            (Some(d), Some(w)) => Some(d.min(w)),
+            (d, _) => d,
+        };
+        self.update(|s| s.settled = settled);
     }
 
     /// Says what to do about a failure the user must fix, once until the
@@ -618,6 +633,7 @@ impl Stream {
                             rules.progress(at, &cursor.rv);
                         }
                         cursor.wrote_since_tick = false;
+                        self.settle(rules);
                         continue;
                     }
                     _ = self.stop.changed() => return Ok(WatchEnd::Stop),
@@ -651,6 +667,7 @@ impl Stream {
             }
             let end = self.journal_line(&line, &mut cursor, rules).await?;
             self.bookmarks_seen |= cursor.bookmark;
+            self.settle(rules);
             if let Some(end) = end {
                 return Ok(end);
             }

@@ -184,6 +184,19 @@ pub struct RecordSummary {
     pub cluster_id: String,
     pub elapsed: Duration,
     pub streams: Vec<StreamSummary>,
+    /// What retention behind the recorder did, when it was asked to.
+    pub retention: Option<RetentionSummary>,
+}
+
+/// What `record --retain` / `--max-size` pruned in one run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RetentionSummary {
+    pub records_deleted: u64,
+    pub objects_deleted: u64,
+    /// The longest any step held the journal writer.
+    pub longest_step: Duration,
+    /// The latest cut carried out (ms).
+    pub cut: Option<i64>,
 }
 
 impl RecordSummary {
@@ -198,6 +211,11 @@ impl RecordSummary {
     }
 }
 
+/// A short duration in milliseconds, to a tenth: `3.2 ms`.
+fn format_ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
 /// The final summary: totals, the journal's path, and one line per stream.
 pub fn summary(summary: &RecordSummary, path: &std::path::Path) -> String {
     let mut text = format!(
@@ -209,6 +227,18 @@ pub fn summary(summary: &RecordSummary, path: &std::path::Path) -> String {
         summary.found_by_relists(),
         path.display()
     );
+    if let Some(r) = &summary.retention {
+        text.push_str(&match r.cut {
+            Some(cut) => format!(
+                "retention: history before {} pruned ({} record(s), {} object(s)); no step held the writer longer than {}\n",
+                super::clock::clock().stamp(cut),
+                r.records_deleted,
+                r.objects_deleted,
+                format_ms(r.longest_step)
+            ),
+            None => "retention: nothing old enough to prune yet\n".to_string(),
+        });
+    }
     for s in &summary.streams {
         text.push_str(&match &s.unavailable {
             // Nothing it says about events could be trusted: it never read them.

@@ -93,6 +93,13 @@ fn retention_prunes_behind_the_recorder_and_keeps_answers_in_its_window() {
     });
     let stopped = retained.stop();
     assert_eq!(stopped.code, Some(0), "{stopped:?}");
+    // The summary on stdout says what it pruned.
+    let said = stopped
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("retention: history before"))
+        .unwrap_or_else(|| panic!("no retention line:\n{}", stopped.stdout))
+        .to_string();
     let _ = full.stop();
 
     let from = env.coverage(CM).from.expect("a start");
@@ -116,7 +123,7 @@ fn retention_prunes_behind_the_recorder_and_keeps_answers_in_its_window() {
     let (mid, last) = (sizes[sizes.len() / 2], *sizes.last().unwrap());
     assert!(last <= mid + mid / 2 + 65_536, "{sizes:?}");
     eprintln!(
-        "retention: {} changes, journal {} events (reference {}), file sizes {sizes:?}",
+        "{said}\nretention: {} changes, journal {} events (reference {}), file sizes {sizes:?}",
         quiet.len(),
         events(&env.store),
         events(std::path::Path::new(&reference))

@@ -316,3 +316,205 @@ fn expiring_credentials_are_refreshed_and_a_failing_plugin_is_a_gap_not_an_exit(
     );
     assert!(journaled_rvs(&env, "serviceaccount/robot").contains(&during));
 }
+
+/// A write to `robot` as the server's audit log has it: when the server
+/// answered (ms) and the resourceVersion it gave.
+fn audited_writes(env: &RealEnv, ns: &str, name: &str) -> Vec<(i64, String)> {
+    let text = std::fs::read_to_string(&env.kube.ready.audit_log).unwrap();
+    let mut out: Vec<(i64, String)> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| {
+            e["stage"] == "ResponseComplete"
+                && e["objectRef"]["resource"] == "serviceaccounts"
+                && e["objectRef"]["namespace"] == ns
+                && e["objectRef"]["name"] == name
+                && matches!(e["verb"].as_str(), Some("create" | "update" | "patch"))
+                && e["responseStatus"]["code"]
+                    .as_i64()
+                    .is_some_and(|c| c < 300)
+        })
+        .filter_map(|e| {
+            let at = Millis::parse_rfc3339(e["stageTimestamp"].as_str()?).ok()?;
+            let rv = e["responseObject"]["metadata"]["resourceVersion"].as_str()?;
+            Some((at.as_ms(), rv.to_string()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// SIGSTOP for 40 s under churn (about five writes a second), the way a
+/// closed lid freezes the recorder, then SIGCONT. Judged against the API
+/// server's own audit log: every event the journal holds as watched is
+/// stamped within the stated bound (2 s) of when the server made it, and
+/// every `get --at T` is either the version the server had at T or says it
+/// is not complete; inside the freeze, never complete.
+#[test]
+fn a_recorder_frozen_40s_under_churn_answers_right_or_incomplete() {
+    const NS: &str = "frozen";
+    let env = RealEnv::new(NS);
+    env.create_namespace(NS);
+    env.kubectl_ok(&["create", "serviceaccount", "robot"]);
+    let recorder = env.start_recorder(&["serviceaccounts"]);
+    env.wait_baselines(1);
+    let sa = format!("serviceaccounts.v1@{NS}");
+
+    // Churn on a thread of its own, until told to stop (and bounded).
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churn = {
+        let stop = stop.clone();
+        let kubectl = super::kubectl_bin();
+        let kubeconfig = env.kubeconfig.clone();
+        std::thread::spawn(move || {
+            let mut i = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && i < 2_000 {
+                i += 1;
+                let _ = std::process::Command::new(&kubectl)
+                    .env("KUBECONFIG", &kubeconfig)
+                    .args(["-n", NS, "label", "--overwrite", "serviceaccount/robot"])
+                    .arg(format!("v={i}"))
+                    .output();
+            }
+            i
+        })
+    };
+    let churned_from = Millis::now().as_ms();
+    env.wait_real("some churn watched", || {
+        journaled_rvs(&env, "serviceaccount/robot").len() > 25
+    });
+    let frozen_at = Millis::now().as_ms();
+    recorder.signal("STOP");
+    // The freeze itself is what is tested: its length is the point.
+    let frozen = std::time::Instant::now();
+    env.wait_real("40 s of freeze", || {
+        frozen.elapsed() >= Duration::from_secs(40)
+    });
+    recorder.signal("CONT");
+    let thawed_at = Millis::now().as_ms();
+    env.wait_real("the relist after the thaw", || {
+        crate::common::baselines(&env.journal(), &env.stream(&sa)) >= 2
+    });
+    let relisted_at = Millis::now().as_ms();
+    let after = journaled_rvs(&env, "serviceaccount/robot").len();
+    env.wait_real("churn watched again", || {
+        journaled_rvs(&env, "serviceaccount/robot").len() > after + 25
+    });
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let writes = churn.join().unwrap();
+    let last = written_rv(
+        &env,
+        &["label", "--overwrite", "serviceaccount/robot", "v=end"],
+    );
+    env.wait_real("the last write journaled", || {
+        journaled_rvs(&env, "serviceaccount/robot").contains(&last)
+    });
+    let churned_to = Millis::now().as_ms();
+    let stopped = recorder.stop();
+    assert_eq!(stopped.code, Some(0), "{stopped:?}");
+    assert!(stopped.stderr.contains("frozen for"), "{}", stopped.stderr);
+
+    let audited = audited_writes(&env, NS, "robot");
+    assert!(
+        audited.len() as u32 >= writes / 2,
+        "{} audited of {writes}",
+        audited.len()
+    );
+    let made_at = |rv: &str| audited.iter().find(|(_, r)| r == rv).map(|(t, _)| *t);
+
+    // Every watched event stamped within the bound of the server's own time.
+    let timeline = env.krply_json(&["timeline", "serviceaccount/robot"], 0);
+    let mut late_max = 0;
+    for e in timeline["entries"].as_array().unwrap() {
+        if e["observed"] != "watch" {
+            continue;
+        }
+        let rv = e["resource_version"].as_str().unwrap();
+        let Some(made) = made_at(rv) else { continue };
+        let stamped = Millis::parse_rfc3339(e["observed_at"].as_str().unwrap())
+            .unwrap()
+            .as_ms();
+        let late = stamped - made;
+        late_max = late_max.max(late);
+        assert!(
+            (-50..2_000).contains(&late),
+            "rv {rv} made at {made}, stamped {late} ms later: {e}"
+        );
+    }
+
+    // get --at at 36 moments, a third before the freeze, a third inside it
+    // and a third after the relist: the server's version then, or
+    // incomplete.
+    let truth_at = |t: i64| {
+        audited
+            .iter()
+            .rfind(|(at, _)| *at <= t)
+            .map(|(_, rv)| rv.clone())
+    };
+    let (mut right, mut incomplete, mut frozen_incomplete) = (0, 0, 0);
+    let stretches = [
+        (churned_from, frozen_at),
+        (frozen_at, thawed_at),
+        (relisted_at, churned_to),
+    ];
+    let moments = stretches
+        .iter()
+        .flat_map(|&(a, b)| (0..12).map(move |k| a + (b - a) * k / 12 + 1));
+    for t in moments {
+        let out = env.run(&[
+            "get",
+            "serviceaccount/robot",
+            "--at",
+            &Millis::from_ms(t).to_string(),
+            "--strict",
+            "-o",
+            "json",
+        ]);
+        match out.code {
+            Some(0) => {
+                let got: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+                let got = got["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                // A write made in the last moments before T may be stamped
+                // after it (at most the lateness seen above).
+                let acceptable: Vec<Option<String>> = (0..=late_max.max(0))
+                    .step_by(1)
+                    .map(|back| truth_at(t - back))
+                    .collect();
+                assert!(
+                    acceptable.contains(&Some(got.clone())),
+                    "get --at {t} is complete with rv {got}; the server had {:?}",
+                    truth_at(t)
+                );
+                right += 1;
+            }
+            Some(3) => {
+                incomplete += 1;
+                if t > frozen_at + 100 && t < thawed_at {
+                    frozen_incomplete += 1;
+                }
+            }
+            other => panic!("get --at {t}: {other:?} {}", out.stderr),
+        }
+        assert!(
+            !(t > frozen_at + 100 && t < thawed_at && out.code == Some(0)),
+            "get --at {t}, inside the freeze, is complete"
+        );
+    }
+    assert!(
+        frozen_incomplete >= 11,
+        "{frozen_incomplete} moments inside the freeze"
+    );
+    assert!(
+        right >= 12,
+        "only {right} complete answers outside the freeze"
+    );
+    crate::real::announce(&format!(
+        "freeze 40s under churn: {writes} writes, {} audited; watched events stamped at most \
+         {late_max} ms late; get --at: {right} right, {incomplete} incomplete ({frozen_incomplete} \
+         inside the freeze), 0 wrong",
+        audited.len()
+    ));
+}

@@ -38,6 +38,8 @@ pub struct Findings {
     pub diff_actors: usize,
     /// Recorders frozen (SIGSTOP) and thawed in the history.
     pub freezes: usize,
+    /// Streams retention pruned behind a recorder (`record --retain`).
+    pub pruned: usize,
     /// Writes made in time `coverage` says a stream covered (each checked
     /// watched).
     pub covered_writes: usize,

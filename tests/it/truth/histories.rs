@@ -77,6 +77,8 @@ pub struct Scope {
     pub namespace: Option<&'static str>,
     pub selector: bool,
     pub kinds: Vec<Kind>,
+    /// `--retain`: the recorder prunes behind itself.
+    pub retain: Option<&'static str>,
 }
 
 impl Scope {
@@ -88,6 +90,9 @@ impl Scope {
         }
         if self.selector {
             args.extend(["-l".into(), SELECTOR.into()]);
+        }
+        if let Some(retain) = self.retain {
+            args.extend(["--retain".into(), retain.into()]);
         }
         args
     }
@@ -210,6 +215,9 @@ impl Rng {
 /// The history of `seed`.
 pub fn history(seed: u64) -> History {
     let mut rng = Rng::new(seed);
+    // Choices added later draw from their own sequence, so that every
+    // earlier seed's history stays what it was.
+    let mut later = Rng::new(seed ^ 0x7e7a_1e55_0000_0031);
     let mut steps = Vec::new();
     let mut running: [Option<Scope>; SLOTS] = [None, None, None];
     // Which objects exist, and their tier.
@@ -223,7 +231,7 @@ pub fn history(seed: u64) -> History {
         // Most histories keep a recorder or two running, start and stop
         // them now and then, and lose watch history now and then.
         let step = if (i == 0 || roll < 12 || busy.is_empty() && roll < 30) && free.is_some() {
-            let scope = scope(&mut rng);
+            let scope = scope(&mut rng, &mut later);
             if running.iter().flatten().any(|r| r.clashes(&scope)) {
                 continue;
             }
@@ -315,7 +323,7 @@ fn freeze_one(seed: u64, steps: &mut Vec<Step>) {
     steps.insert(freeze, Step::Freeze { slot });
 }
 
-fn scope(rng: &mut Rng) -> Scope {
+fn scope(rng: &mut Rng, later: &mut Rng) -> Scope {
     let kinds = match rng.below(4) {
         0 => vec![Kind::ConfigMap],
         1 => vec![Kind::Deployment],
@@ -330,5 +338,6 @@ fn scope(rng: &mut Rng) -> Scope {
         },
         selector: rng.chance(15),
         kinds,
+        retain: later.chance(25).then_some("1s"),
     }
 }

@@ -86,6 +86,7 @@ fn check_seed(seed: u64, on: On) -> Outcome {
         freezes: play.trace.freezes,
         ..Findings::default()
     };
+    prune_starts(&mut play.trace, &mut findings);
     let used = |j: usize| play.trace.recorders.iter().any(|r| r.scope.journal == j);
     let [j0, j1] = play.trace.journals.clone();
     // Who did it: the server's audit log, imported into each journal.
@@ -219,7 +220,7 @@ fn check_all(seeds: impl Iterator<Item = u64> + Send, deadline: Option<Duration>
         .filter(|o| !o.findings.wrong.is_empty())
         .collect();
     crate::real::announce(&format!(
-        "truth{}: {} histories ({} recorders frozen and thawed), {} questions ({} answers complete, {} watched and {} relist-found \
+        "truth{}: {} histories ({} recorders frozen and thawed, {} streams pruned behind one), {} questions ({} answers complete, {} watched and {} relist-found \
          changes judged, {} of those with an actor; {} actors diff named; {} writes in covered time; \
          {} replay plans made, {} refused for gaps), {} with wrong answers, in {:.0?}",
         match on {
@@ -228,6 +229,7 @@ fn check_all(seeds: impl Iterator<Item = u64> + Send, deadline: Option<Duration>
         },
         outcomes.len(),
         sum(&|f| f.freezes),
+        sum(&|f| f.pruned),
         sum(&|f| f.questions),
         sum(&|f| f.complete),
         sum(&|f| f.watched),
@@ -338,4 +340,68 @@ fn every_failing_seed_stays_fixed() {
         .filter_map(|l| l.trim().parse().ok())
         .collect();
     check_all(seeds.into_iter(), None, On::Simulator);
+}
+
+/// Where retention (`record --retain`) made each recorder's streams start
+/// (the latest pruned baseline of the stream in its journal), into
+/// [`run::Recorder::pruned`]; and the journal never pruned more than it
+/// was asked: only a stream a recorder was asked to retain, and never later
+/// than the retention before that recorder stopped.
+fn prune_starts(trace: &mut run::Trace, findings: &mut Findings) {
+    let journals = trace.journals.clone();
+    let recorders = trace.recorders.clone();
+    for r in trace.recorders.iter_mut() {
+        for &kind in &r.scope.kinds {
+            let stream = r.scope.stream(kind);
+            let Some(start) = pruned_start(&journals[r.scope.journal], &stream) else {
+                continue;
+            };
+            r.pruned.push((kind, start));
+            findings.pruned += 1;
+            let allowed = recorders
+                .iter()
+                .filter(|o| o.scope.journal == r.scope.journal && o.scope.kinds.contains(&kind))
+                .filter(|o| o.scope.stream(kind) == stream)
+                .filter_map(|o| {
+                    let retain = krply::time::parse_positive_duration(o.scope.retain?).ok()?;
+                    let stopped = o.watching.last()?.1;
+                    Some(stopped.saturating_sub(retain.as_millis() as i64))
+                })
+                .max();
+            match allowed {
+                None => findings.wrong.push(format!(
+                    "{stream} of journal {} starts at a pruned baseline ({start}), but no recorder of it retained",
+                    r.scope.journal
+                )),
+                Some(allowed) if start > allowed => findings.wrong.push(format!(
+                    "{stream} of journal {} was pruned up to {start}, later than asked ({allowed})",
+                    r.scope.journal
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+/// The time of the latest baseline retention wrote for `stream` in the
+/// journal at `path`, if any.
+fn pruned_start(path: &std::path::Path, stream: &str) -> Option<i64> {
+    let journal = krply::journal::Journal::open(path).ok()?;
+    let id = journal
+        .streams(None)
+        .ok()?
+        .into_iter()
+        .find(|s| s.name() == stream)?
+        .id;
+    let conn =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .ok()?;
+    conn.query_row(
+        "SELECT max(observed_at) FROM records
+         WHERE stream_id = ?1 AND kind = 3 AND info LIKE '%\"pruned\":true%'",
+        [id],
+        |r| r.get::<_, Option<i64>>(0),
+    )
+    .ok()
+    .flatten()
 }

@@ -30,15 +30,16 @@ impl<'t> Oracle<'t> {
     /// Whether a recorder of this journal without a selector held `w`'s
     /// object and watched while it was made: then its version must be there.
     pub fn covered(&self, w: &Written) -> bool {
-        self.recorders()
-            .any(|r| !r.scope.selector && r.scope.holds(&w.key) && r.watched(w.t0, w.t1))
+        self.recorders().any(|r| {
+            !r.scope.selector && r.scope.holds(&w.key) && r.watched_kind(w.key.kind, w.t0, w.t1)
+        })
     }
 
     /// Whether any recorder of this journal saw `w` happen (a stream with a
     /// selector sees a write of an object that matched before or after it).
     pub fn seen_by_watch(&self, w: &Written) -> bool {
         self.recorders()
-            .any(|r| Oracle::concerns(&r.scope, w) && r.watched(w.t0, w.t1))
+            .any(|r| Oracle::concerns(&r.scope, w) && r.watched_kind(w.key.kind, w.t0, w.t1))
     }
 
     /// The recorders of this journal (or of the journals imported into it)

@@ -40,9 +40,23 @@ pub struct Written {
 pub struct Recorder {
     pub scope: Scope,
     pub watching: Vec<(i64, i64)>,
+    /// Where its journal's stream of each kind starts after retention
+    /// pruned it (`record --retain`): what it watched before is gone, as if
+    /// never watched ([`super::prune_starts`] fills it in after the play).
+    pub pruned: Vec<(super::histories::Kind, i64)>,
 }
 
 impl Recorder {
+    /// Whether it watched a write of `kind` made from `t0` to `t1`, and its
+    /// journal still holds that time.
+    pub fn watched_kind(&self, kind: super::histories::Kind, t0: i64, t1: i64) -> bool {
+        self.watched(t0, t1)
+            && self
+                .pruned
+                .iter()
+                .all(|&(k, start)| k != kind || t0 > start)
+    }
+
     /// Whether it watched throughout a write made from `t0` to `t1` (its
     /// watching starts and ends at quiet moments, which no write shares:
     /// seed 1154 once had a write in the millisecond a freeze began).
@@ -246,6 +260,7 @@ impl Play {
         self.trace.recorders.push(Recorder {
             scope: scope.clone(),
             watching: vec![(quiet_moment(), i64::MAX)],
+            pruned: Vec::new(),
         });
         self.running[slot] = Some((index, rec));
         Ok(())
@@ -558,19 +573,23 @@ fn read(journal: &Path) -> Option<Connection> {
     Connection::open_with_flags(journal, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()
 }
 
-/// The stream's completed lists in the journal (0 when there is none yet).
+/// The `seq` of the stream's newest list in the journal (0 when there is none
+/// yet): a new list makes it grow.
 fn lists(journal: &Path, stream: &str) -> u64 {
     let Some(conn) = read(journal) else { return 0 };
     let Some(id) = stream_id(&conn, stream) else {
         return 0;
     };
+    // The newest list's seq, not a count: retention (`--retain`) deletes old
+    // baselines and writes its own, which are no list.
     conn.query_row(
         &format!(
-            "SELECT count(*) FROM records WHERE stream_id = ?1 AND kind = {}",
+            "SELECT coalesce(max(seq), 0) FROM records WHERE stream_id = ?1 AND kind = {}
+               AND coalesce(info, '') NOT LIKE '%\"pruned\":true%'",
             krply::journal::schema::kind::BASELINE
         ),
         [id],
-        |r| r.get::<_, i64>(0).map(|n| n as u64),
+        |r| r.get::<_, i64>(0).map(|n| n.max(0) as u64),
     )
     .unwrap_or(0)
 }
