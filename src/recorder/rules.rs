@@ -386,6 +386,7 @@ impl Rules {
             Some((at, rv)) => (at.min(since), Some(rv)),
             None => (since, None),
         };
+        let start = start - IN_FLIGHT_MS;
         self.gap_open = true;
         self.resume = None;
         Decision {
@@ -399,6 +400,7 @@ impl Rules {
             .durable
             .clone()
             .map_or((from, None), |(at, rv)| (at, Some(rv)));
+        let start = start - IN_FLIGHT_MS;
         let took = format_duration(Duration::from_millis((to - from).max(0) as u64));
         let reason = format!("recorder frozen for {took} (stopped, suspended or starved)");
         self.gap_open = true;
@@ -489,6 +491,15 @@ impl Rules {
         }
     }
 }
+
+/// How long before a stream's last durable point the server may have made
+/// an event the stream had not read yet (ms): one on its way, or waiting in
+/// the socket, when the recorder froze or the connection died. Such an event
+/// is dropped unread with the watch, so the gap that follows a freeze, a
+/// silent watch or a late return starts this much earlier: the same bound
+/// as how late an event may be stamped without a gap
+/// ([`super::pulse::FREEZE_LIMIT_MS`], docs/consistency.md).
+pub const IN_FLIGHT_MS: i64 = 2_000;
 
 fn gap(from: i64, from_rv: Option<String>, reason: String) -> Effect {
     Effect::Gap {
@@ -626,7 +637,7 @@ mod tests {
         assert_eq!(
             gaps(&d),
             vec![(
-                2_000,
+                2_000 - IN_FLIGHT_MS,
                 Some("12".into()),
                 "recorder frozen for 40s (stopped, suspended or starved)".into()
             )]
@@ -658,7 +669,7 @@ mod tests {
         assert_eq!(
             gaps(&d),
             vec![(
-                2_500,
+                2_500 - IN_FLIGHT_MS,
                 Some("12".into()),
                 "no word from the server for 2m (a connection that died without closing)".into()
             )]
@@ -677,7 +688,7 @@ mod tests {
             "10",
             12_000,
         );
-        assert_eq!(gaps(&d)[0].0, 1_000);
+        assert_eq!(gaps(&d)[0].0, 1_000 - IN_FLIGHT_MS);
     }
 
     #[test]
@@ -697,7 +708,7 @@ mod tests {
         assert_eq!(
             gaps(&d),
             vec![(
-                2_000,
+                2_000 - IN_FLIGHT_MS,
                 Some("12".into()),
                 "not connected for 12s: connection refused".into()
             )]

@@ -122,7 +122,8 @@ pub struct StreamStatus {
     /// error, which names the user, verb and resource).
     pub refused: Option<String>,
     /// Up to when the stream's history is settled (ms): its last durable
-    /// point, or the server's last word to it if that is earlier. A gap
+    /// point, or the server's last word to it if that is earlier, less what
+    /// may have been on its way ([`super::rules::IN_FLIGHT_MS`]). A gap
     /// written later (a freeze found, a watch found silent) never starts
     /// before it, so retention never cuts after it.
     pub settled: Option<i64>,
@@ -249,7 +250,8 @@ impl Stream {
         let settled = match (rules.durable_at(), self.last_word) {
             (Some(d), Some(w)) => Some(d.min(w)),
             (d, _) => d,
-        };
+        }
+        .map(|at| at - super::rules::IN_FLIGHT_MS);
         self.update(|s| s.settled = settled);
     }
 

@@ -21,6 +21,7 @@ mod parity;
 pub(crate) mod proxy;
 mod rbac;
 mod replay;
+mod soak;
 mod story;
 
 use crate::common::{Sandbox, wait_for_within};
