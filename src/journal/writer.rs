@@ -426,6 +426,7 @@ impl WriterState {
                 .conn
                 .query_row("PRAGMA freelist_count", [], |r| r.get(0))
                 .map_err(err)?;
+            let mut freed = false;
             if freelist > 0 {
                 self.conn
                     .execute_batch(&format!(
@@ -433,7 +434,15 @@ impl WriterState {
                         super::retain::PAGES_PER_STEP
                     ))
                     .map_err(err)?;
-            } else {
+                let left: i64 = self
+                    .conn
+                    .query_row("PRAGMA freelist_count", [], |r| r.get(0))
+                    .map_err(err)?;
+                // A journal that does not give pages back (auto_vacuum
+                // off) keeps its free list: stop rather than spin.
+                freed = left < freelist;
+            }
+            if !freed {
                 self.caches.vacuum_pending = false;
                 // The pages given back leave the file once the WAL is
                 // written back; a reader may hold it, then it is later.
