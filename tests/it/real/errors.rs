@@ -92,15 +92,7 @@ fn a_stopped_server_a_rejected_token_and_a_foreign_ca_are_one_clear_error_each()
 #[test]
 fn a_server_that_stops_answering_is_a_timeout_and_ctrl_c_still_works() {
     let mut env = RealEnv::new("default");
-    let proxy = super::proxy::Proxy::start(
-        env.kube
-            .ready
-            .server
-            .trim_start_matches("https://")
-            .parse()
-            .unwrap(),
-    );
-    env.route_through(&proxy.url());
+    let proxy = env.behind_proxy();
     proxy.cut_and_hold();
 
     let hung = env.run(&["record", "--request-timeout", "2s"]);

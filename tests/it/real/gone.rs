@@ -1,7 +1,6 @@
 //! Lost history against the real server: a real 410 Gone after etcd
 //! compaction, and recorder restarts (a clean stop and a crash).
 
-use super::proxy::Proxy;
 use super::{RealEnv, mark};
 use serde_json::Value;
 
@@ -68,15 +67,7 @@ fn a_watch_resumed_after_compaction_gets_410_then_one_gap_a_relist_and_goes_on()
     env.create_namespace(NS);
     env.kubectl_ok(&["create", "configmap", "flags", "--from-literal=v=1"]);
     env.kubectl_ok(&["create", "deployment", "web", "--image=nginx:1.27"]);
-    let proxy = Proxy::start(
-        env.kube
-            .ready
-            .server
-            .trim_start_matches("https://")
-            .parse()
-            .unwrap(),
-    );
-    env.route_through(&proxy.url());
+    let proxy = env.behind_proxy();
 
     let recorder = env.start_recorder(&["deployments", "configmaps"]);
     env.wait_baselines(1);

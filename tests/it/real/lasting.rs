@@ -2,7 +2,6 @@
 //! watch"): connections that die without closing.
 
 use super::RealEnv;
-use super::proxy::Proxy;
 use krply::time::Millis;
 use std::time::Duration;
 
@@ -19,15 +18,7 @@ fn a_watch_that_goes_silent_without_closing_is_a_gap_from_its_last_word_then_a_r
     let mut env = RealEnv::new(NS);
     env.create_namespace(NS);
     env.kubectl_ok(&["create", "serviceaccount", "robot"]);
-    let proxy = Proxy::start(
-        env.kube
-            .ready
-            .server
-            .trim_start_matches("https://")
-            .parse()
-            .unwrap(),
-    );
-    env.route_through(&proxy.url());
+    let proxy = env.behind_proxy();
     // ServiceAccounts come from the watch cache: a watch resumed after its
     // timeout is served from there, never a 410 (etcd compacts every 30 s).
     let recorder = env.start_recorder(&[

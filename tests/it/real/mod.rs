@@ -471,6 +471,21 @@ impl RealEnv {
         RealEnv { kube, sandbox }
     }
 
+    /// A proxy in front of the server, with the sandbox's kubeconfig (so
+    /// `kubectl-krply`, not kubectl) routed through it.
+    pub fn behind_proxy(&mut self) -> proxy::Proxy {
+        let upstream = self
+            .kube
+            .ready
+            .server
+            .trim_start_matches("https://")
+            .parse()
+            .expect("the server's address");
+        let proxy = proxy::Proxy::start(upstream);
+        self.route_through(&proxy.url());
+        proxy
+    }
+
     /// Points the sandbox's kubeconfig (so `kubectl-krply`) at `url`, a
     /// proxy in front of the server; kubectl keeps talking to the server.
     pub fn route_through(&mut self, url: &str) {
