@@ -111,6 +111,20 @@ fn a_watch_that_goes_silent_without_closing_is_a_gap_from_its_last_word_then_a_r
     assert_eq!(now["metadata"]["labels"]["v"], "4", "{now:#}");
 }
 
+/// Labels `serviceaccount/robot` with `v=VALUE`; the resourceVersion the
+/// server gave.
+fn label_robot(env: &RealEnv, value: impl std::fmt::Display) -> String {
+    written_rv(
+        env,
+        &[
+            "label",
+            "--overwrite",
+            "serviceaccount/robot",
+            &format!("v={value}"),
+        ],
+    )
+}
+
 /// The resourceVersion kubectl's write answered with.
 fn written_rv(env: &RealEnv, args: &[&str]) -> String {
     let mut full = args.to_vec();
@@ -146,17 +160,7 @@ fn a_recorder_rides_through_kube_apiserver_restarts() {
     let recorder = env.start_recorder(&["serviceaccounts"]);
     env.wait_baselines(1);
     let sa = format!("serviceaccounts.v1@{NS}");
-    let label = |v: &str| {
-        written_rv(
-            &env,
-            &[
-                "label",
-                "--overwrite",
-                "serviceaccount/robot",
-                &format!("v={v}"),
-            ],
-        )
-    };
+    let label = |v: &str| label_robot(&env, v);
     let mut written = vec![label("1")];
     env.wait_journaled(&sa, NS, "serviceaccount/robot");
 
@@ -237,17 +241,7 @@ fn expiring_credentials_are_refreshed_and_a_failing_plugin_is_a_gap_not_an_exit(
     ]);
     env.wait_baselines(1);
     let sa = format!("serviceaccounts.v1@{NS}");
-    let label = |v: usize| {
-        written_rv(
-            &env,
-            &[
-                "label",
-                "--overwrite",
-                "serviceaccount/robot",
-                &format!("v={v}"),
-            ],
-        )
-    };
+    let label = |v: usize| label_robot(&env, v);
     // A change under each of three new tokens.
     for v in 1..=3 {
         let before = minted();
@@ -393,10 +387,7 @@ fn a_recorder_frozen_40s_under_churn_answers_right_or_incomplete() {
     });
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let writes = churn.join().unwrap();
-    let last = written_rv(
-        &env,
-        &["label", "--overwrite", "serviceaccount/robot", "v=end"],
-    );
+    let last = label_robot(&env, "end");
     env.wait_real("the last write journaled", || {
         journaled_rvs(&env, "serviceaccount/robot").contains(&last)
     });
