@@ -117,8 +117,10 @@ pub enum Effect {
         available: bool,
         reason: String,
     },
-    /// The stop checkpoint: complete up to this resourceVersion.
+    /// The stop checkpoint: complete up to this resourceVersion, as of `at`
+    /// (ms; read before the stream last looked for a freeze).
     StopCheckpoint {
+        at: i64,
         rv: String,
     },
     Notice {
@@ -276,7 +278,10 @@ impl Rules {
                 effects: self
                     .durable
                     .as_ref()
-                    .map(|(_, rv)| Effect::StopCheckpoint { rv: rv.clone() })
+                    .map(|(_, rv)| Effect::StopCheckpoint {
+                        at: now,
+                        rv: rv.clone(),
+                    })
                     .into_iter()
                     .collect(),
                 next: Next::Finish,
@@ -872,7 +877,13 @@ mod tests {
         r.listed(1_000, "10", 0);
         r.progress(2_000, "12");
         let d = r.clone().watch_ended(WatchEnd::Stop, "10", 3_000);
-        assert_eq!(d.effects, vec![Effect::StopCheckpoint { rv: "12".into() }]);
+        assert_eq!(
+            d.effects,
+            vec![Effect::StopCheckpoint {
+                at: 3_000,
+                rv: "12".into()
+            }]
+        );
         assert_eq!(d.next, Next::Finish);
         let d = r.watch_ended(WatchEnd::StopUnconfirmed, "10", 3_000);
         assert!(d.effects.is_empty());

@@ -244,6 +244,21 @@ impl Stream {
         Some(WatchEnd::Frozen { from, to })
     }
 
+    /// The time to stamp what the stream has just read, or the freeze it
+    /// must answer for instead. The clock is read before the pulse: a
+    /// freeze between the two is still found (it ends after the stream's
+    /// last durable point), whereas the other way round a freeze between
+    /// the look and the clock would stamp after the thaw what was read
+    /// before it, and the next look, durable past the freeze, would miss it
+    /// (a heartbeat claiming the frozen time: seed 1056 under load).
+    fn stamp(&self, rules: &Rules) -> std::result::Result<i64, WatchEnd> {
+        let at = Millis::now().as_ms();
+        match self.frozen(rules) {
+            Some(frozen) => Err(frozen),
+            None => Ok(at),
+        }
+    }
+
     /// Publishes up to when the stream's history is settled
     /// ([`StreamStatus::settled`]).
     fn settle(&self, rules: &Rules) {
@@ -350,15 +365,16 @@ impl Stream {
                         }
                         _ => {}
                     }
-                    let end = match end {
-                        // Stopped right after a freeze: complete only up to
-                        // before it, so no stop checkpoint claims more.
-                        WatchEnd::Stop if self.frozen(&rules).is_some() => {
-                            WatchEnd::StopUnconfirmed
-                        }
-                        end => end,
+                    // Stopped right after a freeze: complete only up to
+                    // before it, so no stop checkpoint claims more.
+                    let (end, now) = match end {
+                        WatchEnd::Stop => match self.stamp(&rules) {
+                            Ok(now) => (WatchEnd::Stop, now),
+                            Err(_) => (WatchEnd::StopUnconfirmed, Millis::now().as_ms()),
+                        },
+                        end => (end, Millis::now().as_ms()),
                     };
-                    rules.watch_ended(end, &rv, Millis::now().as_ms())
+                    rules.watch_ended(end, &rv, now)
                 }
             };
             self.carry_out(decision.effects).await?;
@@ -402,10 +418,10 @@ impl Stream {
                     })
                     .await?;
                 }
-                Effect::StopCheckpoint { rv } => {
+                Effect::StopCheckpoint { at, rv } => {
                     self.send(Op::Checkpoint {
                         stream: self.id,
-                        at: Millis::now().as_ms(),
+                        at,
                         rv,
                         reason: CheckpointReason::Stop,
                     })
@@ -557,12 +573,12 @@ impl Stream {
             },
             _ = self.stop.changed() => return Ok(WatchEnd::StopUnconfirmed),
         };
-        if let Some(frozen) = self.frozen(rules) {
-            return Ok(frozen);
-        }
         // Back after a while without a word: what the watch replays now
         // happened at any time since, and would be stamped late.
-        let answered = Millis::now().as_ms();
+        let answered = match self.stamp(rules) {
+            Ok(at) => at,
+            Err(frozen) => return Ok(frozen),
+        };
         if let Some(since) = self.last_word
             && answered - since > self.opts.late_limit_ms
         {
@@ -620,11 +636,11 @@ impl Stream {
                         });
                     }
                     _ = heartbeat.tick() => {
-                        if let Some(frozen) = self.frozen(rules) {
-                            return Ok(frozen);
-                        }
+                        let at = match self.stamp(rules) {
+                            Ok(at) => at,
+                            Err(frozen) => return Ok(frozen),
+                        };
                         if !cursor.wrote_since_tick {
-                            let at = Millis::now().as_ms();
                             self.send(Op::Checkpoint {
                                 stream: self.id,
                                 at,
@@ -664,10 +680,11 @@ impl Stream {
                     });
                 }
             };
-            if let Some(frozen) = self.frozen(rules) {
-                return Ok(frozen);
-            }
-            let end = self.journal_line(&line, &mut cursor, rules).await?;
+            let at = match self.stamp(rules) {
+                Ok(at) => at,
+                Err(frozen) => return Ok(frozen),
+            };
+            let end = self.journal_line(&line, at, &mut cursor, rules).await?;
             self.bookmarks_seen |= cursor.bookmark;
             self.settle(rules);
             if let Some(end) = end {
@@ -681,6 +698,7 @@ impl Stream {
     async fn journal_line(
         &self,
         line: &[u8],
+        at: i64,
         cursor: &mut WatchCursor,
         rules: &mut Rules,
     ) -> Result<Option<WatchEnd>> {
@@ -692,7 +710,6 @@ impl Stream {
                 raw,
             }) => {
                 cursor.got_data = true;
-                let at = Millis::now().as_ms();
                 cursor.rv = meta.resource_version.clone();
                 let body = if self.spec.resource.is_secret() {
                     redact_secret(&raw)
@@ -719,7 +736,6 @@ impl Stream {
             Ok(WireEvent::Bookmark { resource_version }) => {
                 cursor.got_data = true;
                 cursor.bookmark = true;
-                let at = Millis::now().as_ms();
                 cursor.rv = resource_version;
                 self.send(Op::Checkpoint {
                     stream: self.id,

@@ -1200,17 +1200,8 @@ fn a_frozen_recorder_records_a_gap_and_relists_rather_than_stamp_events_late() {
     env.patch_cm("frontend-config", "watched", "1");
     env.wait_events(CM, 1);
 
-    // The recorder runs until the signal is delivered: the gap may begin a
-    // moment after the signal is sent, never after the change made frozen.
-    rec.signal("STOP");
-    let stat = format!("/proc/{}/stat", rec.pid());
-    env.wait_for("the recorder to be stopped", || {
-        std::fs::read_to_string(&stat).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('T'))
-        })
-    });
+    // Every thread of the recorder is stopped before the change is made.
+    rec.freeze();
     let frozen_at = Millis::now().as_ms();
     env.patch_cm("frontend-config", "while", "frozen");
     let changed_at = Millis::now().as_ms();

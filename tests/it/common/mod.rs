@@ -462,6 +462,35 @@ impl RecorderProc {
         assert!(status.success(), "kill -{sig} failed");
     }
 
+    /// Freezes it with SIGSTOP and returns once every one of its threads is
+    /// stopped: the signal is only queued when `kill` returns, and a thread
+    /// on another CPU may read (and stamp) a moment more.
+    pub fn freeze(&self) {
+        self.signal("STOP");
+        let tasks = format!("/proc/{}/task", self.pid());
+        let stopped = |stat: &str| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with(['T', 't']))
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let all = std::fs::read_dir(&tasks).is_ok_and(|d| {
+                d.flatten().all(|t| {
+                    std::fs::read_to_string(t.path().join("stat")).is_ok_and(|s| stopped(&s))
+                })
+            });
+            if all {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the recorder's threads did not all stop in 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
     /// Whether it has exited (by itself or by a signal).
     pub fn exited(&mut self) -> bool {
         self.child

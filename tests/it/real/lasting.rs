@@ -369,7 +369,7 @@ fn a_recorder_frozen_40s_under_churn_answers_right_or_incomplete() {
         journaled_rvs(&env, "serviceaccount/robot").len() > 25
     });
     let frozen_at = Millis::now().as_ms();
-    recorder.signal("STOP");
+    recorder.freeze();
     // The freeze itself is what is tested: its length is the point.
     let frozen = std::time::Instant::now();
     env.wait_real("40 s of freeze", || {

@@ -166,7 +166,7 @@ fn a_recorder_left_running_stays_flat_bounded_and_true() {
     while started.elapsed() < total {
         let now = started.elapsed();
         if now >= next_freeze {
-            recorder.signal("STOP");
+            recorder.freeze();
             let frozen = Instant::now();
             env.wait_real("the freeze to last", || frozen.elapsed() >= freeze_for);
             recorder.signal("CONT");

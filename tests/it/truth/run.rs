@@ -223,7 +223,7 @@ impl Play {
             Step::Freeze { slot } => {
                 if let Some((index, rec)) = &self.running[*slot] {
                     let index = *index;
-                    rec.signal("STOP");
+                    rec.freeze();
                     self.end_watching(index);
                     self.frozen[*slot] = Some(Millis::now().as_ms());
                 }
