@@ -222,6 +222,20 @@ pub async fn run(store: &Path, mode: Mode, say: &dyn Fn(&str)) -> Result<DemoOut
     .map_err(|e| DemoError::Sim(e.to_string()))?;
     tokio::time::sleep(pace).await;
 
+    // Quiet until nothing of the changes above can still be in flight: the
+    // gap the compaction makes starts after them (docs/consistency.md, "Gaps").
+    let quiet = crate::time::Millis::now().as_ms() + crate::recorder::rules::IN_FLIGHT_MS;
+    wait_until(store, "the changes to settle", |j| {
+        j.streams(None).ok().is_some_and(|ss| {
+            ss.iter().all(|s| {
+                j.last_durable(s.id)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|d| d.at > quiet)
+            })
+        })
+    })
+    .await?;
     step("the API server compacts its history: every watch gets 410 Gone".into());
     // The server answers slowly for a moment, so the recorder's relists come
     // back only after the change below: it falls into the gap.

@@ -152,7 +152,17 @@ pub type StreamId = i64;
 
 /// When (ms since the epoch) and at which resourceVersion a stream was last known
 /// complete.
-pub type DurablePoint = (i64, String);
+/// Where a stream's history was last known complete, from the journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DurablePoint {
+    /// When (ms): a checkpoint's or a baseline's time.
+    pub at: i64,
+    /// At which resourceVersion.
+    pub rv: String,
+    /// When its last baseline was listed (ms): nothing before that can be
+    /// missing from the journal.
+    pub listed_at: Option<i64>,
+}
 
 impl Journal {
     /// Opens an existing journal for reading; never creates one.
@@ -502,24 +512,29 @@ impl Journal {
     }
 
     /// The last durable point of a stream: when and at which resourceVersion it
-    /// was last known complete (checkpoint or baseline). `None` for a new stream.
+    /// was last known complete (checkpoint or baseline), and when it was last
+    /// listed. `None` for a new stream.
     pub fn last_durable(&self, stream: StreamId) -> Result<Option<DurablePoint>, JournalError> {
         self.conn
             .query_row(
                 &format!(
-                    "SELECT observed_at, resource_version FROM records
-                     WHERE stream_id = ?1 AND kind IN ({}, {}) AND {meta}
+                    "SELECT observed_at, resource_version,
+                            (SELECT max(observed_at) FROM records
+                             WHERE stream_id = ?1 AND kind = {baseline})
+                     FROM records
+                     WHERE stream_id = ?1 AND kind IN ({checkpoint}, {baseline}) AND {meta}
                      ORDER BY seq DESC LIMIT 1",
-                    schema::kind::CHECKPOINT,
-                    schema::kind::BASELINE,
+                    checkpoint = schema::kind::CHECKPOINT,
+                    baseline = schema::kind::BASELINE,
                     meta = schema::kind::META
                 ),
                 params![stream],
                 |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get::<_, Option<String>>(1)?.unwrap_or_default(),
-                    ))
+                    Ok(DurablePoint {
+                        at: r.get(0)?,
+                        rv: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                        listed_at: r.get(2)?,
+                    })
                 },
             )
             .optional()

@@ -6,6 +6,8 @@
 //!
 //! The rules:
 //! - a downtime since the last durable point of an earlier run is a gap;
+//! - every gap starts [`IN_FLIGHT_MS`] before the point it follows (what the server
+//!   made just before may not have reached the stream), never before the last list;
 //! - a 410 (or a resourceVersion the server says is too large) is a gap from the last
 //!   durable point, then a relist; a second one in a row waits with backoff first;
 //! - 403 and 404 make the stream unavailable: one gap (unless one is already open),
@@ -23,6 +25,7 @@
 
 use super::backoff::Backoff;
 use crate::cluster::api::ApiError;
+use crate::journal::DurablePoint;
 use crate::time::format_duration;
 use std::time::Duration;
 
@@ -182,6 +185,9 @@ pub struct Rules {
     unreadable: Option<(String, u32)>,
     /// A list of this run completed.
     listed_once: bool,
+    /// When the stream was last listed (ms), in this run or an earlier
+    /// one: no gap starts before it, as the baseline holds all before.
+    listed_at: Option<i64>,
 }
 
 impl Rules {
@@ -190,23 +196,26 @@ impl Rules {
     pub fn start(
         backoff: Backoff,
         unavailable_retry: Duration,
-        prior: Option<(i64, String)>,
+        prior: Option<DurablePoint>,
     ) -> (Rules, Vec<Effect>) {
-        let mut effects = Vec::new();
-        if let Some((at, rv)) = &prior {
-            effects.push(gap(*at, Some(rv.clone()), "recorder not running".into()));
-        }
-        let rules = Rules {
+        let mut rules = Rules {
             backoff,
             unavailable_retry,
             gap_open: prior.is_some(),
-            durable: prior,
+            durable: None,
             unavailable: None,
             resume: None,
             expired_in_a_row: 0,
             unreadable: None,
             listed_once: false,
+            listed_at: None,
         };
+        let mut effects = Vec::new();
+        if let Some(p) = prior {
+            rules.listed_at = p.listed_at;
+            effects.push(rules.gap(p.at, Some(p.rv.clone()), "recorder not running".into()));
+            rules.durable = Some((p.at, p.rv));
+        }
         (rules, effects)
     }
 
@@ -246,6 +255,7 @@ impl Rules {
             false,
         ));
         self.durable = Some((now, rv.to_owned()));
+        self.listed_at = Some(now);
         self.resume = Some(rv.to_owned());
         Decision {
             effects,
@@ -361,7 +371,7 @@ impl Rules {
             .clone()
             .map_or((now, None), |(at, rv)| (at, Some(rv)));
         let mut effects = vec![
-            gap(from, from_rv, reason.clone()),
+            self.gap(from, from_rv, reason.clone()),
             notice(
                 format!("history lost ({reason}): gap recorded, relisting"),
                 true,
@@ -391,11 +401,10 @@ impl Rules {
             Some((at, rv)) => (at.min(since), Some(rv)),
             None => (since, None),
         };
-        let start = start - IN_FLIGHT_MS;
         self.gap_open = true;
         self.resume = None;
         Decision {
-            effects: vec![gap(start, start_rv, reason), notice(say, true)],
+            effects: vec![self.gap(start, start_rv, reason), notice(say, true)],
             next: Next::Go,
         }
     }
@@ -405,14 +414,13 @@ impl Rules {
             .durable
             .clone()
             .map_or((from, None), |(at, rv)| (at, Some(rv)));
-        let start = start - IN_FLIGHT_MS;
         let took = format_duration(Duration::from_millis((to - from).max(0) as u64));
         let reason = format!("recorder frozen for {took} (stopped, suspended or starved)");
         self.gap_open = true;
         self.resume = None;
         Decision {
             effects: vec![
-                gap(start, start_rv, reason),
+                self.gap(start, start_rv, reason),
                 notice(
                     format!(
                         "the recorder was frozen for {took}: what the watch holds cannot be dated; \
@@ -422,6 +430,17 @@ impl Rules {
                 ),
             ],
             next: Next::Go,
+        }
+    }
+
+    /// A gap following the durable point `from` (ms): it starts
+    /// [`IN_FLIGHT_MS`] earlier, but never before the last list.
+    fn gap(&self, from: i64, from_rv: Option<String>, reason: String) -> Effect {
+        let start = from - IN_FLIGHT_MS;
+        Effect::Gap {
+            from: self.listed_at.map_or(start, |listed| start.max(listed)),
+            from_rv: from_rv.filter(|r| !r.is_empty()),
+            reason,
         }
     }
 
@@ -438,7 +457,7 @@ impl Rules {
             if !self.gap_open
                 && let Some((at, rv)) = self.durable.clone()
             {
-                effects.push(gap(at, Some(rv), short.to_owned()));
+                effects.push(self.gap(at, Some(rv), short.to_owned()));
                 self.gap_open = true;
             }
             effects.push(Effect::Coverage {
@@ -498,21 +517,14 @@ impl Rules {
 }
 
 /// How long before a stream's last durable point the server may have made
-/// an event the stream had not read yet (ms): one on its way, or waiting in
-/// the socket, when the recorder froze or the connection died. Such an event
-/// is dropped unread with the watch, so the gap that follows a freeze, a
-/// silent watch or a late return starts this much earlier: the same bound
-/// as how late an event may be stamped without a gap
-/// ([`super::pulse::FREEZE_LIMIT_MS`], docs/consistency.md).
+/// an event the stream had not read yet (ms): one on its way, waiting in the
+/// socket, or queued in a server that was stopping, when the recorder froze,
+/// the connection died, the watch expired or the recorder stopped. Such an
+/// event is dropped unread with the watch, so every gap starts this much
+/// before the durable point it follows: the same bound as how late an event
+/// may be stamped without a gap ([`super::pulse::FREEZE_LIMIT_MS`],
+/// docs/consistency.md, "Gaps").
 pub const IN_FLIGHT_MS: i64 = 2_000;
-
-fn gap(from: i64, from_rv: Option<String>, reason: String) -> Effect {
-    Effect::Gap {
-        from,
-        from_rv: from_rv.filter(|r| !r.is_empty()),
-        reason,
-    }
-}
 
 fn notice(text: String, warning: bool) -> Effect {
     Effect::Notice { text, warning }
@@ -533,7 +545,15 @@ mod tests {
 
     fn rules(prior: Option<(i64, &str)>) -> (Rules, Vec<Effect>) {
         let backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2), 7);
-        Rules::start(backoff, RETRY, prior.map(|(at, rv)| (at, rv.to_owned())))
+        Rules::start(
+            backoff,
+            RETRY,
+            prior.map(|(at, rv)| DurablePoint {
+                at,
+                rv: rv.to_owned(),
+                listed_at: None,
+            }),
+        )
     }
 
     fn status(code: u16) -> ApiError {
@@ -596,7 +616,7 @@ mod tests {
         assert_eq!(
             effects,
             vec![Effect::Gap {
-                from: 1_000,
+                from: 1_000 - IN_FLIGHT_MS,
                 from_rv: Some("41".into()),
                 reason: "recorder not running".into()
             }]
@@ -612,14 +632,41 @@ mod tests {
     }
 
     #[test]
+    fn every_gap_starts_what_may_be_in_flight_early_but_never_before_the_last_list() {
+        let start = |listed_at| {
+            let backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(30), 1);
+            let (_, effects) = Rules::start(
+                backoff,
+                RETRY,
+                Some(DurablePoint {
+                    at: 10_000,
+                    rv: "41".into(),
+                    listed_at,
+                }),
+            );
+            match effects.as_slice() {
+                [Effect::Gap { from, .. }] => *from,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(start(None), 10_000 - IN_FLIGHT_MS);
+        assert_eq!(start(Some(1_000)), 10_000 - IN_FLIGHT_MS);
+        assert_eq!(start(Some(9_500)), 9_500);
+    }
+
+    #[test]
     fn a_410_is_a_gap_from_the_last_durable_point_then_a_relist() {
         let (mut r, _) = rules(None);
         r.listed(1_000, "10", 0);
-        r.progress(2_000, "12");
+        r.progress(5_000, "12");
         let d = r.watch_ended(WatchEnd::Expired("410 Expired".into()), "10", 9_000);
         assert_eq!(
             gaps(&d),
-            vec![(2_000, Some("12".into()), "410 Expired".into())]
+            vec![(
+                5_000 - IN_FLIGHT_MS,
+                Some("12".into()),
+                "410 Expired".into()
+            )]
         );
         assert_eq!(d.next, Next::Go, "the first 410 relists at once");
         assert_eq!(r.next(), Step::List);
@@ -629,20 +676,20 @@ mod tests {
     fn a_freeze_is_a_gap_from_the_last_durable_point_then_a_relist_at_once() {
         let (mut r, _) = rules(None);
         r.listed(1_000, "10", 0);
-        r.progress(2_000, "12");
-        assert_eq!(r.durable_at(), Some(2_000));
+        r.progress(5_000, "12");
+        assert_eq!(r.durable_at(), Some(5_000));
         let d = r.watch_ended(
             WatchEnd::Frozen {
-                from: 2_100,
-                to: 42_100,
+                from: 5_100,
+                to: 45_100,
             },
             "10",
-            42_150,
+            45_150,
         );
         assert_eq!(
             gaps(&d),
             vec![(
-                2_000 - IN_FLIGHT_MS,
+                5_000 - IN_FLIGHT_MS,
                 Some("12".into()),
                 "recorder frozen for 40s (stopped, suspended or starved)".into()
             )]
@@ -659,22 +706,22 @@ mod tests {
     fn a_silent_watch_is_a_gap_from_its_last_word_even_over_heartbeats() {
         let (mut r, _) = rules(None);
         r.listed(1_000, "10", 0);
-        r.progress(2_000, "12");
+        r.progress(5_000, "12");
         // Heartbeats went on while the connection was dead.
         r.progress(30_000, "12");
         r.progress(60_000, "12");
         let d = r.watch_ended(
             WatchEnd::Silent {
-                since: 2_500,
+                since: 5_500,
                 limit: Duration::from_secs(120),
             },
             "12",
-            122_500,
+            125_500,
         );
         assert_eq!(
             gaps(&d),
             vec![(
-                2_500 - IN_FLIGHT_MS,
+                5_500 - IN_FLIGHT_MS,
                 Some("12".into()),
                 "no word from the server for 2m (a connection that died without closing)".into()
             )]
@@ -682,7 +729,8 @@ mod tests {
         assert_eq!(d.next, Next::Go);
         assert_eq!(r.next(), Step::List);
         // Silent before anything was durable: the gap starts where the
-        // durable point is, if that is earlier than the last word.
+        // durable point is, if that is earlier than the last word, and
+        // never before the list (its baseline holds all before it).
         let (mut r, _) = rules(None);
         r.listed(1_000, "10", 0);
         let d = r.watch_ended(
@@ -693,27 +741,27 @@ mod tests {
             "10",
             12_000,
         );
-        assert_eq!(gaps(&d)[0].0, 1_000 - IN_FLIGHT_MS);
+        assert_eq!(gaps(&d)[0].0, 1_000);
     }
 
     #[test]
     fn a_watch_back_late_is_a_gap_from_the_last_word_with_what_kept_it_away() {
         let (mut r, _) = rules(None);
         r.listed(1_000, "10", 0);
-        r.progress(2_000, "12");
+        r.progress(5_000, "12");
         let d = r.watch_ended(
             WatchEnd::Late {
-                since: 2_400,
+                since: 5_400,
                 away: Duration::from_secs(12),
                 why: Some("connection refused".into()),
             },
             "12",
-            14_400,
+            17_400,
         );
         assert_eq!(
             gaps(&d),
             vec![(
-                2_000 - IN_FLIGHT_MS,
+                5_000 - IN_FLIGHT_MS,
                 Some("12".into()),
                 "not connected for 12s: connection refused".into()
             )]
@@ -741,10 +789,10 @@ mod tests {
     }
 
     #[test]
-    fn a_410_with_no_durable_point_starts_its_gap_now() {
+    fn a_410_with_no_durable_point_starts_its_gap_now_less_what_was_in_flight() {
         let (mut r, _) = rules(None);
         let d = r.watch_ended(WatchEnd::Expired("410".into()), "0", 4_242);
-        assert_eq!(gaps(&d), vec![(4_242, None, "410".into())]);
+        assert_eq!(gaps(&d), vec![(4_242 - IN_FLIGHT_MS, None, "410".into())]);
     }
 
     #[test]
@@ -898,6 +946,6 @@ mod tests {
     fn gaps_never_carry_an_empty_resource_version() {
         let (mut r, _) = rules(Some((1_000, "")));
         let d = r.watch_ended(WatchEnd::Expired("410".into()), "", 2_000);
-        assert_eq!(gaps(&d), vec![(1_000, None, "410".into())]);
+        assert_eq!(gaps(&d), vec![(1_000 - IN_FLIGHT_MS, None, "410".into())]);
     }
 }

@@ -140,7 +140,7 @@ pub struct Stream {
     pub notices: tokio::sync::mpsc::UnboundedSender<Notice>,
     /// The stream's last durable point from an earlier recorder run: the
     /// downtime since then is a gap.
-    pub prior: Option<(i64, String)>,
+    pub prior: Option<crate::journal::DurablePoint>,
     pub stop: watch::Receiver<bool>,
     /// The recorder's pulse: whether it was frozen ([`super::pulse`]).
     pub pulse: Arc<super::pulse::Pulse>,
@@ -573,21 +573,23 @@ impl Stream {
             },
             _ = self.stop.changed() => return Ok(WatchEnd::StopUnconfirmed),
         };
-        // Back after a while without a word: what the watch replays now
-        // happened at any time since, and would be stamped late.
         let answered = match self.stamp(rules) {
             Ok(at) => at,
             Err(frozen) => return Ok(frozen),
         };
-        if let Some(since) = self.last_word
-            && answered - since > self.opts.late_limit_ms
-        {
-            return Ok(WatchEnd::Late {
-                since,
-                away: Duration::from_millis((answered - since) as u64),
-                why: self.last_failure.take(),
+        // Back after a while without a word: what the watch replays now
+        // happened at any time since, and would be stamped late. The server
+        // replays at once; if its first moments bring no event, nothing
+        // was missed, and the watch goes on without a gap.
+        let mut replay =
+            late_replay(self.last_word, answered, self.opts.late_limit_ms).map(|since| {
+                WatchEnd::Late {
+                    since,
+                    away: Duration::from_millis((answered - since) as u64),
+                    why: self.last_failure.clone(),
+                }
             });
-        }
+        let replay_until = answered + super::rules::IN_FLIGHT_MS;
         self.last_word = Some(answered);
         self.last_failure = None;
         self.hinted = false;
@@ -615,8 +617,15 @@ impl Stream {
             let silence_limit = silence_limit(timeout, self.bookmarks_seen);
             // Lines already received are handled without a trip through select!
             // (the fast path under load); the stop flag is still honoured.
+            // Stopped while what is replayed may still be on its way:
+            // nothing is claimed past the last durable point.
+            let stop = if replay.is_some() {
+                WatchEnd::StopUnconfirmed
+            } else {
+                WatchEnd::Stop
+            };
             let buffered = if self.stopped() {
-                return Ok(WatchEnd::Stop);
+                return Ok(stop);
             } else {
                 body.next_buffered()
             };
@@ -640,7 +649,10 @@ impl Stream {
                             Ok(at) => at,
                             Err(frozen) => return Ok(frozen),
                         };
-                        if !cursor.wrote_since_tick {
+                        if at > replay_until {
+                            replay = None;
+                        }
+                        if !cursor.wrote_since_tick && replay.is_none() {
                             self.send(Op::Checkpoint {
                                 stream: self.id,
                                 at,
@@ -654,7 +666,7 @@ impl Stream {
                         self.settle(rules);
                         continue;
                     }
-                    _ = self.stop.changed() => return Ok(WatchEnd::Stop),
+                    _ = self.stop.changed() => return Ok(stop),
                 }
             };
             if line.is_ok() {
@@ -684,6 +696,15 @@ impl Stream {
                 Ok(at) => at,
                 Err(frozen) => return Ok(frozen),
             };
+            if at > replay_until {
+                replay = None;
+            }
+            if let Some(late) = replay.take() {
+                if matches!(wire::decode_line(&line), Ok(WireEvent::Object { .. })) {
+                    return Ok(late);
+                }
+                replay = Some(late);
+            }
             let end = self.journal_line(&line, at, &mut cursor, rules).await?;
             self.bookmarks_seen |= cursor.bookmark;
             self.settle(rules);
@@ -766,6 +787,13 @@ impl Stream {
         }
         Ok(None)
     }
+}
+
+/// Whether a watch answered at `answered` (ms) comes back late: more than
+/// `limit` after the server's last word to the stream, whose time it
+/// returns. Anything it replays then may have happened at any time since.
+fn late_replay(last_word: Option<i64>, answered: i64, limit: i64) -> Option<i64> {
+    last_word.filter(|since| answered - since > limit)
 }
 
 fn classify_watch_error(e: ApiError, in_stream: bool) -> WatchEnd {
@@ -861,6 +889,13 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_watch_is_back_late_past_the_limit_from_the_last_word() {
+        assert_eq!(late_replay(None, 50_000, 10_000), None);
+        assert_eq!(late_replay(Some(40_000), 50_000, 10_000), None);
+        assert_eq!(late_replay(Some(39_999), 50_000, 10_000), Some(39_999));
+    }
 
     #[test]
     fn watch_errors_are_classified() {

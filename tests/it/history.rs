@@ -91,6 +91,11 @@ fn incident() -> Incident {
         .unwrap();
     env.wait_events(CM, 3);
     env.wait_events(DEPLOY, 3);
+    // Quiet until nothing before now can still be in flight: the gap below
+    // starts after the changes above.
+    let quiet = mark(&env).as_ms();
+    env.wait_settled(CM, quiet);
+    env.wait_settled(DEPLOY, quiet);
 
     // History lost: every request of the recorder waits while the change below
     // happens, so it falls into the gap.

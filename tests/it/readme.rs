@@ -129,6 +129,9 @@ fn every_command_in_the_readme_runs() {
             .stdout
             .contains("MODIFIED")
     });
+    // Recorded past the change by more than what may be in flight: the
+    // gaps of the recorders below start after it.
+    env.wait_all_settled(krply::time::Millis::now().as_ms());
     assert_eq!(rec.stop().code, Some(0));
 
     let mut plan = String::new();

@@ -1253,3 +1253,73 @@ fn a_frozen_recorder_records_a_gap_and_relists_rather_than_stamp_events_late() {
     let out = env.run(&["get", "cm/frontend-config", "--at", &during, "--strict"]);
     assert_eq!(out.code, Some(3), "{out:?}");
 }
+
+/// A stream back more than 10 s after the server's last word cannot date
+/// what the server replays: the ConfigMaps, changed meanwhile, get a gap
+/// saying how long they were away, and a relist finds the change. The
+/// Deployments, unchanged meanwhile, are replayed nothing: they resume with
+/// no gap and no relist (docs/consistency.md, "Gaps").
+#[test]
+fn back_late_is_a_gap_only_for_a_stream_the_server_replays_something_to() {
+    use krply::time::Millis;
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm", "deploy"]);
+    env.wait_baselines(1);
+    env.patch_cm("frontend-config", "watched", "1");
+    env.wait_events(CM, 1);
+
+    // Every request held, the watches ended: both streams are away.
+    env.sim.hold_requests();
+    env.sim.drop_watches();
+    let away_from = Millis::now().as_ms();
+    env.patch_cm("frontend-config", "while", "away");
+    // Away longer than the limit, by the clock: the length is the point.
+    env.wait_for("the streams to be away longer than the limit", || {
+        Millis::now().as_ms() > away_from + krply::recorder::stream::LATE_LIMIT_MS + 500
+    });
+    env.sim.release_requests();
+    let released = Millis::now().as_ms();
+    env.wait_for("the ConfigMaps relisted", || {
+        crate::common::baselines(&env.journal(), &env.stream(CM)) >= 2
+    });
+    // A change once what the server replays is surely in: one made in
+    // the first moments back would count as replayed.
+    env.wait_settled(DEPLOY, released);
+    env.scale("frontend", 4);
+    env.wait_events(DEPLOY, 1);
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+
+    let cm = env.coverage(CM);
+    assert_eq!(cm.gaps, 1, "{:?}", cm.windows);
+    assert!(
+        cm.windows[0].reason.starts_with("not connected for "),
+        "{:?}",
+        cm.windows[0]
+    );
+    assert!(cm.windows[0].from <= away_from, "{:?}", cm.windows[0]);
+    let relist = env.krply_json(
+        &[
+            "log",
+            "cm/frontend-config",
+            "--since",
+            &Millis::from_ms(away_from).to_string(),
+        ],
+        0,
+    );
+    assert!(
+        relist["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "RELIST" && e["fields"][0]["path"] == "data.while"),
+        "{relist:#}"
+    );
+    let deploy = env.coverage(DEPLOY);
+    assert_eq!(deploy.gaps, 0, "{:?}", deploy.windows);
+    assert_eq!(
+        crate::common::baselines(&env.journal(), &env.stream(DEPLOY)),
+        1,
+        "the Deployments did not relist"
+    );
+}

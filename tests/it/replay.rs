@@ -369,7 +369,12 @@ fn only_the_kinds_a_plan_can_hold_decide_its_completeness() {
     let env = Env::shop();
     let rec = env.start_recorder(&["cm", "deploy"]);
     env.wait_baselines(1);
-    let at = krply::time::Millis::now().to_string();
+    let now = krply::time::Millis::now();
+    let at = now.to_string();
+    // Recorded past `at` by more than what may be in flight: the gap from
+    // the stop starts after it.
+    env.wait_settled("configmaps.v1@shop", now.as_ms());
+    env.wait_settled("deployments.v1.apps@shop", now.as_ms());
     assert_eq!(rec.stop().code, Some(0));
     // Secrets and jobs recorded only later: not covered at `at`.
     let rec = env.start_recorder(&["cm", "deploy", "jobs", "secrets", "--include-secrets"]);

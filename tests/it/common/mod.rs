@@ -277,6 +277,41 @@ impl Sandbox {
     }
 
     /// Waits until the stream has at least `n` live events.
+    /// Waits until `stream` is durable (a checkpoint, event or baseline)
+    /// past what may still have been in flight at `t` (ms): a gap that
+    /// follows starts after `t` (docs/consistency.md, "Gaps"). Up to a
+    /// heartbeat's wait when nothing else is written.
+    pub fn wait_settled(&self, stream: &str, t: i64) {
+        use krply::journal::schema::kind;
+        let past = t + krply::recorder::rules::IN_FLIGHT_MS;
+        self.wait_for(&format!("{stream} durable past {past}"), || {
+            std::panic::catch_unwind(|| {
+                self.records(stream).iter().any(|r| {
+                    matches!(r.kind, kind::EVENT | kind::CHECKPOINT | kind::BASELINE)
+                        && r.observed_at > past
+                })
+            })
+            .unwrap_or(false)
+        });
+    }
+
+    /// [`Sandbox::wait_settled`] for every stream of the journal.
+    pub fn wait_all_settled(&self, t: i64) {
+        let past = t + krply::recorder::rules::IN_FLIGHT_MS;
+        self.wait_for(&format!("every stream durable past {past}"), || {
+            Journal::open(&self.store)
+                .and_then(|j| {
+                    let streams = j.streams(None)?;
+                    let mut all = !streams.is_empty();
+                    for s in &streams {
+                        all &= j.last_durable(s.id)?.is_some_and(|d| d.at > past);
+                    }
+                    Ok(all)
+                })
+                .unwrap_or(false)
+        });
+    }
+
     pub fn wait_events(&self, stream: &str, n: usize) {
         self.wait_for(&format!("{n} events in {stream}"), || {
             std::panic::catch_unwind(|| self.events(stream).len()).unwrap_or(0) >= n

@@ -76,6 +76,14 @@ fn a_watch_resumed_after_compaction_gets_410_then_one_gap_a_relist_and_goes_on()
     let t0 = mark();
     env.kubectl_ok(&["patch", "configmap/flags", "-p", r#"{"data":{"v":"2"}}"#]);
     env.wait_journaled(&cm, NS, "configmap/flags");
+    // Quiet until nothing of the change can be in flight: the gap below
+    // starts after it.
+    env.wait_settled(&cm, krply::time::Millis::now().as_ms());
+    // A word from the server to the Deployments' watch just before the cut:
+    // a watch answered more than 10 s after its last word does not resume
+    // (docs/consistency.md, "Gaps"), and this one must.
+    env.kubectl_ok(&["annotate", "deployment/web", "krply.test/touched=1"]);
+    env.wait_journaled(&deploy, NS, "deployment/web");
 
     let connections = proxy.accepted();
     proxy.cut_and_hold();
@@ -173,8 +181,12 @@ fn restarts_and_crashes_give_downtime_gaps_and_no_duplicates() {
 
     let first = env.start_recorder(&[]);
     env.wait_baselines(1);
+    // Each change journaled, then quiet until nothing of it can be in
+    // flight: the gap that follows starts after it.
+    let settle = || env.wait_settled(&cm, krply::time::Millis::now().as_ms());
     set("2");
     env.wait_journaled(&cm, NS, "configmap/flags");
+    settle();
     assert_eq!(first.stop().code, Some(0));
     set("3");
 
@@ -182,6 +194,7 @@ fn restarts_and_crashes_give_downtime_gaps_and_no_duplicates() {
     env.wait_baselines(2);
     set("4");
     env.wait_journaled(&cm, NS, "configmap/flags");
+    settle();
     second.kill9();
     set("5");
 

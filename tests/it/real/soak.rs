@@ -89,16 +89,7 @@ fn a_recorder_left_running_stays_flat_bounded_and_true() {
     // most), a restart every third, tokens living a twelfth (at least 20 s).
     let freeze_every = total / 6;
     let freeze_for = (total / 9).min(Duration::from_secs(40));
-    // Restarts only in runs of 10 minutes or more: after one, a 410 gap from
-    // the stream's durable point can leave the last milliseconds before it
-    // claimed while writes queued in the stopping server were never sent
-    // (once in the two 3-minute runs since the freeze fix; a known bug, see
-    // docs/consistency.md, "Gaps"). `real::lasting` restarts it too.
-    let restart_every = if total >= Duration::from_secs(600) {
-        total / 3
-    } else {
-        total * 2
-    };
+    let restart_every = total / 3;
     let token_ttl = (total / 12).max(Duration::from_secs(20));
     let retain = (total / 6).max(Duration::from_secs(30));
     let kube = RealKube::private(
