@@ -6,6 +6,7 @@
 //! [`connect`] builds the client for `record` and `replay`.
 
 pub mod api;
+mod client;
 pub mod discovery;
 pub mod id;
 pub mod kubeconfig;
@@ -405,8 +406,7 @@ impl ClusterAccess {
     /// ones in the pool may have too (a NAT that forgot them all), and each
     /// would hold a request until its timeout.
     pub fn fresh(&self) -> Result<ClusterAccess, ClusterError> {
-        let client = kube::Client::try_from(self.config.clone())
-            .map_err(|e| config_error(&self.target, &e))?;
+        let client = client::client(&self.config).map_err(|e| config_error(&self.target, &e))?;
         Ok(ClusterAccess {
             client,
             ..self.clone()
@@ -470,7 +470,8 @@ pub async fn connect(
     if opts.insecure_skip_tls_verify {
         config.accept_invalid_certs = true;
     }
-    let client = kube::Client::try_from(config.clone()).map_err(|e| config_error(target, &e))?;
+    // kube's own stack, but with TCP keepalive on (see `client`).
+    let client = client::client(&config).map_err(|e| config_error(target, &e))?;
     Ok(ClusterAccess {
         client,
         target: target.clone(),

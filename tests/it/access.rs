@@ -422,6 +422,134 @@ fn proxies_are_chosen_as_kubectl_chooses_them() {
     }
 }
 
+/// An HTTPS_PROXY that tunnels (HTTP CONNECT), as a corporate proxy does,
+/// with credentials in its URL: they reach the proxy percent-decoded, TLS to
+/// the server goes through the tunnel, and the connection to the proxy keeps
+/// alive like a direct one.
+#[test]
+fn a_tunnelling_proxy_gets_the_credentials_of_its_url() {
+    let env = secure();
+    let proxy = ConnectProxy::start("robot:p@ss:word");
+    let url = format!("http://robot:p%40ss%3Aword@{}", proxy.addr);
+    let rec = env.start_recorder_with(&["cm"], |c| {
+        c.env_remove("NO_PROXY").env("HTTPS_PROXY", &url);
+    });
+    env.wait_baselines(1);
+    let connections = common::wait_keepalive(&rec);
+    assert!(
+        connections.iter().all(|c| c.port == proxy.addr.port()),
+        "every connection goes to the proxy"
+    );
+    assert_ok(&rec.stop());
+    let (tunnels, refused) = proxy.counts();
+    assert!(
+        tunnels > 0 && refused == 0,
+        "{tunnels} tunnels, {refused} refused"
+    );
+}
+
+/// An HTTP proxy on 127.0.0.1 that only tunnels, and only for one
+/// `user:password` (Basic).
+struct ConnectProxy {
+    addr: std::net::SocketAddr,
+    /// Tunnels opened, and CONNECTs refused for their credentials.
+    counts: std::sync::Arc<std::sync::Mutex<(u32, u32)>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl ConnectProxy {
+    fn start(credentials: &str) -> ConnectProxy {
+        use base64::Engine;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("proxy binds");
+        let addr = listener.local_addr().unwrap();
+        let expected = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(credentials)
+        );
+        let counts = std::sync::Arc::new(std::sync::Mutex::new((0, 0)));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (c, s) = (counts.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if s.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                let (Ok(conn), expected, c) = (conn, expected.clone(), c.clone()) else {
+                    continue;
+                };
+                std::thread::spawn(move || {
+                    let _ = tunnel(conn, &expected, &c);
+                });
+            }
+        });
+        ConnectProxy { addr, counts, stop }
+    }
+
+    fn counts(&self) -> (u32, u32) {
+        *self.counts.lock().unwrap()
+    }
+}
+
+impl Drop for ConnectProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Wakes the accepting thread, which then sees the flag.
+        let _ = std::net::TcpStream::connect(self.addr);
+    }
+}
+
+/// Serves one connection to the proxy: a CONNECT with the expected
+/// `Proxy-Authorization` is answered 200 and then forwarded both ways.
+fn tunnel(
+    mut client: std::net::TcpStream,
+    expected: &str,
+    counts: &std::sync::Mutex<(u32, u32)>,
+) -> std::io::Result<()> {
+    use std::io::{Read, Write};
+    // The request head, byte by byte: nothing past it is read (the client
+    // waits for the answer before it sends more).
+    client.set_read_timeout(Some(common::DEADLINE))?;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if client.read(&mut byte)? == 0 || head.len() > 64 * 1024 {
+            return Ok(());
+        }
+        head.push(byte[0]);
+    }
+    client.set_read_timeout(None)?;
+    let head = String::from_utf8_lossy(&head);
+    let mut lines = head.lines();
+    let Some(target) = lines
+        .next()
+        .and_then(|l| l.strip_prefix("CONNECT "))
+        .and_then(|l| l.split(' ').next())
+    else {
+        return client.write_all(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n");
+    };
+    let authorized = lines.any(|l| {
+        l.split_once(':').is_some_and(|(name, value)| {
+            name.trim().eq_ignore_ascii_case("proxy-authorization") && value.trim() == expected
+        })
+    });
+    if !authorized {
+        counts.lock().unwrap().1 += 1;
+        return client.write_all(
+            b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic\r\nContent-Length: 0\r\n\r\n",
+        );
+    }
+    let mut upstream = std::net::TcpStream::connect(target)?;
+    client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")?;
+    counts.lock().unwrap().0 += 1;
+    let (mut from_client, mut to_upstream) = (client.try_clone()?, upstream.try_clone()?);
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut from_client, &mut to_upstream);
+        let _ = to_upstream.shutdown(std::net::Shutdown::Write);
+    });
+    let _ = std::io::copy(&mut upstream, &mut client);
+    client.shutdown(std::net::Shutdown::Write)
+}
+
 #[test]
 fn credentials_never_reach_the_journal_or_the_logs() {
     let env = secure();

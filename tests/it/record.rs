@@ -148,6 +148,21 @@ fn a_dropped_connection_resumes_from_the_exact_resource_version() {
     );
 }
 
+/// Every connection the recorder holds to the API server has TCP keepalive
+/// on (docs/consistency.md, "A silent watch"), so the kernel notices a peer
+/// that vanished without closing. Seen from outside, in /proc: each
+/// ESTABLISHED socket of the recorder has its keepalive timer armed (timer 2
+/// in `/proc/net/tcp`; a socket without keepalive shows 0 when idle).
+#[test]
+fn every_connection_to_the_server_keeps_alive() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(1);
+    env.wait_for("a watch request", || count_watch_requests(&env) > 0);
+    common::wait_keepalive(&rec);
+    assert_eq!(rec.stop().code, Some(0));
+}
+
 fn count_watch_requests(env: &Env) -> usize {
     env.sim
         .request_log()

@@ -464,6 +464,92 @@ pub fn wait_for_within(what: &str, deadline: Duration, check: &mut dyn FnMut() -
     }
 }
 
+/// Waits until the recorder holds connections to 127.0.0.1 and every one has
+/// its TCP keepalive timer armed, and returns them; panics with what it saw.
+/// A socket with data in flight shows its retransmit timer instead, for a
+/// moment: the wait looks again.
+pub fn wait_keepalive(rec: &RecorderProc) -> Vec<Connection> {
+    let mut seen = Vec::new();
+    let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_for(
+            "every connection of the recorder to have its keepalive timer armed",
+            &mut || {
+                seen = loopback_connections(rec.pid());
+                !seen.is_empty() && seen.iter().all(|c| c.timer == 2)
+            },
+        )
+    }));
+    if waited.is_err() {
+        let seen: Vec<String> = seen
+            .iter()
+            .map(|c| format!("127.0.0.1:{} timer {}", c.port, c.timer))
+            .collect();
+        panic!(
+            "the recorder's connections to 127.0.0.1 (timer 2 is keepalive): {seen:?}\n{}",
+            rec.log_text()
+        );
+    }
+    seen
+}
+
+/// An ESTABLISHED TCP socket, as `/proc/PID/net/tcp{,6}` shows it.
+pub struct Connection {
+    /// The server's port.
+    pub port: u16,
+    /// `tr` of `tr:tm->when`: 0 none, 1 retransmit, 2 keepalive, 4 zero window probe.
+    pub timer: u32,
+}
+
+/// The ESTABLISHED TCP sockets of process `pid` whose peer is 127.0.0.1.
+pub fn loopback_connections(pid: u32) -> Vec<Connection> {
+    // The process's sockets: its descriptors that link to `socket:[INODE]`.
+    let inodes: std::collections::HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|dir| {
+            dir.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .filter_map(|target| {
+                    let target = target.to_str()?;
+                    Some(
+                        target
+                            .strip_prefix("socket:[")?
+                            .strip_suffix(']')?
+                            .to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    // 127.0.0.1 as the tables write it: IPv4, or IPv4-mapped in tcp6.
+    const LOOPBACK: [&str; 2] = ["0100007F", "0000000000000000FFFF00000100007F"];
+    let mut found = Vec::new();
+    for table in ["tcp", "tcp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        for row in text.lines().skip(1) {
+            let fields: Vec<&str> = row.split_whitespace().collect();
+            let (Some(remote), Some(state), Some(timer), Some(inode)) =
+                (fields.get(2), fields.get(3), fields.get(5), fields.get(9))
+            else {
+                continue;
+            };
+            let Some((ip, port)) = remote.split_once(':') else {
+                continue;
+            };
+            if *state != "01" || !LOOPBACK.contains(&ip) || !inodes.contains(*inode) {
+                continue;
+            }
+            let timer = timer
+                .split(':')
+                .next()
+                .and_then(|t| u32::from_str_radix(t, 16).ok())
+                .unwrap_or(u32::MAX);
+            found.push(Connection {
+                port: u16::from_str_radix(port, 16).unwrap_or_default(),
+                timer,
+            });
+        }
+    }
+    found
+}
+
 #[derive(Debug)]
 pub struct Output {
     pub code: Option<i32>,
