@@ -89,14 +89,20 @@ fn retention_meta(r: &recorder::retention::Retention) -> String {
     .unwrap_or_default()
 }
 
+/// The smallest `--max-size` (bytes).
+const MIN_MAX_SIZE: u64 = 1 << 20;
+
 /// `--watch-timeout` in whole seconds, as `timeoutSeconds` takes it.
 fn watch_timeout_secs(d: std::time::Duration) -> Result<u32, CliError> {
+    let shown = crate::time::format_duration(d);
     match u32::try_from(d.as_secs()) {
         Ok(secs) if secs >= 1 => Ok(secs),
-        _ => Err(CliError::usage(format!(
-            "--watch-timeout must be between 1s and {}",
-            crate::time::format_duration(std::time::Duration::from_secs(u64::from(u32::MAX)))
-        ))),
+        Ok(_) => Err(CliError::usage(format!(
+            "--watch-timeout {shown} is shorter than a second: the server takes whole seconds"
+        ))
+        .hint("behind a load balancer that cuts idle connections, give a little less than its idle timeout, like 50s")),
+        Err(_) => Err(CliError::usage(format!("--watch-timeout {shown} is too long"))
+            .hint("the default is 4m50s; a shorter one costs only reconnects")),
     }
 }
 
@@ -111,6 +117,21 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
         .hint("--context or --kubeconfig pick the cluster to record"));
     }
     let duration = args.duration.map(|d| d.0);
+    // Usage errors before anything is opened or reached.
+    let watch_timeout = args
+        .watch_timeout
+        .map(|d| watch_timeout_secs(d.0))
+        .transpose()?;
+    if let Some(size) = args.max_size
+        && size.0 < MIN_MAX_SIZE
+    {
+        return Err(CliError::usage(format!(
+            "--max-size {} is too small: a journal keeps the current state of what it records \
+             whatever the cap",
+            crate::render::human_bytes(size.0)
+        ))
+        .hint("give at least 1MiB; `kubectl krply status` shows how large the journal is now"));
+    }
     // The canonical form, as the server would print it.
     let selector = args.selector.as_ref().map(|s| s.parsed.to_string());
     let mut opts = global.connect_options()?;
@@ -220,10 +241,8 @@ pub async fn run(global: &GlobalArgs, args: RecordArgs) -> CliResult {
         stream: StreamOptions {
             bookmarks: !args.no_bookmarks,
             verbose: global.verbose > 0,
-            watch_timeout_secs: match args.watch_timeout {
-                Some(d) => watch_timeout_secs(d.0)?,
-                None => StreamOptions::default().watch_timeout_secs,
-            },
+            watch_timeout_secs: watch_timeout
+                .unwrap_or(StreamOptions::default().watch_timeout_secs),
             ..StreamOptions::default()
         },
         mode,

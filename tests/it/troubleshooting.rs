@@ -218,6 +218,8 @@ cases! {
     unreachable_proxy => "cannot reach the API server at https://<host>:<port>: ServiceError: client error (Connect): tunnel error",
     stream_already_recorded => "stream configmaps.v1@shop of journal <path> is already being recorded",
     no_journal => "no journal at",
+    max_size_too_small => "--max-size 10 B is too small",
+    watch_timeout_under_a_second => "--watch-timeout 500ms is shorter than a second",
     sqlite_database_of_another_application => "<path> is not a krply journal (an SQLite database",
     not_an_sqlite_database => "<path> is not a krply journal (not an SQLite database)",
     damaged_journal => "journal <path> is damaged",
@@ -577,6 +579,14 @@ fn failing_credential_plugin() -> Output {
     let sso = env.dir.path().join("sso-kubeconfig");
     std::fs::write(&sso, serde_json::to_string(&kc).unwrap()).unwrap();
     env.run(&["record", "cm", "--kubeconfig", path_str(&sso)])
+}
+
+fn max_size_too_small() -> Output {
+    Env::shop().run(&["record", "--max-size", "10", "--for", "1s"])
+}
+
+fn watch_timeout_under_a_second() -> Output {
+    Env::shop().run(&["record", "--watch-timeout", "500ms", "--for", "1s"])
 }
 
 fn unknown_resource() -> Output {
