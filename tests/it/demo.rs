@@ -3,10 +3,10 @@
 
 use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_kubectl-krply");
+use crate::common::BIN;
 
 fn krply(home: &std::path::Path) -> Command {
-    let mut c = Command::new(BIN);
+    let mut c = Command::new(&*BIN);
     c.env_clear()
         .env("TZ", "UTC")
         .env("HOME", home)

@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_kubectl-krply");
+use crate::common::BIN;
 
 /// Every command path, as typed after `kubectl krply`.
 const COMMANDS: &[&[&str]] = &[
@@ -39,7 +39,7 @@ fn help(path: &[&str], flag: &str) -> String {
 }
 
 fn run(args: &[&str]) -> String {
-    let out = Command::new(BIN)
+    let out = Command::new(&*BIN)
         .env_clear()
         .env("TZ", "UTC")
         .env("COLUMNS", "100")

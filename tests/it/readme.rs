@@ -69,7 +69,7 @@ fn the_readme_shows_what_the_demo_prints() {
         .expect("pasted output");
 
     let home = tempfile::tempdir().unwrap();
-    let out = Command::new(common::BIN)
+    let out = Command::new(&*common::BIN)
         .env_clear()
         .env("TZ", "UTC")
         .env("HOME", home.path())

@@ -64,7 +64,7 @@ fn sql(engine: &str, name: &str, params: &Value) -> Vec<Vec<Option<String>>> {
 
 /// `kubectl-krply ARGS` on `store`, as JSON.
 fn krply(store: &Path, args: &[&str]) -> Value {
-    let mut c = Command::new(common::BIN);
+    let mut c = Command::new(&*common::BIN);
     c.env_clear()
         .env("TZ", "UTC")
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -89,7 +89,7 @@ fn text(v: &Value) -> Option<String> {
 #[test]
 fn the_documented_queries_give_krplys_answers_on_the_demo_journal() {
     let home = tempfile::tempdir().unwrap();
-    let mut demo = Command::new(common::BIN);
+    let mut demo = Command::new(&*common::BIN);
     demo.env_clear()
         .env("TZ", "UTC")
         .env("HOME", home.path())
@@ -104,7 +104,7 @@ fn the_documented_queries_give_krplys_answers_on_the_demo_journal() {
 
     // Exported: a file per stream (one day), and the manifest.
     let segments = home.path().join("segments");
-    let mut export = Command::new(common::BIN);
+    let mut export = Command::new(&*common::BIN);
     export
         .env_clear()
         .env("TZ", "UTC")
@@ -125,7 +125,7 @@ fn the_documented_queries_give_krplys_answers_on_the_demo_journal() {
     }
     // Exported again: each slice's file is replaced, nothing is left aside.
     let again = {
-        let mut c = Command::new(common::BIN);
+        let mut c = Command::new(&*common::BIN);
         c.env_clear()
             .env("TZ", "UTC")
             .env("HOME", home.path())

@@ -12,7 +12,11 @@ use std::time::{Duration, Instant};
 
 pub mod tmux;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_kubectl-krply");
+/// The binary under test: this build's, or `KRPLY_TEST_BIN` (a release
+/// build, for the long runs of the README that measure as users run it).
+pub static BIN: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    std::env::var("KRPLY_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_kubectl-krply").into())
+});
 
 /// How long any condition may take before a test fails.
 pub const DEADLINE: Duration = Duration::from_secs(30);
@@ -57,7 +61,7 @@ impl Sandbox {
 
     /// The binary with a hermetic environment.
     pub fn command(&self) -> Command {
-        let mut c = Command::new(BIN);
+        let mut c = Command::new(&*BIN);
         c.env_clear()
             .env("HOME", self.dir.path())
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())

@@ -112,7 +112,7 @@ fn a_recorder_left_running_stays_flat_bounded_and_true() {
         &retain_arg,
     ]);
     env.wait_baselines(1);
-    let mut follower = std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-krply"))
+    let mut follower = std::process::Command::new(&*crate::common::BIN)
         .env("KRPLY_STORE", &env.store)
         .env("KUBECONFIG", &env.kubeconfig)
         .args(["log", "-f", "-A"])
