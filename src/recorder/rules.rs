@@ -89,6 +89,12 @@ pub enum WatchEnd {
         away: Duration,
         why: Option<String>,
     },
+    /// An event that waited to be read is known, from the times the server
+    /// wrote in it, to be stamped `by` late: the stream is behind the
+    /// server. What it reads cannot be dated since `since` (ms, the
+    /// earliest the event may have been written): a gap from then, and a
+    /// relist.
+    Behind { since: i64, by: Duration },
     /// The server did not answer the watch request in time: retried from
     /// the same resourceVersion, on new connections.
     Unanswered(String),
@@ -322,6 +328,17 @@ impl Rules {
                     format!(
                         "back after {took} without a word from the server: what it missed cannot \
                          be dated; gap recorded, relisting"
+                    ),
+                )
+            }
+            WatchEnd::Behind { since, by } => {
+                let by = format_duration(by);
+                self.undatable(
+                    since,
+                    format!("the recorder fell {by} behind the server (a burst it could not keep up with)"),
+                    format!(
+                        "fell {by} behind the server: what it reads now would be stamped late; \
+                         gap recorded, relisting"
                     ),
                 )
             }

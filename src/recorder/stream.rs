@@ -20,7 +20,7 @@ use crate::cluster::api::{self, ApiError};
 use crate::journal::StreamId;
 use crate::journal::records::{CheckpointReason, CoverageInfo, GapInfo};
 use crate::journal::writer::{Op, WriterSender};
-use crate::model::StreamSpec;
+use crate::model::{StreamSpec, WatchType};
 use crate::time::Millis;
 use crate::time::format_duration;
 use std::sync::{Arc, Mutex};
@@ -542,6 +542,7 @@ impl Stream {
 
     /// Watches from exactly `rv` until something ends the watch.
     async fn watch(&mut self, rv: &str, rules: &mut Rules) -> Result<WatchEnd> {
+        let sent = Millis::now().as_ms();
         let opened = api::open_watch(
             &self.access,
             &self.spec.resource,
@@ -590,6 +591,10 @@ impl Stream {
                 }
             });
         let replay_until = answered + super::rules::IN_FLIGHT_MS;
+        // How far the server's clock is ahead of ours, from its answer.
+        let offset = body
+            .server_date
+            .map(|date| ClockOffset::of(date, sent, answered));
         self.last_word = Some(answered);
         self.last_failure = None;
         self.hinted = false;
@@ -629,6 +634,8 @@ impl Stream {
             } else {
                 body.next_buffered()
             };
+            // A line that was waiting: the stream may be behind the server.
+            let waited = buffered.is_some();
             let line = if let Some(line) = buffered {
                 Ok(Some(line))
             } else {
@@ -704,6 +711,12 @@ impl Stream {
                     return Ok(late);
                 }
                 replay = Some(late);
+            }
+            if waited
+                && let Some(offset) = offset
+                && let Some(behind) = behind(&line, at, offset)
+            {
+                return Ok(behind);
             }
             let end = self.journal_line(&line, at, &mut cursor, rules).await?;
             self.bookmarks_seen |= cursor.bookmark;
@@ -788,6 +801,62 @@ impl Stream {
         Ok(None)
     }
 }
+
+/// What a watch answer says of the server's clock against ours (ms): the
+/// server is at least `min` and at most `max` ahead (behind if negative).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ClockOffset {
+    min: i64,
+    max: i64,
+}
+
+impl ClockOffset {
+    /// From the answer's `Date` (whole seconds), the watch sent at `sent`
+    /// and answered at `answered` by our clock: the server wrote the date
+    /// in between.
+    fn of(date: i64, sent: i64, answered: i64) -> ClockOffset {
+        ClockOffset {
+            min: date - answered,
+            max: date + 999 - sent,
+        }
+    }
+}
+
+/// How late, at least, a version read at `at` (ms, our clock) is stamped:
+/// the server wrote it at or after `written_at` by its clock (whole
+/// seconds), so at most at `written_at + 999 - offset.min` by ours.
+fn known_lateness(at: i64, written_at: i64, offset: ClockOffset) -> i64 {
+    at - (written_at + 999 - offset.min)
+}
+
+/// The stream is behind the server when a watch event that was already
+/// waiting is known to be stamped more than [`BEHIND_LIMIT_MS`] late: a
+/// burst it cannot keep up with, or a writer that held it up. What it reads
+/// then cannot be dated: a gap from the earliest the event may have been
+/// written, and a relist.
+fn behind(line: &[u8], at: i64, offset: ClockOffset) -> Option<WatchEnd> {
+    let Ok(WireEvent::Object {
+        watch_type, raw, ..
+    }) = wire::decode_line(line)
+    else {
+        return None;
+    };
+    // A deleted object carries its last version's times, not the deletion's.
+    if watch_type == WatchType::Deleted {
+        return None;
+    }
+    let written_at = wire::written_at(&raw)?;
+    let late = known_lateness(at, written_at, offset);
+    (late > BEHIND_LIMIT_MS).then(|| WatchEnd::Behind {
+        since: written_at - offset.max,
+        by: Duration::from_millis(late as u64),
+    })
+}
+
+/// How late an event may be known to be stamped before the stream takes
+/// itself for behind (ms): the bound a freeze has
+/// ([`super::pulse::FREEZE_LIMIT_MS`]).
+pub const BEHIND_LIMIT_MS: i64 = super::pulse::FREEZE_LIMIT_MS;
 
 /// Whether a watch answered at `answered` (ms) comes back late: more than
 /// `limit` after the server's last word to the stream, whose time it
@@ -895,6 +964,50 @@ mod tests {
         assert_eq!(late_replay(None, 50_000, 10_000), None);
         assert_eq!(late_replay(Some(40_000), 50_000, 10_000), None);
         assert_eq!(late_replay(Some(39_999), 50_000, 10_000), Some(39_999));
+    }
+
+    #[test]
+    fn an_event_waiting_known_late_by_the_servers_times_is_a_stream_behind() {
+        // The server's clock 5 s ahead of ours: its Date says 100 s when we
+        // sent at 94.9 s and were answered at 95.1 s (ours).
+        let offset = ClockOffset::of(100_000, 94_900, 95_100);
+        assert_eq!(
+            offset,
+            ClockOffset {
+                min: 4_900,
+                max: 6_099
+            }
+        );
+        // Written at 110 s by the server (110 s to 110.999 s), 106.099 s by
+        // ours at most: read at 107 s, it is surely 901 ms late.
+        assert_eq!(known_lateness(107_000, 110_000, offset), 901);
+        let line = |kind: &str, time: &str| {
+            format!(
+                r#"{{"type":"{kind}","object":{{"metadata":{{"name":"a","resourceVersion":"7","creationTimestamp":"1970-01-01T00:00:50Z","managedFields":[{{"manager":"k","time":"{time}"}},{{"manager":"old"}}]}}}}}}"#
+            )
+            .into_bytes()
+        };
+        let written = line("MODIFIED", "1970-01-01T00:01:50Z");
+        assert!(
+            behind(&written, 108_000, offset).is_none(),
+            "1.9 s: within the bound"
+        );
+        match behind(&written, 109_000, offset) {
+            Some(WatchEnd::Behind { since, by }) => {
+                assert_eq!(
+                    since,
+                    110_000 - 6_099,
+                    "the earliest it may have been written"
+                );
+                assert_eq!(by, Duration::from_millis(2_901));
+            }
+            other => panic!("{other:?}"),
+        }
+        // A deletion carries the times of the last version: not evidence.
+        assert!(behind(&line("DELETED", "1970-01-01T00:01:50Z"), 200_000, offset).is_none());
+        // An object with no times, a bookmark: no evidence either.
+        let bookmark = br#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}}"#;
+        assert!(behind(bookmark, 200_000, offset).is_none());
     }
 
     #[test]

@@ -129,6 +129,49 @@ pub fn object_meta(raw: &[u8]) -> Result<ObjectMeta, Malformed> {
     })
 }
 
+/// The times an object carries, as the server wrote them (RFC 3339, whole
+/// seconds).
+#[derive(Deserialize, Default)]
+struct Times {
+    #[serde(default, rename = "creationTimestamp")]
+    creation: Option<String>,
+    #[serde(default, rename = "deletionTimestamp")]
+    deletion: Option<String>,
+    #[serde(default, rename = "managedFields")]
+    managed: Vec<ManagedTime>,
+}
+
+#[derive(Deserialize, Default)]
+struct ManagedTime {
+    #[serde(default)]
+    time: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct WithTimes {
+    #[serde(default)]
+    metadata: Times,
+}
+
+/// The latest time, by the server's clock (ms, whole seconds), an object
+/// says it was written: its newest `managedFields` time (the API server
+/// stamps a manager's entry when its write changes the object), its
+/// `creationTimestamp`, or its `deletionTimestamp`. The write that made
+/// this version happened at or after it (docs/consistency.md, "A recorder
+/// behind"). `None` when the object carries no time.
+pub fn written_at(raw: &[u8]) -> Option<i64> {
+    let t: WithTimes = serde_json::from_slice(raw).ok()?;
+    let m = t.metadata;
+    m.managed
+        .iter()
+        .filter_map(|e| e.time.as_deref())
+        .chain(m.creation.as_deref())
+        .chain(m.deletion.as_deref())
+        .filter_map(|s| crate::time::Millis::parse_rfc3339(s).ok())
+        .map(|t| t.as_ms())
+        .max()
+}
+
 /// Decodes one watch line.
 pub fn decode_line(line: &[u8]) -> Result<WireEvent, Malformed> {
     let env: Envelope<'_> = serde_json::from_slice(line).map_err(|e| Malformed(e.to_string()))?;
@@ -165,6 +208,22 @@ pub fn decode_line(line: &[u8]) -> Result<WireEvent, Malformed> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_object_was_written_at_or_after_its_newest_time() {
+        let t = |s: &str| crate::time::Millis::parse_rfc3339(s).unwrap().as_ms();
+        let raw = br#"{"metadata":{"name":"a","creationTimestamp":"2026-12-01T10:00:00Z",
+            "managedFields":[{"manager":"a","time":"2026-12-01T10:05:00Z"},
+                             {"manager":"b","time":"2026-12-01T10:03:00Z"},{"manager":"c"}]},
+            "spec":{}}"#;
+        assert_eq!(written_at(raw), Some(t("2026-12-01T10:05:00Z")));
+        let deleting = br#"{"metadata":{"name":"a","creationTimestamp":"2026-12-01T10:00:00Z",
+            "deletionTimestamp":"2026-12-01T11:00:00Z"}}"#;
+        assert_eq!(written_at(deleting), Some(t("2026-12-01T11:00:00Z")));
+        assert_eq!(written_at(br#"{"metadata":{"name":"a"}}"#), None);
+        assert_eq!(written_at(b"not json"), None);
+    }
+
     use super::*;
 
     #[test]

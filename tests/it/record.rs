@@ -1338,3 +1338,102 @@ fn back_late_is_a_gap_only_for_a_stream_the_server_replays_something_to() {
         "the Deployments did not relist"
     );
 }
+
+/// A recorder held up while a burst arrives (here another process holds the
+/// journal's write lock for 4 s while 3,000 writes are made) reads what
+/// waited in its socket seconds late. The times the server wrote into each
+/// object show it: the stream records a gap saying how far behind it fell,
+/// and relists, rather than stamp those versions late. Every version left
+/// outside a gap is stamped within 2 s of when the server says it was made
+/// (docs/consistency.md, "A recorder behind").
+#[test]
+fn a_recorder_behind_a_burst_records_a_gap_rather_than_stamp_late() {
+    use krply::recorder::stream::BEHIND_LIMIT_MS;
+    use krply::time::Millis;
+    let env = Env::shop();
+    env.sim
+        .create(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "churn", "namespace": "shop"}, "data": {"n": "0"}}))
+        .expect("the churned ConfigMap");
+    let rec = env.start_recorder(&["cm"]);
+    env.wait_baselines(1);
+
+    let lock = rusqlite::Connection::open(&env.store).expect("journal opens");
+    lock.busy_timeout(Duration::from_secs(10)).unwrap();
+    lock.execute_batch("BEGIN IMMEDIATE")
+        .expect("the write lock");
+    let locked_at = Millis::now().as_ms();
+    for n in 1..=3_000 {
+        env.sim
+            .patch_merge(
+                "v1",
+                "ConfigMap",
+                Some("shop"),
+                "churn",
+                &serde_json::json!({"data": {"n": n.to_string()}}),
+            )
+            .expect("patch");
+    }
+    // Held up for 4 s by the clock: the length is the point.
+    env.wait_for("the recorder held up for 4 s", || {
+        Millis::now().as_ms() > locked_at + 4_000
+    });
+    lock.execute_batch("ROLLBACK").unwrap();
+    drop(lock);
+    env.wait_for("a gap for the time it was behind, and a relist", || {
+        let cov = env.coverage(CM);
+        cov.windows
+            .iter()
+            .any(|g| g.reason.contains("behind the server") && g.to.is_some())
+    });
+    env.patch_cm("frontend-config", "after", "1");
+    env.wait_for("the change after the relist watched", || {
+        env.events(CM).iter().any(|(_, name, _, body)| {
+            name == "shop/frontend-config" && String::from_utf8_lossy(body).contains("after")
+        })
+    });
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stderr.contains("behind the server"), "{}", out.stderr);
+
+    // Against the server's own times (the simulator shares this clock):
+    // nothing outside a gap is stamped later than the bound.
+    let gaps = env.coverage(CM).windows;
+    let records = env.records(CM);
+    let mut judged = 0;
+    for r in records
+        .iter()
+        .filter(|r| r.kind == krply::journal::schema::kind::EVENT)
+    {
+        if gaps
+            .iter()
+            .any(|g| g.from <= r.observed_at && g.to.is_none_or(|to| r.observed_at <= to))
+        {
+            continue;
+        }
+        let body: serde_json::Value = serde_json::from_slice(r.body.as_ref().unwrap()).unwrap();
+        let Some(written) = body["metadata"]["managedFields"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m["time"].as_str())
+            .filter_map(|t| Millis::parse_rfc3339(t).ok())
+            .map(|t| t.as_ms())
+            .max()
+        else {
+            continue;
+        };
+        judged += 1;
+        assert!(
+            r.observed_at - (written + 999) <= BEHIND_LIMIT_MS,
+            "rv {:?} stamped {} ms after it was written, outside any gap: {gaps:?}",
+            r.resource_version,
+            r.observed_at - written
+        );
+    }
+    assert!(judged > 0);
+    eprintln!(
+        "behind: {judged} versions judged outside gaps; gaps {:?}",
+        gaps.iter().map(|g| &g.reason).collect::<Vec<_>>()
+    );
+}
