@@ -440,15 +440,7 @@ pub async fn open_watch(
         timeout_seconds,
     )?;
     let res = send(access, &path, true).await?;
-    let server_date = res
-        .headers()
-        .get(http::header::DATE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| httpdate::parse_http_date(v).ok())
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .and_then(|d| i64::try_from(d.as_millis()).ok());
     Ok(WatchBody {
-        server_date,
         body: res.into_body(),
         buf: BytesMut::new(),
         scanned: 0,
@@ -458,9 +450,6 @@ pub async fn open_watch(
 
 /// A watch response read as lines (one JSON document each).
 pub struct WatchBody {
-    /// The server's clock when it answered (ms, whole seconds: the HTTP
-    /// `Date` header), if it said.
-    pub server_date: Option<i64>,
     body: kube::client::Body,
     buf: BytesMut,
     /// How much of `buf` is known to hold no newline.

@@ -340,6 +340,7 @@ fn spawn_streams(
             stop: stop.clone(),
             pulse: pulse.clone(),
             bookmarks_seen: false,
+            weighing: Default::default(),
             last_word: None,
             last_failure: None,
             hinted: false,

@@ -23,6 +23,7 @@ use crate::journal::writer::{Op, WriterSender};
 use crate::model::{StreamSpec, WatchType};
 use crate::time::Millis;
 use crate::time::format_duration;
+use futures::FutureExt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -147,6 +148,9 @@ pub struct Stream {
     /// The server sent this stream a bookmark: its silence limit is
     /// counted in bookmark intervals ([`silence_limit`]).
     pub bookmarks_seen: bool,
+    /// What the times the server wrote into the stream's events say of
+    /// how late it reads them ([`Weighing`]).
+    pub weighing: Weighing,
     /// When the server last said something to this stream (ms): the end of
     /// a list, the answer to a watch, each line of it and its end.
     pub last_word: Option<i64>,
@@ -542,7 +546,6 @@ impl Stream {
 
     /// Watches from exactly `rv` until something ends the watch.
     async fn watch(&mut self, rv: &str, rules: &mut Rules) -> Result<WatchEnd> {
-        let sent = Millis::now().as_ms();
         let opened = api::open_watch(
             &self.access,
             &self.spec.resource,
@@ -591,10 +594,9 @@ impl Stream {
                 }
             });
         let replay_until = answered + super::rules::IN_FLIGHT_MS;
-        // How far the server's clock is ahead of ours, from its answer.
-        let offset = body
-            .server_date
-            .map(|date| ClockOffset::of(date, sent, answered));
+        // What the watch brings was written after the stream's rv: it is
+        // caught up as of the answer.
+        self.weighing.read(answered, false);
         self.last_word = Some(answered);
         self.last_failure = None;
         self.hinted = false;
@@ -629,17 +631,22 @@ impl Stream {
             } else {
                 WatchEnd::Stop
             };
-            let buffered = if self.stopped() {
+            let ready = if self.stopped() {
                 return Ok(stop);
             } else {
-                body.next_buffered()
+                // Polled once: dropped while pending, it has taken nothing.
+                body.next_line().now_or_never()
             };
-            // A line that was waiting: the stream may be behind the server.
-            let waited = buffered.is_some();
-            let line = if let Some(line) = buffered {
-                Ok(Some(line))
+            // A line that was already waiting, in a frame read or in the
+            // connection: the stream may be behind the server. One that
+            // came within a millisecond of asking counts as waiting too (the
+            // connection's task may not have handed over what it holds).
+            let asked = Instant::now();
+            let mut waited = ready.is_some();
+            let line = if let Some(line) = ready {
+                line
             } else {
-                tokio::select! {
+                let line = tokio::select! {
                     line = body.next_line() => line,
                     _ = tokio::time::sleep_until(last_line + silence_limit) => {
                         // Thawed after a freeze, the freeze is what to answer for.
@@ -674,7 +681,9 @@ impl Stream {
                         continue;
                     }
                     _ = self.stop.changed() => return Ok(stop),
-                }
+                };
+                waited = asked.elapsed() < CAUGHT_UP_WAIT;
+                line
             };
             if line.is_ok() {
                 last_line = tokio::time::Instant::now();
@@ -712,11 +721,19 @@ impl Stream {
                 }
                 replay = Some(late);
             }
-            if waited
-                && let Some(offset) = offset
-                && let Some(behind) = behind(&line, at, offset)
+            // A few events a second are weighed against the times the
+            // server wrote into them.
+            self.weighing.read(at, waited);
+            if self.weighing.due(at)
+                && let Ok(WireEvent::Object {
+                    watch_type, raw, ..
+                }) = wire::decode_line(&line)
+                // A deleted object carries its last version's times.
+                && watch_type != WatchType::Deleted
+                && let Some(written_at) = wire::written_at(&raw)
+                && let Some(end) = self.weighing.weigh(written_at, at, waited)
             {
-                return Ok(behind);
+                return Ok(end);
             }
             let end = self.journal_line(&line, at, &mut cursor, rules).await?;
             self.bookmarks_seen |= cursor.bookmark;
@@ -802,56 +819,92 @@ impl Stream {
     }
 }
 
-/// What a watch answer says of the server's clock against ours (ms): the
-/// server is at least `min` and at most `max` ahead (behind if negative).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct ClockOffset {
-    min: i64,
-    max: i64,
+/// What the times the server wrote into a stream's events say of how late
+/// the stream reads them (docs/consistency.md, "A recorder behind").
+///
+/// An object's newest time is when the write that set it happened (whole
+/// seconds, the server's clock), and a lower bound for any later write of
+/// it. Only a time newer than every time the stream weighed before was
+/// surely set by the write being read (an older one may be left from an
+/// earlier write: a scale that changed a value its manager already owned at
+/// the same second, an update of a field no manager's time follows); only
+/// such times are evidence. No event is read before it is written, so the
+/// server's clock is at least `floor` ahead of ours.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Weighing {
+    /// The most an event was read before its time (ms, `time - read`).
+    floor: Option<i64>,
+    /// The newest time weighed so far (ms).
+    newest: Option<i64>,
+    /// When an event was last weighed (ms, our clock).
+    at: i64,
+    /// When the stream last read an event it had waited for (ms, ours):
+    /// then it had read all the server had sent it, and anything it reads
+    /// after may have been written since.
+    caught_up: i64,
 }
 
-impl ClockOffset {
-    /// From the answer's `Date` (whole seconds), the watch sent at `sent`
-    /// and answered at `answered` by our clock: the server wrote the date
-    /// in between.
-    fn of(date: i64, sent: i64, answered: i64) -> ClockOffset {
-        ClockOffset {
-            min: date - answered,
-            max: date + 999 - sent,
+impl Weighing {
+    /// Whether an event read at `at` is to be weighed: at most one every
+    /// [`WEIGH_EVERY_MS`], at no cost to a stream that keeps up.
+    fn due(&self, at: i64) -> bool {
+        at - self.at >= WEIGH_EVERY_MS
+    }
+
+    /// The stream read a line at `at`: one it had waited for, or one that
+    /// was `waited` (already received).
+    fn read(&mut self, at: i64, waited: bool) {
+        if !waited {
+            self.caught_up = at;
         }
     }
-}
 
-/// How late, at least, a version read at `at` (ms, our clock) is stamped:
-/// the server wrote it at or after `written_at` by its clock (whole
-/// seconds), so at most at `written_at + 999 - offset.min` by ours.
-fn known_lateness(at: i64, written_at: i64, offset: ClockOffset) -> i64 {
-    at - (written_at + 999 - offset.min)
-}
-
-/// The stream is behind the server when a watch event that was already
-/// waiting is known to be stamped more than [`BEHIND_LIMIT_MS`] late: a
-/// burst it cannot keep up with, or a writer that held it up. What it reads
-/// then cannot be dated: a gap from the earliest the event may have been
-/// written, and a relist.
-fn behind(line: &[u8], at: i64, offset: ClockOffset) -> Option<WatchEnd> {
-    let Ok(WireEvent::Object {
-        watch_type, raw, ..
-    }) = wire::decode_line(line)
-    else {
-        return None;
-    };
-    // A deleted object carries its last version's times, not the deletion's.
-    if watch_type == WatchType::Deleted {
-        return None;
+    /// Weighs an event read at `at` (ms, ours) whose newest time is
+    /// `time` (ms, the server's); `waited`: it was already received when
+    /// the stream came to read it. The stream is behind the server when
+    /// such an event is known to be stamped more than [`BEHIND_LIMIT_MS`]
+    /// late: what it reads cannot be dated since the earliest the event was
+    /// written by the floor's reckoning, or since the stream was last
+    /// caught up if that is earlier (what it read since then may all be
+    /// late), so a gap from there, and a relist.
+    fn weigh(&mut self, time: i64, at: i64, waited: bool) -> Option<WatchEnd> {
+        self.at = at;
+        if self.newest.is_some_and(|newest| time <= newest) {
+            return None;
+        }
+        self.newest = Some(time);
+        if let Some(floor) = self.floor
+            && waited
+        {
+            let late = known_lateness(at, time, floor);
+            if late > BEHIND_LIMIT_MS {
+                return Some(WatchEnd::Behind {
+                    since: (time - floor).min(self.caught_up),
+                    by: Duration::from_millis(late as u64),
+                });
+            }
+        }
+        self.floor = Some(self.floor.map_or(time - at, |f| f.max(time - at)));
+        None
     }
-    let written_at = wire::written_at(&raw)?;
-    let late = known_lateness(at, written_at, offset);
-    (late > BEHIND_LIMIT_MS).then(|| WatchEnd::Behind {
-        since: written_at - offset.max,
-        by: Duration::from_millis(late as u64),
-    })
 }
+
+/// How late, at least, an event read at `at` (ms, our clock) is stamped,
+/// when the write that made it set its time `time` (whole seconds, the
+/// server's clock) and the server's clock is at least `floor` ahead of
+/// ours: it was written at most at `time + 999 - floor` by ours.
+fn known_lateness(at: i64, time: i64, floor: i64) -> i64 {
+    at - (time + 999 - floor)
+}
+
+/// How long a stream must have waited for a line to take itself for
+/// caught up with the server when it comes.
+const CAUGHT_UP_WAIT: Duration = Duration::from_millis(1);
+
+/// How often, at most, a stream weighs an event against the times the
+/// server wrote into it (ms): enough to see a backlog grow, at no cost to
+/// a stream that keeps up.
+const WEIGH_EVERY_MS: i64 = 100;
 
 /// How late an event may be known to be stamped before the stream takes
 /// itself for behind (ms): the bound a freeze has
@@ -968,46 +1021,61 @@ mod tests {
 
     #[test]
     fn an_event_waiting_known_late_by_the_servers_times_is_a_stream_behind() {
-        // The server's clock 5 s ahead of ours: its Date says 100 s when we
-        // sent at 94.9 s and were answered at 95.1 s (ours).
-        let offset = ClockOffset::of(100_000, 94_900, 95_100);
-        assert_eq!(
-            offset,
-            ClockOffset {
-                min: 4_900,
-                max: 6_099
-            }
-        );
-        // Written at 110 s by the server (110 s to 110.999 s), 106.099 s by
-        // ours at most: read at 107 s, it is surely 901 ms late.
-        assert_eq!(known_lateness(107_000, 110_000, offset), 901);
-        let line = |kind: &str, time: &str| {
-            format!(
-                r#"{{"type":"{kind}","object":{{"metadata":{{"name":"a","resourceVersion":"7","creationTimestamp":"1970-01-01T00:00:50Z","managedFields":[{{"manager":"k","time":"{time}"}},{{"manager":"old"}}]}}}}}}"#
-            )
-            .into_bytes()
-        };
-        let written = line("MODIFIED", "1970-01-01T00:01:50Z");
-        assert!(
-            behind(&written, 108_000, offset).is_none(),
-            "1.9 s: within the bound"
-        );
-        match behind(&written, 109_000, offset) {
+        // The server's clock 5 s ahead of ours: an event it wrote at 110.4 s
+        // (stamped 110 s, whole seconds) is read as it comes at 105.5 s by
+        // ours: the floor is 4.5 s, and no judgement before it.
+        let mut w = Weighing::default();
+        assert!(w.weigh(110_000, 105_500, true).is_none());
+        assert_eq!(w.floor, Some(4_500));
+        // Written at 111 s by the server, 107.499 s by ours at most: read
+        // at 108.5 s, it is surely 1.001 s late.
+        assert_eq!(known_lateness(108_500, 111_000, 4_500), 1_001);
+        assert!(w.weigh(111_000, 109_499, true).is_none(), "2 s: the bound");
+        // Only a time newer than all before is evidence.
+        assert!(w.weigh(111_000, 200_000, true).is_none());
+        w.read(108_000, false);
+        let mut earlier = w;
+        match w.weigh(112_000, 110_500, true) {
             Some(WatchEnd::Behind { since, by }) => {
-                assert_eq!(
-                    since,
-                    110_000 - 6_099,
-                    "the earliest it may have been written"
-                );
-                assert_eq!(by, Duration::from_millis(2_901));
+                assert_eq!(since, 107_500, "the earliest it was written, by the floor");
+                assert_eq!(by, Duration::from_millis(2_001));
             }
             other => panic!("{other:?}"),
         }
-        // A deletion carries the times of the last version: not evidence.
-        assert!(behind(&line("DELETED", "1970-01-01T00:01:50Z"), 200_000, offset).is_none());
-        // An object with no times, a bookmark: no evidence either.
-        let bookmark = br#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}}"#;
-        assert!(behind(bookmark, 200_000, offset).is_none());
+        // Last caught up before that: what it read since may all be late.
+        earlier.read(107_000, false);
+        assert!(matches!(
+            earlier.weigh(112_000, 110_500, true),
+            Some(WatchEnd::Behind { since: 107_000, .. })
+        ));
+        // Read as it came, it is not late however old it looks: it only
+        // lowers nothing.
+        let mut w = Weighing::default();
+        w.weigh(110_000, 105_500, false);
+        assert!(w.weigh(111_000, 130_000, false).is_none());
+        assert_eq!(w.floor, Some(4_500));
+    }
+
+    #[test]
+    fn a_source_of_old_times_read_fast_is_never_taken_for_late() {
+        // The yardstick's firehose: objects an hour old, whose events carry
+        // times 10 ms apart, all sent at once and read 30,000 a second; a
+        // scale leaves the time of the object's last write (older than the
+        // newest times already read). Every event waited.
+        let mut w = Weighing::default();
+        let hour_ago = -3_600_000;
+        for k in 0..100_000_i64 {
+            let at = k / 30;
+            let time = if k % 10 == 9 {
+                hour_ago + 60_000 + (k / 2) * 10 // left by an earlier write
+            } else {
+                hour_ago + 60_000 + k * 10
+            };
+            let time = time - time.rem_euclid(1_000); // whole seconds
+            if w.due(at) {
+                assert!(w.weigh(time, at, true).is_none(), "event {k}");
+            }
+        }
     }
 
     #[test]

@@ -135,8 +135,6 @@ pub fn object_meta(raw: &[u8]) -> Result<ObjectMeta, Malformed> {
 struct Times {
     #[serde(default, rename = "creationTimestamp")]
     creation: Option<String>,
-    #[serde(default, rename = "deletionTimestamp")]
-    deletion: Option<String>,
     #[serde(default, rename = "managedFields")]
     managed: Vec<ManagedTime>,
 }
@@ -155,10 +153,13 @@ struct WithTimes {
 
 /// The latest time, by the server's clock (ms, whole seconds), an object
 /// says it was written: its newest `managedFields` time (the API server
-/// stamps a manager's entry when its write changes the object), its
-/// `creationTimestamp`, or its `deletionTimestamp`. The write that made
-/// this version happened at or after it (docs/consistency.md, "A recorder
-/// behind"). `None` when the object carries no time.
+/// stamps a manager's entry when its write changes a value it owns) or its
+/// `creationTimestamp`. The write that made this version happened at or
+/// after it; it happened then only when that write set the time, which is
+/// why the recorder only weighs times no earlier event carried
+/// (docs/consistency.md, "A recorder behind"). Never `deletionTimestamp`:
+/// the server sets it to the deletion's start plus the grace period, a time
+/// still to come. `None` when the object carries no time.
 pub fn written_at(raw: &[u8]) -> Option<i64> {
     let t: WithTimes = serde_json::from_slice(raw).ok()?;
     let m = t.metadata;
@@ -166,7 +167,6 @@ pub fn written_at(raw: &[u8]) -> Option<i64> {
         .iter()
         .filter_map(|e| e.time.as_deref())
         .chain(m.creation.as_deref())
-        .chain(m.deletion.as_deref())
         .filter_map(|s| crate::time::Millis::parse_rfc3339(s).ok())
         .map(|t| t.as_ms())
         .max()
@@ -217,9 +217,10 @@ mod tests {
                              {"manager":"b","time":"2026-12-01T10:03:00Z"},{"manager":"c"}]},
             "spec":{}}"#;
         assert_eq!(written_at(raw), Some(t("2026-12-01T10:05:00Z")));
+        // A deletion's time is its start plus the grace period: never taken.
         let deleting = br#"{"metadata":{"name":"a","creationTimestamp":"2026-12-01T10:00:00Z",
             "deletionTimestamp":"2026-12-01T11:00:00Z"}}"#;
-        assert_eq!(written_at(deleting), Some(t("2026-12-01T11:00:00Z")));
+        assert_eq!(written_at(deleting), Some(t("2026-12-01T10:00:00Z")));
         assert_eq!(written_at(br#"{"metadata":{"name":"a"}}"#), None);
         assert_eq!(written_at(b"not json"), None);
     }

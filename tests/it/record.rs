@@ -1340,8 +1340,9 @@ fn back_late_is_a_gap_only_for_a_stream_the_server_replays_something_to() {
 }
 
 /// A recorder held up while a burst arrives (here another process holds the
-/// journal's write lock for 4 s while 3,000 writes are made) reads what
-/// waited in its socket seconds late. The times the server wrote into each
+/// journal's write lock while 6,000 writes are made over three seconds, more
+/// than the writer's batch and queue hold, and 5 s after) reads what waited in its socket
+/// seconds late. The times the server wrote into each
 /// object show it: the stream records a gap saying how far behind it fell,
 /// and relists, rather than stamp those versions late. Every version left
 /// outside a gap is stamped within 2 s of when the server says it was made
@@ -1362,26 +1363,33 @@ fn a_recorder_behind_a_burst_records_a_gap_rather_than_stamp_late() {
     lock.busy_timeout(Duration::from_secs(10)).unwrap();
     lock.execute_batch("BEGIN IMMEDIATE")
         .expect("the write lock");
-    let locked_at = Millis::now().as_ms();
-    for n in 1..=3_000 {
-        env.sim
-            .patch_merge(
-                "v1",
-                "ConfigMap",
-                Some("shop"),
-                "churn",
-                &serde_json::json!({"data": {"n": n.to_string()}}),
-            )
-            .expect("patch");
+    // Over three seconds of the server's clock (it writes times to the
+    // second): only a time newer than all before is evidence.
+    for round in 0..3 {
+        let second = Millis::now().as_ms() / 1_000;
+        env.wait_for("the next second", || Millis::now().as_ms() / 1_000 > second);
+        for n in 1..=2_000 {
+            env.sim
+                .patch_merge(
+                    "v1",
+                    "ConfigMap",
+                    Some("shop"),
+                    "churn",
+                    &serde_json::json!({"data": {"n": (round * 2_000 + n).to_string()}}),
+                )
+                .expect("patch");
+        }
     }
-    // Held up for 4 s by the clock: the length is the point.
-    env.wait_for("the recorder held up for 4 s", || {
-        Millis::now().as_ms() > locked_at + 4_000
+    // Held up for 5 s more by the clock: the length is the point.
+    let written_at = Millis::now().as_ms();
+    env.wait_for("the recorder held up for 5 s more", || {
+        Millis::now().as_ms() > written_at + 5_000
     });
     lock.execute_batch("ROLLBACK").unwrap();
     drop(lock);
     env.wait_for("a gap for the time it was behind, and a relist", || {
         let cov = env.coverage(CM);
+        eprintln!("DEBUG {:?} {}", cov.windows, env.events(CM).len());
         cov.windows
             .iter()
             .any(|g| g.reason.contains("behind the server") && g.to.is_some())

@@ -147,9 +147,12 @@ fn journaled_rvs(env: &RealEnv, what: &str) -> Vec<String> {
 /// quickly, once down for longer than a stream may be away and still resume
 /// (10 s). The recorder never exits; after the quick restart it resumes (or,
 /// if the new server's watch cache cannot serve its resourceVersion, records
-/// a 410 gap and relists); after the long one it records a gap saying how
-/// long it was not connected, and relists. Every write the server answered is
-/// in the journal, and none is stamped more than 10 s late without a gap.
+/// a 410 gap and relists); after the long one it resumes too, and records a
+/// gap saying how long it was not connected only if the server replays
+/// something it missed (nothing can be written while the server is down).
+/// Judged against the API server's audit log: every write the server
+/// answered is in the journal, and none the journal holds as watched is
+/// stamped more than 10 s after the server made it.
 #[test]
 fn a_recorder_rides_through_kube_apiserver_restarts() {
     const NS: &str = "restart";
@@ -170,15 +173,8 @@ fn a_recorder_rides_through_kube_apiserver_restarts() {
         journaled_rvs(&env, "serviceaccount/robot").contains(written.last().unwrap())
     });
 
-    let away_from = Millis::now().as_ms();
     kube.restart_apiserver(Duration::from_secs(12));
     written.push(label("3"));
-    env.wait_real("a gap for the time the recorder was away", || {
-        env.coverage(&sa)
-            .windows
-            .iter()
-            .any(|g| g.reason.contains("not connected for"))
-    });
     env.wait_real("the write after the long restart to be journaled", || {
         journaled_rvs(&env, "serviceaccount/robot").contains(written.last().unwrap())
     });
@@ -189,22 +185,40 @@ fn a_recorder_rides_through_kube_apiserver_restarts() {
     for rv in &written {
         assert!(journaled.contains(rv), "{rv} missing from {journaled:?}");
     }
-    // Every gap says why; the long restart's says how long it was away.
+    // Every gap says why.
     let coverage = env.coverage(&sa);
     for gap in &coverage.windows {
         assert!(
-            gap.reason.contains("not connected for") || gap.reason.contains("410"),
+            ["not connected for", "410", "behind the server"]
+                .iter()
+                .any(|why| gap.reason.contains(why)),
             "{gap:?}"
         );
     }
-    assert!(
-        coverage
-            .windows
-            .iter()
-            .any(|g| g.reason.contains("not connected for") && g.from <= away_from + 1_000),
-        "{coverage:?}\n{}",
-        stopped.stderr
-    );
+    // Every watched version stamped within the bound of the server's time.
+    let audited = audited_writes(&env, NS, "robot");
+    let timeline = env.krply_json(&["timeline", "serviceaccount/robot"], 0);
+    let mut judged = 0;
+    for e in timeline["entries"].as_array().unwrap() {
+        let rv = e["resource_version"].as_str().unwrap_or_default();
+        let Some((made, _)) = audited.iter().find(|(_, r)| r == rv) else {
+            continue;
+        };
+        if e["observed"] != "watch" {
+            continue;
+        }
+        judged += 1;
+        let stamped = Millis::parse_rfc3339(e["observed_at"].as_str().unwrap())
+            .unwrap()
+            .as_ms();
+        assert!(
+            (-50..10_000).contains(&(stamped - made)),
+            "rv {rv} made at {made}, stamped {} ms later: {e}\n{}",
+            stamped - made,
+            stopped.stderr
+        );
+    }
+    assert!(judged >= 1, "{judged} watched writes judged: {timeline}");
     let restarts = std::fs::read_to_string(&kube.ready.restarts_file).unwrap();
     assert_eq!(restarts.trim(), "2");
     kube.stop();
