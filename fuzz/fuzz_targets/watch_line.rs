@@ -1,6 +1,8 @@
 //! Watch event lines as the API server streams them: the recorder's decoder
-//! `krply::recorder::wire::decode_line`, the metadata scan `object_meta`, and
-//! `krply::cluster::api::parse_status` (ERROR events and error bodies).
+//! `krply::recorder::wire::decode_line`, the metadata scan `object_meta`, the
+//! times the recorder weighs (`written_at`, docs/consistency.md, "A recorder
+//! behind") and `krply::cluster::api::parse_status` (ERROR events and error
+//! bodies).
 //!
 //! Input: one line (any bytes).
 //!
@@ -12,11 +14,12 @@
 #![no_main]
 
 use krply::cluster::api::parse_status;
-use krply::recorder::wire::{WireEvent, decode_line, object_meta};
+use krply::recorder::wire::{WireEvent, decode_line, object_meta, written_at};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let _ = object_meta(data);
+    let _ = written_at(data);
     let _ = parse_status(data, 500, None);
 
     match decode_line(data) {
