@@ -93,8 +93,13 @@ pub enum WatchEnd {
     /// wrote in it, to be stamped `by` late: the stream is behind the
     /// server. What it reads cannot be dated since `since` (ms, the
     /// earliest the event may have been written): a gap from then, and a
-    /// relist.
-    Behind { since: i64, by: Duration },
+    /// relist. `replayed`: the event came in the first moments of a watch,
+    /// among what the server replayed to it, rather than in a burst.
+    Behind {
+        since: i64,
+        by: Duration,
+        replayed: bool,
+    },
     /// The server did not answer the watch request in time: retried from
     /// the same resourceVersion, on new connections.
     Unanswered(String),
@@ -331,7 +336,11 @@ impl Rules {
                     ),
                 )
             }
-            WatchEnd::Behind { since, by } => {
+            WatchEnd::Behind {
+                since,
+                by,
+                replayed: false,
+            } => {
                 let by = format_duration(by);
                 self.undatable(
                     since,
@@ -339,6 +348,21 @@ impl Rules {
                     format!(
                         "fell {by} behind the server: what it reads now would be stamped late; \
                          gap recorded, relisting"
+                    ),
+                )
+            }
+            WatchEnd::Behind {
+                since,
+                by,
+                replayed: true,
+            } => {
+                let by = format_duration(by);
+                self.undatable(
+                    since,
+                    format!("the server replayed changes {by} old when the watch reopened"),
+                    format!(
+                        "the server replayed changes {by} old when the watch reopened: they \
+                         cannot be dated; gap recorded, relisting"
                     ),
                 )
             }
@@ -784,6 +808,40 @@ mod tests {
             )]
         );
         assert_eq!(r.next(), Step::List);
+    }
+
+    #[test]
+    fn a_stream_behind_is_a_gap_that_says_burst_or_replay() {
+        for (replayed, reason) in [
+            (
+                false,
+                "the recorder fell 3s behind the server (a burst it could not keep up with)",
+            ),
+            (
+                true,
+                "the server replayed changes 3s old when the watch reopened",
+            ),
+        ] {
+            let (mut r, _) = rules(None);
+            r.listed(1_000, "10", 0);
+            r.progress(9_000, "12");
+            let d = r.watch_ended(
+                WatchEnd::Behind {
+                    since: 8_000,
+                    by: Duration::from_millis(3_200),
+                    replayed,
+                },
+                "12",
+                12_000,
+            );
+            // From the earliest the late event was written, less what was
+            // in flight, as every gap.
+            assert_eq!(
+                gaps(&d),
+                vec![(8_000 - IN_FLIGHT_MS, Some("12".into()), reason.into())]
+            );
+            assert_eq!(r.next(), Step::List);
+        }
     }
 
     #[test]

@@ -733,7 +733,15 @@ impl Stream {
                 && let Some(written_at) = wire::written_at(&raw)
                 && let Some(end) = self.weighing.weigh(written_at, at, waited)
             {
-                return Ok(end);
+                return Ok(match end {
+                    // What came first on the watch: the server's replay.
+                    WatchEnd::Behind { since, by, .. } => WatchEnd::Behind {
+                        since,
+                        by,
+                        replayed: at <= replay_until,
+                    },
+                    end => end,
+                });
             }
             let end = self.journal_line(&line, at, &mut cursor, rules).await?;
             self.bookmarks_seen |= cursor.bookmark;
@@ -881,6 +889,7 @@ impl Weighing {
                 return Some(WatchEnd::Behind {
                     since: (time - floor).min(self.caught_up),
                     by: Duration::from_millis(late as u64),
+                    replayed: false,
                 });
             }
         }
@@ -1036,7 +1045,7 @@ mod tests {
         w.read(108_000, false);
         let mut earlier = w;
         match w.weigh(112_000, 110_500, true) {
-            Some(WatchEnd::Behind { since, by }) => {
+            Some(WatchEnd::Behind { since, by, .. }) => {
                 assert_eq!(since, 107_500, "the earliest it was written, by the floor");
                 assert_eq!(by, Duration::from_millis(2_001));
             }
