@@ -446,7 +446,13 @@ impl Stream {
         let redact = self.spec.resource.is_secret();
         let mut restarts = 0;
         'restart: loop {
-            let at = Millis::now().as_ms();
+            // When the first page came: the list's snapshot (every page is
+            // of the first one's resourceVersion) was taken before then,
+            // at a moment the recorder cannot see. Stamped when the request
+            // left, a slow answer would show versions written after that
+            // moment as the state before them (the soak under load: a relist
+            // stamped 1.7 s before a version it held was written).
+            let mut first_page_at: Option<i64> = None;
             let mut continue_token: Option<String> = None;
             let mut items = 0u64;
             let mut list_rv: Option<String> = None;
@@ -487,6 +493,7 @@ impl Stream {
                         return Ok(ListEnd::Failed(e));
                     }
                 };
+                let at = *first_page_at.get_or_insert_with(|| Millis::now().as_ms());
                 let rv = list_rv
                     .get_or_insert_with(|| page.resource_version.clone())
                     .clone();
