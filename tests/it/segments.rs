@@ -208,9 +208,19 @@ fn answers_agree(store: &Path, segments: &Path, cluster: &str) -> usize {
         assert_eq!(sql(engine, "gaps", &params), gaps, "{engine}");
     }
 
-    // What changed from the first list to now (the whole incident, the 410
-    // and its relist included).
-    let since = streams[0]["from"].as_str().unwrap().to_string();
+    // What changed from the first lists to now (the whole incident, the 410
+    // and its relist included): from when every stream had listed, each
+    // stamped when its answer came.
+    let since = streams
+        .iter()
+        .filter_map(|s| s["from"].as_str())
+        .max_by_key(|t| {
+            krply::time::Millis::parse_rfc3339(t)
+                .map(|m| m.as_ms())
+                .ok()
+        })
+        .unwrap()
+        .to_string();
     let until = krply::time::Millis::now().to_string();
     let diff = run(with(&[
         "diff", "--since", &since, "--until", &until, "-o", "json",
