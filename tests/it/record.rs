@@ -1340,7 +1340,7 @@ fn back_late_is_a_gap_only_for_a_stream_the_server_replays_something_to() {
 }
 
 /// A recorder held up while a burst arrives (here another process holds the
-/// journal's write lock while 6,000 writes are made over three seconds, more
+/// journal's write lock while 6,000 writes are made over five seconds, more
 /// than the writer's batch and queue hold, and 5 s after) reads what waited in its socket
 /// seconds late. The times the server wrote into each
 /// object show it: the stream records a gap saying how far behind it fell,
@@ -1363,19 +1363,20 @@ fn a_recorder_behind_a_burst_records_a_gap_rather_than_stamp_late() {
     lock.busy_timeout(Duration::from_secs(10)).unwrap();
     lock.execute_batch("BEGIN IMMEDIATE")
         .expect("the write lock");
-    // Over three seconds of the server's clock (it writes times to the
-    // second): only a time newer than all before is evidence.
-    for round in 0..3 {
+    // Over five seconds of the server's clock (it writes times to the
+    // second): only a time newer than all before is evidence, and each new
+    // second is a chance to weigh one.
+    for round in 0..5 {
         let second = Millis::now().as_ms() / 1_000;
         env.wait_for("the next second", || Millis::now().as_ms() / 1_000 > second);
-        for n in 1..=2_000 {
+        for n in 1..=1_200 {
             env.sim
                 .patch_merge(
                     "v1",
                     "ConfigMap",
                     Some("shop"),
                     "churn",
-                    &serde_json::json!({"data": {"n": (round * 2_000 + n).to_string()}}),
+                    &serde_json::json!({"data": {"n": (round * 1_200 + n).to_string()}}),
                 )
                 .expect("patch");
         }
