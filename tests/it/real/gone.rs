@@ -232,7 +232,7 @@ fn restarts_and_crashes_give_downtime_gaps_and_no_duplicates() {
     // their order, 2 to 6). The two made while no recorder watched (after a
     // clean stop, after the kill) fall inside the gaps: coverage claims
     // nothing that was lost.
-    let text = std::fs::read_to_string(&env.kube.ready.audit_log).unwrap();
+    let text = env.kube.ready.audit_text();
     let writes: Vec<i64> = text
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())

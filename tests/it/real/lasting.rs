@@ -324,7 +324,7 @@ fn expiring_credentials_are_refreshed_and_a_failing_plugin_is_a_gap_not_an_exit(
 /// A write to `robot` as the server's audit log has it: when the server
 /// answered (ms) and the resourceVersion it gave.
 fn audited_writes(env: &RealEnv, ns: &str, name: &str) -> Vec<(i64, String)> {
-    let text = std::fs::read_to_string(&env.kube.ready.audit_log).unwrap();
+    let text = env.kube.ready.audit_text();
     let mut out: Vec<(i64, String)> = text
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())

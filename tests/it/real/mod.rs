@@ -57,6 +57,34 @@ pub struct Ready {
     pub tokens_minted_file: PathBuf,
 }
 
+impl Ready {
+    /// Every line of the audit log, oldest first, the files kube-apiserver
+    /// rotated away included: it starts a new `audit.log` at 100 MB, and
+    /// keeps the old one as `audit-TIME.log` beside it (a long soak writes
+    /// several).
+    pub fn audit_text(&self) -> String {
+        let dir = self.audit_log.parent().expect("the audit log's directory");
+        let mut rotated: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| {
+                        p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with("audit-") && n.ends_with(".log"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Named by the time they were rotated: in order by name.
+        rotated.sort();
+        rotated.push(self.audit_log.clone());
+        rotated
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(p).ok())
+            .collect()
+    }
+}
+
 /// The running control plane, shared by every test of this process.
 pub struct RealKube {
     pub ready: Ready,

@@ -57,7 +57,7 @@ fn sample(pid: u32, store: &std::path::Path, at: Duration) -> Sample {
 /// The writes the audit log holds for ServiceAccounts of the namespace, as
 /// (name, when the server answered, resourceVersion).
 fn audited(env: &RealEnv) -> Vec<(String, i64, String)> {
-    let text = std::fs::read_to_string(&env.kube.ready.audit_log).unwrap_or_default();
+    let text = env.kube.ready.audit_text();
     text.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|e| {
