@@ -339,32 +339,26 @@ impl Rules {
             WatchEnd::Behind {
                 since,
                 by,
-                replayed: false,
+                replayed,
             } => {
                 let by = format_duration(by);
-                self.undatable(
-                    since,
-                    format!("the recorder fell {by} behind the server (a burst it could not keep up with)"),
-                    format!(
-                        "fell {by} behind the server: what it reads now would be stamped late; \
-                         gap recorded, relisting"
-                    ),
-                )
-            }
-            WatchEnd::Behind {
-                since,
-                by,
-                replayed: true,
-            } => {
-                let by = format_duration(by);
-                self.undatable(
-                    since,
-                    format!("the server replayed changes {by} old when the watch reopened"),
-                    format!(
-                        "the server replayed changes {by} old when the watch reopened: they \
-                         cannot be dated; gap recorded, relisting"
-                    ),
-                )
+                let (reason, say) = if replayed {
+                    let what =
+                        format!("the server replayed changes {by} old when the watch reopened");
+                    let say = format!("{what}: they cannot be dated; gap recorded, relisting");
+                    (what, say)
+                } else {
+                    (
+                        format!(
+                            "the recorder fell {by} behind the server (a burst it could not keep up with)"
+                        ),
+                        format!(
+                            "fell {by} behind the server: what it reads now would be stamped late; \
+                             gap recorded, relisting"
+                        ),
+                    )
+                };
+                self.undatable(since, reason, say)
             }
             WatchEnd::Unavailable { short, full } => {
                 self.resume = None;

@@ -738,17 +738,10 @@ impl Stream {
                 // A deleted object carries its last version's times.
                 && watch_type != WatchType::Deleted
                 && let Some(written_at) = wire::written_at(&raw)
-                && let Some(end) = self.weighing.weigh(written_at, at, waited)
+                // What came first on the watch is the server's replay.
+                && let Some(end) = self.weighing.weigh(written_at, at, waited, at <= replay_until)
             {
-                return Ok(match end {
-                    // What came first on the watch: the server's replay.
-                    WatchEnd::Behind { since, by, .. } => WatchEnd::Behind {
-                        since,
-                        by,
-                        replayed: at <= replay_until,
-                    },
-                    end => end,
-                });
+                return Ok(end);
             }
             let end = self.journal_line(&line, at, &mut cursor, rules).await?;
             self.bookmarks_seen |= cursor.bookmark;
@@ -882,7 +875,9 @@ impl Weighing {
     /// written by the floor's reckoning, or since the stream was last
     /// caught up if that is earlier (what it read since then may all be
     /// late), so a gap from there, and a relist.
-    fn weigh(&mut self, time: i64, at: i64, waited: bool) -> Option<WatchEnd> {
+    /// `replayed`: it came among what the server replayed as the watch
+    /// opened.
+    fn weigh(&mut self, time: i64, at: i64, waited: bool, replayed: bool) -> Option<WatchEnd> {
         self.at = at;
         if self.newest.is_some_and(|newest| time <= newest) {
             return None;
@@ -896,7 +891,7 @@ impl Weighing {
                 return Some(WatchEnd::Behind {
                     since: (time - floor).min(self.caught_up),
                     by: Duration::from_millis(late as u64),
-                    replayed: false,
+                    replayed,
                 });
             }
         }
@@ -1041,17 +1036,20 @@ mod tests {
         // (stamped 110 s, whole seconds) is read as it comes at 105.5 s by
         // ours: the floor is 4.5 s, and no judgement before it.
         let mut w = Weighing::default();
-        assert!(w.weigh(110_000, 105_500, true).is_none());
+        assert!(w.weigh(110_000, 105_500, true, false).is_none());
         assert_eq!(w.floor, Some(4_500));
         // Written at 111 s by the server, 107.499 s by ours at most: read
         // at 108.5 s, it is surely 1.001 s late.
         assert_eq!(known_lateness(108_500, 111_000, 4_500), 1_001);
-        assert!(w.weigh(111_000, 109_499, true).is_none(), "2 s: the bound");
+        assert!(
+            w.weigh(111_000, 109_499, true, false).is_none(),
+            "2 s: the bound"
+        );
         // Only a time newer than all before is evidence.
-        assert!(w.weigh(111_000, 200_000, true).is_none());
+        assert!(w.weigh(111_000, 200_000, true, false).is_none());
         w.read(108_000, false);
         let mut earlier = w;
-        match w.weigh(112_000, 110_500, true) {
+        match w.weigh(112_000, 110_500, true, false) {
             Some(WatchEnd::Behind { since, by, .. }) => {
                 assert_eq!(since, 107_500, "the earliest it was written, by the floor");
                 assert_eq!(by, Duration::from_millis(2_001));
@@ -1061,14 +1059,14 @@ mod tests {
         // Last caught up before that: what it read since may all be late.
         earlier.read(107_000, false);
         assert!(matches!(
-            earlier.weigh(112_000, 110_500, true),
+            earlier.weigh(112_000, 110_500, true, false),
             Some(WatchEnd::Behind { since: 107_000, .. })
         ));
         // Read as it came, it is not late however old it looks: it only
         // lowers nothing.
         let mut w = Weighing::default();
-        w.weigh(110_000, 105_500, false);
-        assert!(w.weigh(111_000, 130_000, false).is_none());
+        w.weigh(110_000, 105_500, false, false);
+        assert!(w.weigh(111_000, 130_000, false, false).is_none());
         assert_eq!(w.floor, Some(4_500));
     }
 
@@ -1089,7 +1087,7 @@ mod tests {
             };
             let time = time - time.rem_euclid(1_000); // whole seconds
             if w.due(at) {
-                assert!(w.weigh(time, at, true).is_none(), "event {k}");
+                assert!(w.weigh(time, at, true, false).is_none(), "event {k}");
             }
         }
     }
