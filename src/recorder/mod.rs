@@ -339,7 +339,6 @@ fn spawn_streams(
             prior,
             stop: stop.clone(),
             pulse: pulse.clone(),
-            bookmarks_seen: false,
             weighing: Default::default(),
             last_word: None,
             last_failure: None,

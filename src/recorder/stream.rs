@@ -81,23 +81,26 @@ impl Default for StreamOptions {
 pub const LATE_LIMIT_MS: i64 = 10_000;
 
 /// How often kube-apiserver's watch cache sends a bookmark to a watch that
-/// asked for them: about once a minute (docs/consistency.md, "A silent
-/// watch").
+/// asked for them: about once a minute, but only once its cache has moved
+/// past the resourceVersion the watch started from, which a quiet resource
+/// may not do for ten minutes (docs/consistency.md, "A silent watch").
 pub const BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
-/// How many bookmark intervals without a word make a watch that has had
-/// bookmarks silent.
+/// How many bookmark intervals without a word make a watch that has had a
+/// bookmark silent.
 pub const SILENT_BOOKMARK_INTERVALS: u32 = 2;
 
 /// How long a watch may go without a word (an event, a bookmark, or its
 /// end) before it is taken for a connection that died without closing.
 /// The server ends every watch after `timeout` (`timeoutSeconds`), so
 /// silence past it by a tenth (at least 2 s) is never a quiet watch; a
-/// stream whose server sends bookmarks hears from it every
-/// [`BOOKMARK_INTERVAL`], so [`SILENT_BOOKMARK_INTERVALS`] of them is
-/// enough.
-pub fn silence_limit(timeout: Duration, bookmarks_seen: bool) -> Duration {
+/// watch that has had a bookmark hears from the server every
+/// [`BOOKMARK_INTERVAL`] until it ends, so [`SILENT_BOOKMARK_INTERVALS`] of
+/// them is enough. Only the watch's own bookmarks count: the next watch
+/// starts from the last one's resourceVersion, and hears nothing until the
+/// server's cache moves past it.
+pub fn silence_limit(timeout: Duration, bookmarked: bool) -> Duration {
     let closed_by = timeout + (timeout / 10).max(Duration::from_secs(2));
-    if bookmarks_seen {
+    if bookmarked {
         closed_by.min(BOOKMARK_INTERVAL * SILENT_BOOKMARK_INTERVALS)
     } else {
         closed_by
@@ -145,9 +148,6 @@ pub struct Stream {
     pub stop: watch::Receiver<bool>,
     /// The recorder's pulse: whether it was frozen ([`super::pulse`]).
     pub pulse: Arc<super::pulse::Pulse>,
-    /// The server sent this stream a bookmark: its silence limit is
-    /// counted in bookmark intervals ([`silence_limit`]).
-    pub bookmarks_seen: bool,
     /// What the times the server wrote into the stream's events say of
     /// how late it reads them ([`Weighing`]).
     pub weighing: Weighing,
@@ -563,10 +563,11 @@ impl Stream {
             self.opts.watch_timeout_secs,
         );
         // A connection that died without closing (a pooled one, say) never
-        // answers: the watch must, within the time a silent one gets.
+        // answers: the server answers a watch at once (or refuses it), so
+        // the shorter bound of a silent watch is plenty.
         let answer_within = silence_limit(
             Duration::from_secs(u64::from(self.opts.watch_timeout_secs)),
-            self.bookmarks_seen,
+            true,
         );
         let mut body = tokio::select! {
             r = tokio::time::timeout(answer_within, opened) => match r {
@@ -627,8 +628,11 @@ impl Stream {
         // every line) is the last moment the watch is known alive.
         let timeout = Duration::from_secs(u64::from(self.opts.watch_timeout_secs));
         let mut last_line = tokio::time::Instant::now();
+        // This watch has had a bookmark: the server sends one a minute from
+        // then on ([`silence_limit`]).
+        let mut bookmarked = false;
         loop {
-            let silence_limit = silence_limit(timeout, self.bookmarks_seen);
+            let silence_limit = silence_limit(timeout, bookmarked);
             // Lines already received are handled without a trip through select!
             // (the fast path under load); the stop flag is still honoured.
             // Stopped while what is replayed may still be on its way:
@@ -744,7 +748,7 @@ impl Stream {
                 return Ok(end);
             }
             let end = self.journal_line(&line, at, &mut cursor, rules).await?;
-            self.bookmarks_seen |= cursor.bookmark;
+            bookmarked |= cursor.bookmark;
             self.settle(rules);
             if let Some(end) = end {
                 return Ok(end);

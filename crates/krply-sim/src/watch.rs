@@ -339,6 +339,7 @@ impl Watcher {
         {
             return;
         }
+        let start = self.cursor;
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
         let period = bookmark_interval.unwrap_or(Duration::from_secs(3600));
@@ -360,7 +361,11 @@ impl Watcher {
                     return;
                 }
             }
-            if bookmark_due {
+            // kube-apiserver's watch cache sends a watch only bookmarks newer
+            // than the resourceVersion it started from (cacheWatcher.process):
+            // a watch resumed from the last bookmark on a quiet cluster hears
+            // nothing until something changes.
+            if bookmark_due && self.cursor > start {
                 bookmark_due = false;
                 if !self
                     .send(Bytes::from(self.filter.bookmark(self.cursor, false)))
