@@ -20,7 +20,8 @@ Examples:
 
 Parquet: one file per cluster, stream and UTC day (DIR/CLUSTER/STREAM/DAY.parquet,
 zstd), replaced when exported again, and DIR/manifest.json listing them with their
-row counts and coverage; -n keeps one namespace. DuckDB and ClickHouse read them
+row counts and coverage; -n keeps one namespace. Each file starts with keyframes, the
+state of its stream when its slice starts, so that a day alone answers for that day. DuckDB and ClickHouse read them
 as they are: docs/at-scale.md has the SQL; `kubectl krply import` reads them back.
 Only history recorded in this journal is exported, not what was imported into it.
 

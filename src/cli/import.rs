@@ -38,6 +38,9 @@ pub fn run(global: &GlobalArgs, args: ImportArgs) -> CliResult {
         e @ ImportError::NotSegment { .. } => CliError::runtime(e.to_string())
             .hint("`kubectl krply export --format parquet --dir DIR` writes segments; nothing was imported")
             .caused_by(e),
+        e @ ImportError::NewerFormat { .. } => CliError::runtime(e.to_string())
+            .hint("a later kubectl-krply exported it: upgrade this one (`kubectl krew upgrade krply` or `cargo install kubectl-krply`); nothing was imported")
+            .caused_by(e),
         e @ ImportError::BadRow { .. } => CliError::runtime(e.to_string())
             .hint("what came before that row was imported; export that slice again and import it to add the rest")
             .caused_by(e),

@@ -14,7 +14,8 @@
 use super::ClusterMeta;
 use crate::history::History;
 use crate::journal::export::{ExportOptions, Line, visit};
-use crate::journal::read::StreamInfo;
+use crate::journal::read::{GapWindow, StreamInfo};
+use crate::journal::versions::{ObjectRow, VersionRow};
 use crate::journal::{IdSet, Journal, JournalError};
 use crate::model::StreamSpec;
 use crate::time::Millis;
@@ -128,8 +129,12 @@ fn time(t: i64) -> String {
 /// The key of each segment's own description in its Parquet key-value
 /// metadata: a JSON [`SegmentMeta`].
 pub const META_KEY: &str = "krply.segment";
-/// [`SegmentMeta::format`] of this layout.
-pub const FORMAT: &str = "krply-segments/1";
+/// [`SegmentMeta::format`] of this layout: 2 adds keyframes
+/// ([`Keyframes`]).
+pub const FORMAT: &str = "krply-segments/2";
+/// The formats `import` reads: this one, and 1 (no keyframes, every
+/// checkpoint).
+pub const READS: [&str; 2] = [FORMAT, "krply-segments/1"];
 
 /// What a segment file is, in its key-value metadata ([`META_KEY`]): all that
 /// `import` needs to make its stream again, and where its rows sit in the
@@ -324,6 +329,250 @@ struct Open {
     dest: PathBuf,
     writer: ArrowWriter<std::fs::File>,
     columns: Columns,
+    runs: CheckpointRuns,
+}
+
+impl Open {
+    /// Writes one row, and a record batch when enough are buffered.
+    fn write(
+        &mut self,
+        line: &Line<'_>,
+        stream: &str,
+        by: Option<&By>,
+        schema: &SchemaRef,
+    ) -> Result<(), SegmentError> {
+        self.columns.push(line, stream, by);
+        self.entry.rows += 1;
+        self.meta.rows += 1;
+        // A keyframe is a version from before the slice, under its own seq:
+        // the slice's rows are the others.
+        if line.record != KEYFRAME {
+            self.meta.first_seq = self.meta.first_seq.or(line.seq);
+            self.meta.last_seq = line.seq.or(self.meta.last_seq);
+        }
+        *self.entry.records.entry(line.record).or_default() += 1;
+        if self.columns.rows >= BATCH {
+            let batch = self.columns.finish(schema);
+            self.writer
+                .write(&batch)
+                .map_err(|source| SegmentError::Parquet {
+                    path: self.dest.clone(),
+                    source,
+                })?;
+        }
+        Ok(())
+    }
+}
+
+/// [`Line::record`] of a keyframe row.
+pub const KEYFRAME: &str = "keyframe";
+
+/// Whether a stream covered from `from` to `to` except `windows` (as
+/// [`crate::journal::read::Coverage`] has them) was covered just before
+/// `t`: listed before it, not in a gap, and not stopped before it.
+fn covered_before(from: Option<i64>, to: Option<i64>, windows: &[GapWindow], t: i64) -> bool {
+    let before = t - 1;
+    from.is_some_and(|f| f <= before)
+        && to.is_some_and(|to| to >= before)
+        && !windows
+            .iter()
+            .any(|w| w.from <= before && w.to.is_none_or(|to| before < to))
+}
+
+/// A file's first rows (docs/at-scale.md, "Keyframes"): the state of every
+/// object of its stream just before the slice starts, when the stream was
+/// covered then, so that the file alone answers for its slice: the object
+/// at T, and what changed, read the files of the days a window touches and
+/// no others, and a day imported alone is a lane covering that day. A
+/// stream not covered then (not listed yet, or in a gap) has none: its
+/// next list, in the file, is where its history starts again.
+struct Keyframes {
+    at: i64,
+    /// The resourceVersion the stream was known complete at then (its
+    /// watermark): the keyframes' list's.
+    list_rv: String,
+    /// Each present object: its last version before `at`, and its bytes.
+    objects: Vec<(VersionRow, ObjectRow, Vec<u8>)>,
+}
+
+impl Keyframes {
+    fn of(
+        journal: &Journal,
+        history: &History<'_>,
+        info: &StreamInfo,
+        at: i64,
+        now: i64,
+        only: Option<&str>,
+    ) -> Result<Option<Keyframes>, SegmentError> {
+        let coverage = journal.coverage(info, now, false)?;
+        if !covered_before(coverage.from, coverage.to, &coverage.windows, at) {
+            return Ok(None);
+        }
+        let Some(stream) = history.stream(info.id) else {
+            return Ok(None);
+        };
+        let (Some(present), Some((_, list_rv))) = (
+            history.stream_at(stream, at - 1)?,
+            journal.watermark_at(info.id, at - 1)?,
+        ) else {
+            return Ok(None);
+        };
+        let ids = present.keys().copied().collect();
+        let rows = history.objects(&ids)?;
+        let mut objects = Vec::with_capacity(present.len());
+        for (id, version) in present {
+            let Some(row) = rows.get(&id) else { continue };
+            if only.is_some_and(|ns| info.resource.namespaced && row.namespace != ns) {
+                continue;
+            }
+            let bytes = history.object_bytes(&version)?;
+            objects.push((version, row.clone(), bytes));
+        }
+        Ok(Some(Keyframes {
+            at,
+            list_rv,
+            objects,
+        }))
+    }
+
+    /// The rows: one per object, or one without an object when none was
+    /// present (as an empty list is one baseline row). Each has `seq`, one
+    /// less than the file's first row's: SQL reads them as a list whose
+    /// events are the file's.
+    fn lines<'a>(&'a self, info: &'a StreamInfo, seq: Option<i64>) -> Vec<Line<'a>> {
+        let common = || Line {
+            seq,
+            record: KEYFRAME,
+            cluster: &info.cluster,
+            stream: Some(info.name()),
+            observed_at: time(self.at),
+            at: self.at,
+            synthetic: true,
+            kind: Some(&info.resource.kind),
+            api_version: Some(info.resource.api_version()),
+            list_resource_version: Some(&self.list_rv),
+            list_at: Some(self.at),
+            ..Line::default()
+        };
+        if self.objects.is_empty() {
+            return vec![common()];
+        }
+        self.objects
+            .iter()
+            .map(|(version, row, bytes)| {
+                let object = std::str::from_utf8(bytes)
+                    .ok()
+                    .and_then(|s| serde_json::value::RawValue::from_string(s.to_string()).ok());
+                Line {
+                    resource_version: Some(&version.resource_version),
+                    uid: object.as_deref().and_then(|o| uid_of(o.get())),
+                    namespace: Some(row.namespace.as_str()).filter(|n| !n.is_empty()),
+                    name: Some(&row.name),
+                    object,
+                    ..common()
+                }
+            })
+            .collect()
+    }
+}
+
+/// The uid in an object's metadata.
+fn uid_of(object: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Object {
+        metadata: Option<Meta>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        uid: Option<String>,
+    }
+    serde_json::from_str::<Object>(object)
+        .ok()
+        .and_then(|o| o.metadata)
+        .and_then(|m| m.uid)
+}
+
+/// A checkpoint held back: the newest of a run of one resourceVersion.
+#[derive(Debug, Clone)]
+struct Held {
+    seq: Option<i64>,
+    at: i64,
+    cluster: String,
+    resource_version: Option<String>,
+    info: Option<Box<serde_json::value::RawValue>>,
+}
+
+impl Held {
+    fn of(line: &Line<'_>) -> Held {
+        Held {
+            seq: line.seq,
+            at: line.at,
+            cluster: line.cluster.to_string(),
+            resource_version: line.resource_version.map(str::to_string),
+            info: line.info.clone(),
+        }
+    }
+
+    fn line(&self, stream: &str) -> Line<'_> {
+        Line {
+            seq: self.seq,
+            record: "checkpoint",
+            cluster: &self.cluster,
+            stream: Some(stream.to_string()),
+            observed_at: time(self.at),
+            at: self.at,
+            resource_version: self.resource_version.as_deref(),
+            info: self.info.clone(),
+            ..Line::default()
+        }
+    }
+}
+
+/// What to do with a row ([`CheckpointRuns::take`]).
+#[derive(Debug)]
+enum Take {
+    /// Write it, after the checkpoint held back, if any.
+    Write(Option<Held>),
+    /// Nothing yet: a checkpoint held back.
+    Hold,
+}
+
+/// Coverage in few rows (docs/at-scale.md, "Checkpoints"): the recorder
+/// writes a durable point every few seconds, and a quiet stream's are all
+/// of one resourceVersion. A file holds a run of checkpoints of one
+/// resourceVersion, with nothing between them, as its first and its last:
+/// the first says when the stream was known complete at that version (a
+/// snapshot's watermark), the last how far (the coverage). Those between
+/// say nothing the two do not.
+#[derive(Debug, Default)]
+struct CheckpointRuns {
+    /// The resourceVersion of the run the last row written began, while
+    /// that row and those since are checkpoints.
+    run: Option<Option<String>>,
+    /// The run's newest checkpoint, not written yet.
+    held: Option<Held>,
+}
+
+impl CheckpointRuns {
+    fn take(&mut self, line: &Line<'_>) -> Take {
+        if line.record != "checkpoint" {
+            self.run = None;
+            return Take::Write(self.held.take());
+        }
+        let rv = line.resource_version.map(str::to_string);
+        if self.run.as_ref() == Some(&rv) {
+            self.held = Some(Held::of(line));
+            return Take::Hold;
+        }
+        self.run = Some(rv);
+        Take::Write(self.held.take())
+    }
+
+    /// The checkpoint held back when the file ends: its last.
+    fn end(&mut self) -> Option<Held> {
+        self.run = None;
+        self.held.take()
+    }
 }
 
 /// What a path part keeps as it is: letters, digits and `. - _ @ = , + :`,
@@ -389,6 +638,7 @@ pub fn export_segments(
         })
         .collect();
     let mut open: BTreeMap<(String, String, i64), Open> = BTreeMap::new();
+    let mut histories: HashMap<String, History<'_>> = HashMap::new();
     let mut failed: Option<SegmentError> = None;
     visit(journal, &opts.records, &mut |line| {
         let Some(stream_name) = &line.stream else {
@@ -432,7 +682,31 @@ pub fn export_segments(
                 prev_seq: prev,
                 rows: 0,
             };
-            match start(journal, info, meta, dir, day, opts, now, &schema, &props) {
+            let started = start(journal, info, meta, dir, day, opts, now, &schema, &props)
+                .and_then(|mut file| {
+                    let history = match histories.entry(info.cluster.clone()) {
+                        std::collections::hash_map::Entry::Occupied(h) => h.into_mut(),
+                        std::collections::hash_map::Entry::Vacant(v) => {
+                            v.insert(History::load(journal, &info.cluster, now)?)
+                        }
+                    };
+                    let slice_from = (day * DAY).max(opts.records.since.unwrap_or(i64::MIN));
+                    if let Some(k) = Keyframes::of(
+                        journal,
+                        history,
+                        info,
+                        slice_from,
+                        now,
+                        opts.namespace.as_deref(),
+                    )? {
+                        let name = info.name();
+                        for line in k.lines(info, line.seq.map(|seq| seq - 1)) {
+                            file.write(&line, &name, None, &schema)?;
+                        }
+                    }
+                    Ok(file)
+                });
+            match started {
                 Ok(file) => {
                     open.insert(key.clone(), file);
                 }
@@ -450,30 +724,31 @@ pub fn export_segments(
             .seq
             .filter(|_| line.record == "event")
             .and_then(|seq| actors.get(&(line.cluster.to_string(), seq)));
-        file.columns.push(line, stream_name, by);
-        file.entry.rows += 1;
-        file.meta.rows += 1;
-        file.meta.first_seq = file.meta.first_seq.or(line.seq);
-        file.meta.last_seq = line.seq.or(file.meta.last_seq);
-        *file.entry.records.entry(line.record).or_default() += 1;
-        if file.columns.rows >= BATCH {
-            let batch = file.columns.finish(&schema);
-            if let Err(source) = file.writer.write(&batch) {
-                failed = Some(SegmentError::Parquet {
-                    path: file.dest.clone(),
-                    source,
-                });
-                return Err(JournalError::Io {
-                    path: file.dest.clone(),
-                    source: std::io::Error::other("segment not written"),
-                });
-            }
+        let written = match file.runs.take(line) {
+            Take::Hold => Ok(()),
+            Take::Write(held) => held
+                .map_or(Ok(()), |h| {
+                    file.write(&h.line(stream_name), stream_name, None, &schema)
+                })
+                .and_then(|()| file.write(line, stream_name, by, &schema)),
+        };
+        if let Err(e) = written {
+            let path = file.dest.clone();
+            failed = Some(e);
+            return Err(JournalError::Io {
+                path,
+                source: std::io::Error::other("segment not written"),
+            });
         }
         Ok(())
     })
     .map_err(|e| failed.take().unwrap_or(SegmentError::Journal(e)))?;
     let mut files = Vec::new();
     for (_, mut file) in open {
+        if let Some(held) = file.runs.end() {
+            let stream = file.entry.stream.clone();
+            file.write(&held.line(&stream), &stream, None, &schema)?;
+        }
         let parquet = |source| SegmentError::Parquet {
             path: file.dest.clone(),
             source,
@@ -539,7 +814,7 @@ pub fn export_segments(
     }
     audit.sort_by(|a, b| a.path.cmp(&b.path));
     let manifest = Manifest {
-        format: "krply-segments/1",
+        format: FORMAT,
         exported_at: time(now),
         since: opts.records.since.map(time),
         until: opts.records.until.map(time),
@@ -684,6 +959,7 @@ fn start(
         dest,
         writer,
         columns: Columns::new(),
+        runs: CheckpointRuns::default(),
     })
 }
 
@@ -713,6 +989,57 @@ mod tests {
             part("pods.v1@shop[app.kubernetes.io/name=web,x=50%]"),
             // `[` and `]` are a shell's globs too.
             "pods.v1@shop%5Bapp.kubernetes.io%2Fname=web,x=50%25%5D"
+        );
+    }
+
+    /// The seqs a file holds of these rows (record, resourceVersion).
+    fn thinned(rows: &[(&'static str, &str)]) -> Vec<i64> {
+        let mut runs = CheckpointRuns::default();
+        let mut written = Vec::new();
+        for (i, &(record, rv)) in rows.iter().enumerate() {
+            let line = Line {
+                seq: Some(i as i64 + 1),
+                record,
+                resource_version: Some(rv),
+                ..Line::default()
+            };
+            match runs.take(&line) {
+                Take::Hold => {}
+                Take::Write(held) => {
+                    written.extend(held.and_then(|h| h.seq));
+                    written.extend(line.seq);
+                }
+            }
+        }
+        written.extend(runs.end().and_then(|h| h.seq));
+        written
+    }
+
+    #[test]
+    fn a_run_of_checkpoints_of_one_version_is_its_first_and_its_last() {
+        let cp = |rv| ("checkpoint", rv);
+        // A quiet stream: its heartbeats all hold version 5.
+        assert_eq!(thinned(&[cp("5"), cp("5"), cp("5"), cp("5")]), [1, 4]);
+        assert_eq!(thinned(&[cp("5")]), [1]);
+        assert_eq!(thinned(&[cp("5"), cp("5")]), [1, 2]);
+        // A new version (a bookmark, an event's) starts a run; any other
+        // row ends one, and a checkpoint after it starts another.
+        assert_eq!(
+            thinned(&[
+                cp("5"),
+                cp("5"),
+                cp("5"),
+                ("event", "6"),
+                cp("6"),
+                cp("6"),
+                cp("6"),
+                cp("7"),
+                cp("7"),
+                ("gap", "7"),
+                cp("7"),
+                cp("7"),
+            ]),
+            [1, 3, 4, 5, 7, 8, 9, 10, 11, 12]
         );
     }
 

@@ -16,7 +16,7 @@
 //!   that skips part of its source's history gets a gap there, so a missing
 //!   day is never read as a quiet one.
 
-use super::export::{FORMAT, META_KEY, SegmentMeta};
+use super::export::{KEYFRAME, META_KEY, READS, SegmentMeta};
 use crate::journal::bodies::is_surely_new;
 use crate::journal::imports::{self, ImportNote};
 use crate::journal::records::{CheckpointInfo, CoverageInfo, GapInfo};
@@ -44,6 +44,13 @@ pub enum ImportError {
     },
     #[error("{path} is not a krply segment: {why}")]
     NotSegment { path: PathBuf, why: String },
+    /// A later kubectl-krply wrote it, in a layout this one does not know.
+    #[error("{path} is in format {found:?}, newer than this kubectl-krply reads ({reads:?})")]
+    NewerFormat {
+        path: PathBuf,
+        found: String,
+        reads: &'static str,
+    },
     #[error("no segments (*.parquet) under {0}")]
     NoSegments(PathBuf),
     /// A file described itself as a segment, but a row could not be read:
@@ -160,7 +167,10 @@ impl Rebuild {
     pub fn row(&mut self, row: Row) -> Result<Vec<Op>, String> {
         let stream = self.stream;
         let mut ops = Vec::new();
-        let item = row.record == "baseline" && row.name.is_some();
+        // Keyframes are a list of the state at their time (docs/at-scale.md,
+        // "Keyframes"): read only where a lane starts, or after a hole.
+        let listed = row.record == "baseline" || row.record == KEYFRAME;
+        let item = listed && row.name.is_some();
         let same_list = |l: &(String, i64, u64)| {
             item && row.list_resource_version.as_deref() == Some(l.0.as_str())
                 && row.list_at == Some(l.1)
@@ -218,7 +228,7 @@ impl Rebuild {
                     body: need(row.object.clone(), "object")?.into_bytes(),
                 });
             }
-            "baseline" if item => {
+            "baseline" | KEYFRAME if item => {
                 let list_rv = need(row.list_resource_version.clone(), "list_resource_version")?;
                 let list_at = row.list_at.unwrap_or(row.at);
                 let list = self.list.get_or_insert((list_rv, list_at, 0));
@@ -230,7 +240,7 @@ impl Rebuild {
                     body: need(row.object.clone(), "object")?.into_bytes(),
                 });
             }
-            "baseline" => ops.push(Op::BaselineEnd {
+            "baseline" | KEYFRAME => ops.push(Op::BaselineEnd {
                 stream,
                 at: row.list_at.unwrap_or(row.at),
                 list_rv: need(row.list_resource_version.clone(), "list_resource_version")?,
@@ -318,6 +328,37 @@ pub fn segment_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, ImportError> {
     Ok(out)
 }
 
+/// Whether a file that says it is in format `found` (`NAME/VERSION`) can be
+/// read by this kubectl-krply, which reads `reads` (the newest first): one
+/// of them, or a later version of the same layout (refused, saying so), or
+/// something else.
+fn readable(path: &Path, found: &str, reads: &[&'static str]) -> Result<(), ImportError> {
+    if reads.contains(&found) {
+        return Ok(());
+    }
+    let version = |f: &str| {
+        f.rsplit_once('/')
+            .and_then(|(name, v)| Some((name.to_string(), v.parse::<u32>().ok()?)))
+    };
+    let newest = reads[0];
+    match (version(found), version(newest)) {
+        (Some((name, v)), Some((ours, mine))) if name == ours && v > mine => {
+            Err(ImportError::NewerFormat {
+                path: path.to_path_buf(),
+                found: found.to_string(),
+                reads: newest,
+            })
+        }
+        _ => Err(ImportError::NotSegment {
+            path: path.to_path_buf(),
+            why: format!(
+                "format {found:?}, this kubectl-krply reads {}",
+                reads.join(", ")
+            ),
+        }),
+    }
+}
+
 /// Reads a file's hash and description.
 fn describe(path: &Path) -> Result<Input, ImportError> {
     let io = |source| ImportError::Io {
@@ -354,12 +395,7 @@ fn describe(path: &Path) -> Result<Input, ImportError> {
         })?;
     let meta: SegmentMeta =
         serde_json::from_str(&text).map_err(|e| not(format!("bad {META_KEY} metadata: {e}")))?;
-    if meta.format != FORMAT {
-        return Err(not(format!(
-            "format {:?}, this kubectl-krply reads {FORMAT:?}",
-            meta.format
-        )));
-    }
+    readable(path, &meta.format, &READS)?;
     Ok(Input {
         path: path.to_path_buf(),
         hash: digest.finish().as_ref().to_vec(),
@@ -470,13 +506,7 @@ fn audit_input(
         why,
     };
     let meta = super::audit::meta_of(path).ok_or_else(|| not("no audit metadata".into()))?;
-    if meta.format != super::audit::FORMAT {
-        return Err(not(format!(
-            "format {:?}, this kubectl-krply reads {:?}",
-            meta.format,
-            super::audit::FORMAT
-        )));
-    }
+    readable(path, &meta.format, &[super::audit::FORMAT])?;
     let rows = super::audit::read(path).map_err(|why| ImportError::BadRow {
         path: path.to_path_buf(),
         why,
@@ -528,6 +558,9 @@ fn import_file(
         input.meta.first_seq.unwrap_or_default(),
         input.meta.last_seq.unwrap_or_default(),
     );
+    // Whether the file continues what the lane holds (its keyframes are
+    // then that state again).
+    let continues = extend;
     let mut rows = Rows::open(&input.path)?;
     let mut rebuild = Rebuild::new(stream);
     let mut gap_pending = gap;
@@ -541,14 +574,20 @@ fn import_file(
                 let Some(row) = rows.next_row()? else {
                     break true;
                 };
-                if after.is_some_and(|a| row.seq <= a) {
+                // A keyframe is the state the lane holds already when the
+                // file continues it; and a version from before the file's
+                // rows, so no part of the stretch the lane holds.
+                let keyframe = row.record == KEYFRAME;
+                if keyframe && continues || !keyframe && after.is_some_and(|a| row.seq <= a) {
                     continue;
                 }
                 if gap_pending {
                     w.apply(imports::lane_gap(w.conn(), stream, row.at).map_err(sql)?)?;
                     gap_pending = false;
                 }
-                upto = Some(row.seq);
+                if !keyframe {
+                    upto = Some(row.seq);
+                }
                 let ops = rebuild.row(row).map_err(|why| ImportError::BadRow {
                     path: input.path.clone(),
                     why,
@@ -957,6 +996,27 @@ mod tests {
             record: record.into(),
             at: 1_000 + seq,
             ..Row::default()
+        }
+    }
+
+    #[test]
+    fn a_later_format_of_the_same_layout_is_refused_as_newer() {
+        let p = Path::new("d/x.parquet");
+        let reads = ["krply-segments/2", "krply-segments/1"];
+        assert!(readable(p, "krply-segments/1", &reads).is_ok());
+        assert!(readable(p, "krply-segments/2", &reads).is_ok());
+        assert!(matches!(
+            readable(p, "krply-segments/3", &reads),
+            Err(ImportError::NewerFormat { .. })
+        ));
+        for other in ["krply-segments/0", "krply-audit/3", "krply-segments", "x"] {
+            assert!(
+                matches!(
+                    readable(p, other, &reads),
+                    Err(ImportError::NotSegment { .. })
+                ),
+                "{other}"
+            );
         }
     }
 

@@ -370,3 +370,142 @@ fn what_is_not_a_segment_is_refused_in_one_line() {
     let out = env.run(&["import"]);
     assert_eq!(out.code, Some(2), "{}", out.stderr);
 }
+
+/// Segments cut at a time start with keyframes (docs/at-scale.md,
+/// "Keyframes"): the state of each stream just before the cut. The later
+/// slice imported alone is a lane covering its stretch from the cut, and
+/// answers there as the journal it came from; imported after the earlier
+/// slice, its keyframes are what the lane holds already, and the two
+/// answer as the whole.
+#[test]
+fn a_slice_imported_alone_starts_with_its_keyframes() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["deploy", "cm"]);
+    env.wait_baselines(1);
+    let rv = rv_now(&env, "deploy", "frontend");
+    env.scale("frontend", 3);
+    env.wait_for("the scale journaled", || {
+        journaled(&env, &env.store, "deploy/frontend", &rv)
+    });
+    let cut = Millis::now().as_ms() + 1;
+    let rv = rv_now(&env, "deploy", "frontend");
+    env.scale("frontend", 5);
+    env.patch_cm("feature-flags", "mode", "keyframes");
+    env.wait_for("the second scale journaled", || {
+        journaled(&env, &env.store, "deploy/frontend", &rv)
+    });
+    assert_eq!(rec.stop().code, Some(0));
+    let end = Millis::now().as_ms();
+    let (before, cut_at, end_at) = (
+        Millis::from_ms(cut - 1).to_string(),
+        Millis::from_ms(cut).to_string(),
+        Millis::from_ms(end).to_string(),
+    );
+
+    let early = env.dir.path().join("early");
+    let late = env.dir.path().join("late");
+    export(&env, &env.store, &early, &["--until", &before]);
+    export(&env, &env.store, &late, &["--since", &cut_at]);
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(late.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["format"], "krply-segments/2");
+    for f in manifest["files"].as_array().unwrap() {
+        let keyframes = f["records"]["keyframe"].as_u64().unwrap_or(0);
+        assert!(keyframes >= 1, "every stream was covered at the cut: {f:#}");
+    }
+
+    let alone = env.dir.path().join("alone.db");
+    import(&env, &alone, &late);
+    let c = cluster(&env, &env.store);
+    let ask = |store: &Path, q: &[&str]| {
+        let mut args = vec!["--cluster-id", c.as_str(), "-n", "shop"];
+        args.extend_from_slice(q);
+        on(&env, store, &args)
+    };
+    // From the cut on, it answers as the journal it came from.
+    for q in [
+        vec!["diff", "--since", &cut_at, "--until", &end_at, "-o", "json"],
+        vec!["log", "--since", &cut_at, "--until", &end_at, "-o", "json"],
+        vec!["get", "deploy/frontend", "--at", &cut_at, "-o", "json"],
+        vec!["snapshot", "--at", &cut_at, "-o", "json"],
+    ] {
+        let here = ask(&env.store, &q);
+        let there = ask(&alone, &q);
+        assert_eq!(here.code, Some(0), "{q:?}: {}", here.stderr);
+        assert_eq!(
+            (there.code, &there.stdout, &there.stderr),
+            (here.code, &here.stdout, &here.stderr),
+            "{q:?}"
+        );
+    }
+    let frontend = json(&ask(
+        &alone,
+        &["get", "deploy/frontend", "--at", &cut_at, "-o", "json"],
+    ));
+    assert_eq!(frontend["spec"]["replicas"], 3, "{frontend:#}");
+    // Covered from the cut; before it, nothing is known.
+    let coverage = json(&ask(&alone, &["coverage", "-o", "json"]));
+    for s in coverage["streams"].as_array().unwrap() {
+        assert_eq!(s["from"], cut_at.as_str(), "{coverage:#}");
+    }
+    let earlier = ask(
+        &alone,
+        &["get", "deploy/frontend", "--at", &before, "--strict"],
+    );
+    assert_ne!(earlier.code, Some(0), "{earlier:?}");
+    // SQL reads the later slice's files alone, its keyframes the state at
+    // the cut: what changed from the cut on, as `diff` says.
+    let diff = json(&ask(
+        &env.store,
+        &["diff", "--since", &cut_at, "--until", &end_at, "-o", "json"],
+    ));
+    let changed = crate::common::diff_changes(&diff);
+    assert!(
+        changed
+            .iter()
+            .any(|(kind, name, _)| kind == "Deployment" && name == "frontend"),
+        "{diff:#}"
+    );
+    let params = serde_json::json!({"dir": path_str(&late), "cluster": c, "namespace": "shop",
+                                    "since": cut_at, "until": end_at});
+    for engine in crate::segments::ENGINES {
+        let rows: Vec<(String, String, String)> = crate::segments::sql(engine, "changed", &params)
+            .into_iter()
+            .map(|r| {
+                (
+                    r[0].clone().unwrap(),
+                    r[1].clone().unwrap(),
+                    r[2].clone().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(rows, changed, "{engine}");
+    }
+
+    // After the earlier slice, the later one continues its lane: the two
+    // answer as the whole.
+    let both = env.dir.path().join("both.db");
+    import(&env, &both, &early);
+    let second = import(&env, &both, &late);
+    assert!(
+        second
+            .iter()
+            .all(|f| f["result"] == "imported" && f["gap_before"] == false),
+        "{second:#?}"
+    );
+    let since = Millis::from_ms(0).to_string();
+    for q in [
+        vec!["diff", "--since", &since, "--until", &end_at, "-o", "json"],
+        vec!["timeline", "deploy/frontend", "-o", "json"],
+        vec!["snapshot", "--at", &cut_at, "-o", "json"],
+        vec!["coverage", "-o", "json"],
+    ] {
+        let here = ask(&env.store, &q);
+        let there = ask(&both, &q);
+        assert_eq!(
+            (there.code, &there.stdout, &there.stderr),
+            (here.code, &here.stdout, &here.stderr),
+            "{q:?}"
+        );
+    }
+}

@@ -14,7 +14,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-const ENGINES: [&str; 2] = ["duckdb", "clickhouse"];
+pub(crate) const ENGINES: [&str; 2] = ["duckdb", "clickhouse"];
 
 static SQLENV: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 
@@ -52,7 +52,7 @@ fn python() -> PathBuf {
 }
 
 /// The rows of the doc's query `name` in `engine`.
-fn sql(engine: &str, name: &str, params: &Value) -> Vec<Vec<Option<String>>> {
+pub(crate) fn sql(engine: &str, name: &str, params: &Value) -> Vec<Vec<Option<String>>> {
     let mut c = Command::new(python());
     c.arg(Path::new(ROOT).join("tests/sql/query.py"))
         .arg(Path::new(ROOT).join("docs/at-scale.md"))
@@ -695,4 +695,81 @@ fn no_value_of_a_secret_reaches_a_segment() {
         }
     }
     assert!(digests > 0, "the secrets' digests are exported");
+}
+
+/// A segment written by a later kubectl-krply, in a format of the same
+/// layout this one does not know, is refused as newer, with a hint to
+/// upgrade; nothing is imported. The manifest states the format too.
+#[test]
+fn a_segment_of_a_newer_format_is_refused_saying_so() {
+    use parquet::arrow::ArrowWriter;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::file::metadata::KeyValue;
+    let env = Env::shop();
+    let rec = env.start_recorder(&["deploy"]);
+    env.wait_baselines(1);
+    assert_eq!(rec.stop().code, Some(0));
+    let segments = env.dir.path().join("segments");
+    let out = env.run(&[
+        "export",
+        "--format",
+        "parquet",
+        "--dir",
+        segments.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(segments.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["format"], "krply-segments/2", "{manifest:#}");
+    let file = segments.join(manifest["files"][0]["path"].as_str().unwrap());
+
+    // The same rows, described as format 9.
+    let reader =
+        ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&file).unwrap()).unwrap();
+    let mut meta: Value = reader
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .unwrap()
+        .iter()
+        .find(|kv| kv.key == "krply.segment")
+        .and_then(|kv| kv.value.as_deref())
+        .map(|v| serde_json::from_str(v).unwrap())
+        .unwrap();
+    meta["format"] = json!("krply-segments/9");
+    let schema = reader.schema().clone();
+    let batches: Vec<_> = reader.build().unwrap().map(Result::unwrap).collect();
+    let newer = env.dir.path().join("newer.parquet");
+    let mut writer =
+        ArrowWriter::try_new(std::fs::File::create(&newer).unwrap(), schema, None).unwrap();
+    for b in &batches {
+        writer.write(b).unwrap();
+    }
+    writer.append_key_value_metadata(KeyValue::new("krply.segment".into(), meta.to_string()));
+    writer.close().unwrap();
+
+    let store = env.dir.path().join("imported.db");
+    let out = env.run(&[
+        "--store",
+        store.to_str().unwrap(),
+        "import",
+        newer.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert!(
+        lines[0].starts_with("error: ")
+            && lines[0].ends_with(
+                "newer.parquet is in format \"krply-segments/9\", newer than this kubectl-krply reads (\"krply-segments/2\")"
+            ),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("hint: a later kubectl-krply exported it: upgrade this one"),
+        "{}",
+        out.stderr
+    );
+    assert!(!store.exists(), "nothing was imported");
 }

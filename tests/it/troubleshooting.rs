@@ -248,6 +248,7 @@ cases! {
     import_not_a_segment => "<path> is not a krply segment",
     import_no_segments => "no segments (*.parquet) under",
     import_damaged_segment => "segment <path> has a row krply cannot read",
+    import_newer_segment => "<path> is in format \"krply-segments/3\", newer than this kubectl-krply reads",
 }
 
 #[test]
@@ -782,6 +783,30 @@ fn import_damaged_segment() -> Output {
     });
     parquet_file(&file, Some(meta));
     sandbox.run(&["import", path_str(&file)])
+}
+
+fn import_newer_segment() -> Output {
+    let sandbox = Sandbox::new();
+    let file = sandbox
+        .dir
+        .path()
+        .join("segments/prod/deployments.v1.apps@shop/2026-12-01.parquet");
+    let meta = json!({
+        "format": "krply-segments/3",
+        "journal": "0123456789abcdef0123456789abcdef",
+        "cluster": {"id": "prod", "server": "https://10.0.0.5:6443", "context": null},
+        "stream": {"group": "apps", "version": "v1", "resource": "deployments",
+                   "kind": "Deployment", "singular": "deployment", "short_names": ["deploy"],
+                   "namespaced": true, "namespace": "shop", "selector": null},
+        "first_seq": 1, "last_seq": 1, "prev_seq": null, "rows": 1
+    });
+    parquet_file(&file, Some(meta));
+    let out = sandbox.run(&["import", path_str(&file)]);
+    assert!(
+        !sandbox.store.exists(),
+        "a refused import creates no journal"
+    );
+    out
 }
 
 // ---------------------------------------------------------------------------
