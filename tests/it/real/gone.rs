@@ -232,22 +232,13 @@ fn restarts_and_crashes_give_downtime_gaps_and_no_duplicates() {
     // their order, 2 to 6). The two made while no recorder watched (after a
     // clean stop, after the kill) fall inside the gaps: coverage claims
     // nothing that was lost.
-    let text = env.kube.ready.audit_text();
-    let writes: Vec<i64> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| {
-            e["stage"] == "ResponseComplete"
-                && e["verb"] == "patch"
-                && e["objectRef"]["namespace"] == NS
-                && e["objectRef"]["name"] == "flags"
-                && e["responseStatus"]["code"] == 200
-        })
-        .map(|e| {
-            krply::time::Millis::parse_rfc3339(e["stageTimestamp"].as_str().unwrap())
-                .unwrap()
-                .as_ms()
-        })
+    let writes: Vec<i64> = env
+        .kube
+        .ready
+        .audited_writes()
+        .into_iter()
+        .filter(|w| w.verb == "patch" && w.namespace.as_deref() == Some(NS) && w.name == "flags")
+        .map(|w| w.at)
         .collect();
     assert_eq!(writes.len(), 5, "the patches 2 to 6");
     let cm_coverage = coverage["streams"]

@@ -324,28 +324,15 @@ fn expiring_credentials_are_refreshed_and_a_failing_plugin_is_a_gap_not_an_exit(
 /// A write to `robot` as the server's audit log has it: when the server
 /// answered (ms) and the resourceVersion it gave.
 fn audited_writes(env: &RealEnv, ns: &str, name: &str) -> Vec<(i64, String)> {
-    let text = env.kube.ready.audit_text();
-    let mut out: Vec<(i64, String)> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|e| {
-            e["stage"] == "ResponseComplete"
-                && e["objectRef"]["resource"] == "serviceaccounts"
-                && e["objectRef"]["namespace"] == ns
-                && e["objectRef"]["name"] == name
-                && matches!(e["verb"].as_str(), Some("create" | "update" | "patch"))
-                && e["responseStatus"]["code"]
-                    .as_i64()
-                    .is_some_and(|c| c < 300)
+    env.kube
+        .ready
+        .audited_writes()
+        .into_iter()
+        .filter(|w| {
+            w.resource == "serviceaccounts" && w.namespace.as_deref() == Some(ns) && w.name == name
         })
-        .filter_map(|e| {
-            let at = Millis::parse_rfc3339(e["stageTimestamp"].as_str()?).ok()?;
-            let rv = e["responseObject"]["metadata"]["resourceVersion"].as_str()?;
-            Some((at.as_ms(), rv.to_string()))
-        })
-        .collect();
-    out.sort();
-    out
+        .filter_map(|w| Some((w.at, w.resource_version?)))
+        .collect()
 }
 
 /// SIGSTOP for 40 s under churn (about five writes a second), the way a

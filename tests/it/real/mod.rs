@@ -57,7 +57,54 @@ pub struct Ready {
     pub tokens_minted_file: PathBuf,
 }
 
+/// One write the server completed with success, as its audit log has it:
+/// the oracle the real tests judge the journal against.
+#[derive(Debug, Clone)]
+pub struct AuditedWrite {
+    pub resource: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub verb: String,
+    /// When the server answered (`stageTimestamp`), ms.
+    pub at: i64,
+    /// The resourceVersion it made, where the log holds the response
+    /// (RequestResponse level).
+    pub resource_version: Option<String>,
+}
+
 impl Ready {
+    /// Every create, update and patch the server completed with success,
+    /// oldest first, from its audit log ([`Ready::audit_text`]).
+    pub fn audited_writes(&self) -> Vec<AuditedWrite> {
+        let mut out: Vec<AuditedWrite> = self
+            .audit_text()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| {
+                e["stage"] == "ResponseComplete"
+                    && matches!(e["verb"].as_str(), Some("create" | "update" | "patch"))
+                    && e["responseStatus"]["code"]
+                        .as_i64()
+                        .is_some_and(|c| (200..300).contains(&c))
+            })
+            .filter_map(|e| {
+                let text = |v: &Value| v.as_str().map(str::to_string);
+                Some(AuditedWrite {
+                    resource: text(&e["objectRef"]["resource"])?,
+                    namespace: text(&e["objectRef"]["namespace"]),
+                    name: text(&e["objectRef"]["name"])?,
+                    verb: text(&e["verb"])?,
+                    at: krply::time::Millis::parse_rfc3339(e["stageTimestamp"].as_str()?)
+                        .ok()?
+                        .as_ms(),
+                    resource_version: text(&e["responseObject"]["metadata"]["resourceVersion"]),
+                })
+            })
+            .collect();
+        out.sort_by_key(|w| w.at);
+        out
+    }
+
     /// Every line of the audit log, oldest first, the files kube-apiserver
     /// rotated away included: it starts a new `audit.log` at 100 MB, and
     /// keeps the old one as `audit-TIME.log` beside it (a long soak writes

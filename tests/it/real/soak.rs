@@ -57,24 +57,12 @@ fn sample(pid: u32, store: &std::path::Path, at: Duration) -> Sample {
 /// The writes the audit log holds for ServiceAccounts of the namespace, as
 /// (name, when the server answered, resourceVersion).
 fn audited(env: &RealEnv) -> Vec<(String, i64, String)> {
-    let text = env.kube.ready.audit_text();
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| {
-            e["stage"] == "ResponseComplete"
-                && e["objectRef"]["resource"] == "serviceaccounts"
-                && e["objectRef"]["namespace"] == NS
-                && matches!(e["verb"].as_str(), Some("create" | "update" | "patch"))
-                && e["responseStatus"]["code"]
-                    .as_i64()
-                    .is_some_and(|c| c < 300)
-        })
-        .filter_map(|e| {
-            let name = e["objectRef"]["name"].as_str()?.to_string();
-            let at = Millis::parse_rfc3339(e["stageTimestamp"].as_str()?).ok()?;
-            let rv = e["responseObject"]["metadata"]["resourceVersion"].as_str()?;
-            Some((name, at.as_ms(), rv.to_string()))
-        })
+    env.kube
+        .ready
+        .audited_writes()
+        .into_iter()
+        .filter(|w| w.resource == "serviceaccounts" && w.namespace.as_deref() == Some(NS))
+        .filter_map(|w| Some((w.name, w.at, w.resource_version?)))
         .collect()
 }
 
