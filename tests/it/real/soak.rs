@@ -80,9 +80,16 @@ fn a_recorder_left_running_stays_flat_bounded_and_true() {
     let restart_every = total / 3;
     let token_ttl = (total / 12).max(Duration::from_secs(20));
     let retain = (total / 6).max(Duration::from_secs(30));
+    // The control plane stops itself after its --ttl (2 h unless told): the
+    // run, and an hour to judge it. A 7,800 s soak once died at 2 h of that.
     let kube = RealKube::private(
         "soak",
-        &["--token-ttl", &format!("{}s", token_ttl.as_secs())],
+        &[
+            "--token-ttl",
+            &format!("{}s", token_ttl.as_secs()),
+            "--ttl",
+            &format!("{}s", total.as_secs() + 3600),
+        ],
     );
     let env = RealEnv::on(kube, NS);
     env.create_namespace(NS);
@@ -160,7 +167,16 @@ fn a_recorder_left_running_stays_flat_bounded_and_true() {
             compactions += 1;
             next_compaction += Duration::from_secs(30);
         } else if now >= next_sample {
-            samples.push(sample(pid, &env.store, now));
+            let taken = sample(pid, &env.store, now);
+            // As it goes: a run cut short still leaves its figures.
+            eprintln!(
+                "soak {:>6}s: RSS {} KiB, {} fds, journal {} bytes ({freezes} freezes, {restarts} restarts, {compactions} compactions)",
+                taken.at.as_secs(),
+                taken.rss_kib,
+                taken.fds,
+                taken.journal_bytes
+            );
+            samples.push(taken);
             next_sample = now + Duration::from_secs(10);
         } else {
             let next = [next_freeze, next_restart, next_compaction, next_sample]
