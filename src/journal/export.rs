@@ -94,7 +94,8 @@ fn raw(bytes: Vec<u8>) -> Option<Box<RawValue>> {
         .and_then(|s| RawValue::from_string(s).ok())
 }
 
-fn uid_of(body: &[u8]) -> Option<String> {
+/// The uid in an object's metadata.
+pub(crate) fn uid_of(body: &[u8]) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct M {
         metadata: Option<Meta>,

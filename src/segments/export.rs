@@ -465,7 +465,7 @@ impl Keyframes {
                     .and_then(|s| serde_json::value::RawValue::from_string(s.to_string()).ok());
                 Line {
                     resource_version: Some(&version.resource_version),
-                    uid: object.as_deref().and_then(|o| uid_of(o.get())),
+                    uid: crate::journal::export::uid_of(bytes),
                     namespace: Some(row.namespace.as_str()).filter(|n| !n.is_empty()),
                     name: Some(&row.name),
                     object,
@@ -474,22 +474,6 @@ impl Keyframes {
             })
             .collect()
     }
-}
-
-/// The uid in an object's metadata.
-fn uid_of(object: &str) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Object {
-        metadata: Option<Meta>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Meta {
-        uid: Option<String>,
-    }
-    serde_json::from_str::<Object>(object)
-        .ok()
-        .and_then(|o| o.metadata)
-        .and_then(|m| m.uid)
 }
 
 /// A checkpoint held back: the newest of a run of one resourceVersion.

@@ -746,6 +746,19 @@ fn parquet_file(path: &Path, meta: Option<Value>) {
     w.close().unwrap();
 }
 
+/// A segment's description, as export writes it, in `format`.
+fn segment_meta(format: &str) -> Value {
+    json!({
+        "format": format,
+        "journal": "0123456789abcdef0123456789abcdef",
+        "cluster": {"id": "prod", "server": "https://10.0.0.5:6443", "context": null},
+        "stream": {"group": "apps", "version": "v1", "resource": "deployments",
+                   "kind": "Deployment", "singular": "deployment", "short_names": ["deploy"],
+                   "namespaced": true, "namespace": "shop", "selector": null},
+        "first_seq": 1, "last_seq": 1, "prev_seq": null, "rows": 1
+    })
+}
+
 fn import_not_a_segment() -> Output {
     let sandbox = Sandbox::new();
     let file = sandbox.dir.path().join("Downloads/report.parquet");
@@ -772,16 +785,7 @@ fn import_damaged_segment() -> Output {
         .dir
         .path()
         .join("segments/prod/deployments.v1.apps@shop/2026-12-01.parquet");
-    let meta = json!({
-        "format": "krply-segments/1",
-        "journal": "0123456789abcdef0123456789abcdef",
-        "cluster": {"id": "prod", "server": "https://10.0.0.5:6443", "context": null},
-        "stream": {"group": "apps", "version": "v1", "resource": "deployments",
-                   "kind": "Deployment", "singular": "deployment", "short_names": ["deploy"],
-                   "namespaced": true, "namespace": "shop", "selector": null},
-        "first_seq": 1, "last_seq": 1, "prev_seq": null, "rows": 1
-    });
-    parquet_file(&file, Some(meta));
+    parquet_file(&file, Some(segment_meta("krply-segments/1")));
     sandbox.run(&["import", path_str(&file)])
 }
 
@@ -791,16 +795,7 @@ fn import_newer_segment() -> Output {
         .dir
         .path()
         .join("segments/prod/deployments.v1.apps@shop/2026-12-01.parquet");
-    let meta = json!({
-        "format": "krply-segments/3",
-        "journal": "0123456789abcdef0123456789abcdef",
-        "cluster": {"id": "prod", "server": "https://10.0.0.5:6443", "context": null},
-        "stream": {"group": "apps", "version": "v1", "resource": "deployments",
-                   "kind": "Deployment", "singular": "deployment", "short_names": ["deploy"],
-                   "namespaced": true, "namespace": "shop", "selector": null},
-        "first_seq": 1, "last_seq": 1, "prev_seq": null, "rows": 1
-    });
-    parquet_file(&file, Some(meta));
+    parquet_file(&file, Some(segment_meta("krply-segments/3")));
     let out = sandbox.run(&["import", path_str(&file)]);
     assert!(
         !sandbox.store.exists(),
