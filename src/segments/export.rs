@@ -14,7 +14,7 @@
 use super::ClusterMeta;
 use crate::history::History;
 use crate::journal::export::{ExportOptions, Line, visit};
-use crate::journal::read::{GapWindow, StreamInfo};
+use crate::journal::read::{Coverage, GapWindow, StreamInfo};
 use crate::journal::versions::{ObjectRow, VersionRow};
 use crate::journal::{IdSet, Journal, JournalError};
 use crate::model::StreamSpec;
@@ -400,11 +400,10 @@ impl Keyframes {
         journal: &Journal,
         history: &History<'_>,
         info: &StreamInfo,
+        coverage: &Coverage,
         at: i64,
-        now: i64,
         only: Option<&str>,
     ) -> Result<Option<Keyframes>, SegmentError> {
-        let coverage = journal.coverage(info, now, false)?;
         if !covered_before(coverage.from, coverage.to, &coverage.windows, at) {
             return Ok(None);
         }
@@ -667,7 +666,7 @@ pub fn export_segments(
                 rows: 0,
             };
             let started = start(journal, info, meta, dir, day, opts, now, &schema, &props)
-                .and_then(|mut file| {
+                .and_then(|(mut file, coverage)| {
                     let history = match histories.entry(info.cluster.clone()) {
                         std::collections::hash_map::Entry::Occupied(h) => h.into_mut(),
                         std::collections::hash_map::Entry::Vacant(v) => {
@@ -679,8 +678,8 @@ pub fn export_segments(
                         journal,
                         history,
                         info,
+                        &coverage,
                         slice_from,
-                        now,
                         opts.namespace.as_deref(),
                     )? {
                         let name = info.name();
@@ -880,7 +879,7 @@ fn start(
     now: i64,
     schema: &SchemaRef,
     props: &WriterProperties,
-) -> Result<Open, SegmentError> {
+) -> Result<(Open, Coverage), SegmentError> {
     let from = (day * DAY).max(opts.records.since.unwrap_or(i64::MIN));
     let to = ((day + 1) * DAY).min(opts.records.until.map_or(i64::MAX, |u| u + 1));
     let date = &time(day * DAY)[..10];
@@ -923,7 +922,7 @@ fn start(
             reason: w.reason.clone(),
         })
         .collect();
-    Ok(Open {
+    let open = Open {
         meta,
         entry: FileEntry {
             path: rel,
@@ -944,7 +943,8 @@ fn start(
         writer,
         columns: Columns::new(),
         runs: CheckpointRuns::default(),
-    })
+    };
+    Ok((open, coverage))
 }
 
 #[cfg(test)]

@@ -469,17 +469,11 @@ fn a_slice_imported_alone_starts_with_its_keyframes() {
     let params = serde_json::json!({"dir": path_str(&late), "cluster": c, "namespace": "shop",
                                     "since": cut_at, "until": end_at});
     for engine in crate::segments::ENGINES {
-        let rows: Vec<(String, String, String)> = crate::segments::sql(engine, "changed", &params)
-            .into_iter()
-            .map(|r| {
-                (
-                    r[0].clone().unwrap(),
-                    r[1].clone().unwrap(),
-                    r[2].clone().unwrap(),
-                )
-            })
-            .collect();
-        assert_eq!(rows, changed, "{engine}");
+        assert_eq!(
+            crate::segments::changed_rows(engine, &params),
+            changed,
+            "{engine}"
+        );
     }
 
     // After the earlier slice, the later one continues its lane: the two

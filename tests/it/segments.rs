@@ -52,7 +52,7 @@ fn python() -> PathBuf {
 }
 
 /// The rows of the doc's query `name` in `engine`.
-pub(crate) fn sql(engine: &str, name: &str, params: &Value) -> Vec<Vec<Option<String>>> {
+fn sql(engine: &str, name: &str, params: &Value) -> Vec<Vec<Option<String>>> {
     let mut c = Command::new(python());
     c.arg(Path::new(ROOT).join("tests/sql/query.py"))
         .arg(Path::new(ROOT).join("docs/at-scale.md"))
@@ -60,6 +60,18 @@ pub(crate) fn sql(engine: &str, name: &str, params: &Value) -> Vec<Vec<Option<St
     let out = run_bounded(c, &format!("{engine} {name}"));
     assert_eq!(out.code, Some(0), "{engine} {name}: {}", out.stderr);
     serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
+}
+
+/// The doc's "what changed" in `engine`, as `diff_changes` has `diff`'s
+/// answer: (kind, name, change).
+pub(crate) fn changed_rows(engine: &str, params: &Value) -> Vec<(String, String, String)> {
+    sql(engine, "changed", params)
+        .into_iter()
+        .map(|r| {
+            let text = |i: usize| r[i].clone().unwrap_or_default();
+            (text(0), text(1), text(2))
+        })
+        .collect()
 }
 
 /// `kubectl-krply ARGS` on `store`, as JSON.
@@ -229,17 +241,7 @@ fn answers_agree(store: &Path, segments: &Path, cluster: &str) -> usize {
     let params = json!({"dir": dir, "cluster": cluster, "namespace": "shop",
                         "since": since, "until": until});
     for engine in ENGINES {
-        let rows: Vec<(String, String, String)> = sql(engine, "changed", &params)
-            .into_iter()
-            .map(|r| {
-                (
-                    r[0].clone().unwrap(),
-                    r[1].clone().unwrap(),
-                    r[2].clone().unwrap(),
-                )
-            })
-            .collect();
-        assert_eq!(rows, changed, "{engine}");
+        assert_eq!(changed_rows(engine, &params), changed, "{engine}");
     }
 
     // Who changed what: every event of the window, with its actor when the
