@@ -204,9 +204,19 @@ fn restarts_and_crashes_give_downtime_gaps_and_no_duplicates() {
     env.wait_journaled(&cm, NS, "configmap/flags");
     assert_eq!(third.stop().code, Some(0));
 
+    // Each downtime is one gap per stream. The real server may add a 410 of
+    // its own to a watch that starts right after a list (seen once under
+    // load: the watch cache had moved past the list's resourceVersion); that
+    // is a gap too, said as such, and the relist closes it.
     let coverage = env.krply_json(&["coverage"], 0);
+    let server_410 = |g: &Value| g["reason"].as_str().unwrap().starts_with("410 ");
     for stream in coverage["streams"].as_array().unwrap() {
-        let windows = stream["gap_windows"].as_array().unwrap();
+        let windows: Vec<&Value> = stream["gap_windows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|g| !server_410(g))
+            .collect();
         assert_eq!(windows.len(), 2, "{stream:#}");
         for g in windows {
             assert!(g["reason"].as_str().unwrap().contains("not running"), "{g}");
@@ -251,6 +261,7 @@ fn restarts_and_crashes_give_downtime_gaps_and_no_duplicates() {
         .as_array()
         .unwrap()
         .iter()
+        .filter(|g| !server_410(g))
         .map(|g| {
             let t = |k: &str| {
                 krply::time::Millis::parse_rfc3339(g[k].as_str().unwrap())
@@ -281,7 +292,25 @@ fn restarts_and_crashes_give_downtime_gaps_and_no_duplicates() {
         );
     }
     // The timeline shows what the relists found inside the downtime.
-    let timeline = env.krply_json(&["timeline", "configmap/flags"], 0);
+    // (A server's 410 is a GAP entry too, and its relist a BASELINE that
+    // found the version already known: left out here, as above.)
+    let mut timeline = env.krply_json(&["timeline", "configmap/flags"], 0);
+    let all = timeline["entries"].as_array().unwrap().clone();
+    let mut kept = Vec::new();
+    let mut after_410 = false;
+    for e in all {
+        if e["type"] == "GAP" && server_410(&e["gap"]) {
+            after_410 = true;
+            continue;
+        }
+        if after_410 && e["type"] == "BASELINE" && e["observed"] == "list" {
+            after_410 = false;
+            continue;
+        }
+        after_410 = false;
+        kept.push(e);
+    }
+    timeline["entries"] = Value::Array(kept);
     assert_eq!(
         entries(&timeline)
             .iter()
