@@ -94,7 +94,6 @@ pub fn scope(
     ))
 }
 
-/// Says on stderr what an answer lacks (text modes).
 /// The fields every answer about a window starts with, in JSON and YAML
 /// (docs/output.md): which cluster and namespace, the window, and whether the answer
 /// is complete.
@@ -121,12 +120,19 @@ impl<'a> WindowHead<'a> {
     }
 }
 
+/// Says on stderr what an answer lacks (text modes). Under `mcp` the tool
+/// result carries it instead.
 pub fn warn(completeness: &Completeness, paint: Paint) {
-    eprint!("{}", crate::render::warnings::text(completeness, paint));
+    if !super::sink::capturing() {
+        eprint!("{}", crate::render::warnings::text(completeness, paint));
+    }
 }
 
 /// With `--strict`, an incomplete answer ends in exit 3 (after it was printed).
+/// Every history command ends here, which is where its completeness is
+/// reported to an `mcp` tool call ([`super::sink::report`]).
 pub fn strict(completeness: &Completeness, strict: bool) -> CliResult {
+    super::sink::report(completeness.complete(), completeness.warnings());
     if strict && !completeness.complete() {
         return Err(CliError::incomplete(format!(
             "the answer is incomplete ({} stretch(es) not covered)",

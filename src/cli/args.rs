@@ -171,7 +171,7 @@ impl TimeArg {
                 if let Some(note) =
                     crate::time::yesterday_note(&self.0, now, &jiff::tz::TimeZone::system())
                 {
-                    eprintln!("note: {note}");
+                    super::sink::note(&note);
                 }
                 return Ok(at);
             }
@@ -179,11 +179,11 @@ impl TimeArg {
         };
         let saved = journal.snapshots(cluster)?;
         let found = saved_time(&self.0, &saved).map_err(|hint| CliError::from(err).hint(hint))?;
-        eprintln!(
-            "note: {:?} is the saved snapshot of {}",
+        super::sink::note(&format!(
+            "{:?} is the saved snapshot of {}",
             self.0,
             crate::time::Millis::from_ms(found)
-        );
+        ));
         Ok(crate::time::Millis::from_ms(found))
     }
 

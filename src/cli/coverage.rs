@@ -62,21 +62,52 @@ pub fn run(global: &GlobalArgs, args: CoverageArgs) -> CliResult {
     strict(&rows, args.strict.strict)
 }
 
+/// What keeps `c` from being complete, in a line: its gaps (each with its
+/// reason), its unavailability, or its missing baseline.
+fn why_incomplete(c: &Coverage) -> String {
+    let name = c.stream.name();
+    let at = |ms: i64| Millis::from_ms(ms).to_string();
+    let mut why: Vec<String> = c
+        .windows
+        .iter()
+        .map(|w| match w.to {
+            Some(to) => format!("gap {}..{} ({})", at(w.from), at(to), w.reason),
+            None => format!("gap from {}, not yet restored ({})", at(w.from), w.reason),
+        })
+        .collect();
+    if let Some((since, reason)) = &c.unavailable {
+        why.push(format!("unavailable since {}: {reason}", at(*since)));
+    }
+    if c.from.is_none() {
+        why.push("never listed, so no baseline".into());
+    }
+    format!("{name}: {}", why.join("; "))
+}
+
 /// With `--strict`: exit 3 unless every stream in scope is complete (a
 /// baseline, no gap, available), and there is at least one.
+/// The same verdict is reported to an `mcp` tool call, with one warning per
+/// incomplete stream.
 fn strict(rows: &[Coverage], strict: bool) -> CliResult {
-    let incomplete = rows.iter().filter(|c| !c.complete()).count();
-    if !strict || (incomplete == 0 && !rows.is_empty()) {
-        return Ok(());
-    }
+    let incomplete: Vec<&Coverage> = rows.iter().filter(|c| !c.complete()).collect();
     let message = if rows.is_empty() {
         "coverage is incomplete: no stream in scope was ever recorded".to_string()
     } else {
         format!(
-            "coverage is incomplete: {incomplete} of {} stream(s) have a gap, no baseline, or are unavailable",
+            "coverage is incomplete: {} of {} stream(s) have a gap, no baseline, or are unavailable",
+            incomplete.len(),
             rows.len()
         )
     };
+    let complete = incomplete.is_empty() && !rows.is_empty();
+    let mut warnings: Vec<String> = incomplete.iter().map(|c| why_incomplete(c)).collect();
+    if rows.is_empty() {
+        warnings.push(message.clone());
+    }
+    super::sink::report(complete, warnings);
+    if !strict || complete {
+        return Ok(());
+    }
     Err(CliError::incomplete(message)
         .hint("the gaps under the bars (the COVERAGE column of -o wide, gap_windows in -o json) say what is missing"))
 }

@@ -80,7 +80,7 @@ pub fn run(global: &GlobalArgs, args: GetArgs) -> CliResult {
     answer::warn(&completeness, global.paint());
     if history.has_audit() && !global.quiet {
         // Beside the object, not in it: the object stays exactly as recorded.
-        eprintln!("{}", made_by(&history, stream, version.object, &version)?);
+        super::sink::note(&made_by(&history, stream, version.object, &version)?);
     }
     super::out(&match format {
         Format::Json => render::json(&value),
@@ -244,9 +244,9 @@ fn made_by(
         parts.join(", ")
     };
     Ok(match by {
-        None => format!("note: {what} was seen by a list; no write is known to have made it"),
+        None => format!("{what} was seen by a list; no write is known to have made it"),
         Some(crate::audit::Attribution::Known(a)) => format!(
-            "note: {what} was made {}by {} ({})",
+            "{what} was made {}by {} ({})",
             if a.matched == crate::audit::Match::Likely {
                 "likely "
             } else {
@@ -256,7 +256,7 @@ fn made_by(
             agent(a)
         ),
         Some(crate::audit::Attribution::Unknown(why)) => {
-            format!("note: who made {what} is unknown: {}", why.as_str())
+            format!("who made {what} is unknown: {}", why.as_str())
         }
     })
 }

@@ -14,11 +14,13 @@ pub mod export;
 pub mod get;
 pub mod import;
 pub mod log;
+pub mod mcp;
 pub mod object_arg;
 pub mod prune;
 pub mod reader;
 pub mod record;
 pub mod replay;
+pub mod sink;
 pub mod snapshot;
 pub mod status;
 pub mod timeline;
@@ -90,6 +92,7 @@ pub enum Command {
     Prune(prune::PruneArgs),
     Audit(audit::AuditArgs),
     Replay(replay::ReplayArgs),
+    Mcp(mcp::McpArgs),
     #[cfg(feature = "demo")]
     Demo(demo::DemoArgs),
     Version(version::VersionArgs),
@@ -135,19 +138,25 @@ fn clap_error(e: clap::Error) -> ExitCode {
             }
         }
         _ => {
-            let (message, tip, usage) = usage_error_parts(&e.render().to_string());
-            let mut err = CliError::usage(message);
-            if let Some(tip) = tip {
-                err = err.hint(tip);
-            }
-            let help = match usage {
-                Some(usage) => format!("usage: {usage}; `--help` says more"),
-                None => "see `kubectl krply --help`".to_string(),
-            };
-            err.hint(help).print(false);
+            usage_error(&e).print(false);
             ExitCode::from(2)
         }
     }
+}
+
+/// A clap usage error as ours: its message, its tip and the usage line of
+/// the command it is about as hints.
+pub(crate) fn usage_error(e: &clap::Error) -> CliError {
+    let (message, tip, usage) = usage_error_parts(&e.render().to_string());
+    let mut err = CliError::usage(message);
+    if let Some(tip) = tip {
+        err = err.hint(tip);
+    }
+    let help = match usage {
+        Some(usage) => format!("usage: {usage}; `--help` says more"),
+        None => "see `kubectl krply --help`".to_string(),
+    };
+    err.hint(help)
 }
 
 /// clap's rendered usage error as one message, its tip and its usage line.
@@ -247,6 +256,7 @@ fn run(cli: Cli) -> CliResult {
             Command::Prune(a) => prune::run(&global, a),
             Command::Audit(a) => audit::run(&global, a),
             Command::Replay(a) => replay::run(&global, a).await,
+            Command::Mcp(a) => mcp::run(&global, a).await,
             #[cfg(feature = "demo")]
             Command::Demo(a) => demo::run(&global, a).await,
             Command::Version(a) => version::run(&global, a),
@@ -275,6 +285,13 @@ pub fn out_structured<T: serde::Serialize>(format: crate::render::Format, value:
 /// Writes command output to stdout as `write` makes it, buffered; a closed
 /// pipe ends the command as for [`out`].
 fn out_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> CliResult {
+    if sink::capturing() {
+        let mut caught = Vec::new();
+        write(&mut caught)
+            .map_err(|e| CliError::runtime(format!("cannot write output: {e}")).caused_by(e))?;
+        sink::output(&caught);
+        return Ok(());
+    }
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     match write(&mut stdout).and_then(|_| stdout.flush()) {
         Ok(()) => Ok(()),

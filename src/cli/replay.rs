@@ -78,6 +78,10 @@ pub struct PlanArgs {
     /// that every object gets a real dry run (else they are checked at apply)
     #[arg(long)]
     pub create_namespace: bool,
+    /// Only show what the plan would hold, from the journal alone: no cluster is
+    /// contacted, nothing is dry-run or saved, and gaps are listed, not refused
+    #[arg(long, conflicts_with_all = ["create_namespace", "allow_gaps"])]
+    pub preview: bool,
 }
 
 /// Show a saved plan (-o yaml prints its manifests, ready for kubectl apply --server-side)
@@ -134,7 +138,8 @@ fn check_name(ns: &str) -> CliResult {
     }
 }
 
-async fn plan(global: &GlobalArgs, args: PlanArgs) -> CliResult {
+/// The flags of a plan, checked before anything is opened.
+fn check_plan(global: &GlobalArgs, args: &PlanArgs) -> CliResult<Format> {
     let format = global.format(Format::Text, &[Format::Text, Format::Json, Format::Yaml])?;
     check_name(&args.to_namespace)?;
     if global.all_namespaces {
@@ -142,8 +147,15 @@ async fn plan(global: &GlobalArgs, args: PlanArgs) -> CliResult {
             "replay plans one namespace: use -n, not -A",
         ));
     }
-    // Flags are checked before anything is opened.
     check_includes(&args.include)?;
+    Ok(format)
+}
+
+async fn plan(global: &GlobalArgs, args: PlanArgs) -> CliResult {
+    let format = check_plan(global, &args)?;
+    if args.preview {
+        return plan_preview(global, args);
+    }
     let reader = Reader::open(global)?;
     let opts = ConnectOptions {
         context: args
@@ -153,12 +165,41 @@ async fn plan(global: &GlobalArgs, args: PlanArgs) -> CliResult {
         ..global.connect_options()?
     };
     let plan = make_plan(&reader, &opts, &args).await?;
-    super::out(&match format {
-        Format::Json => render::json(&plan_json(&plan)),
-        Format::Yaml => render::yaml(&plan_json(&plan)),
-        _ => render::plan::text(&plan, global.paint()),
-    })?;
+    print_plan(&plan, format, global.paint())?;
     failed(&plan)
+}
+
+/// A plan as `-o` asks; its completeness reported to an `mcp` tool call.
+fn print_plan(plan: &Plan, format: Format, paint: crate::render::Paint) -> CliResult {
+    super::sink::report(plan.complete, plan.gaps.clone());
+    super::out(&match format {
+        Format::Json => render::json(&plan_json(plan)),
+        Format::Yaml => render::yaml(&plan_json(plan)),
+        _ => render::plan::text(plan, paint),
+    })
+}
+
+/// `replay plan --preview`: the plan from the journal alone, nothing
+/// contacted, dry-run or saved. Synchronous, for `mcp` too.
+fn plan_preview(global: &GlobalArgs, args: PlanArgs) -> CliResult {
+    let format = check_plan(global, &args)?;
+    let reader = Reader::open(global)?;
+    let plan = replay::make::preview(
+        &reader.journal,
+        &request(&reader, &args)?,
+        args.target_context.clone(),
+    )?;
+    print_plan(&plan, format, global.paint())
+}
+
+/// The offline part of `replay`, for `mcp`: `replay plan --preview`.
+pub fn preview(global: &GlobalArgs, args: ReplayArgs) -> CliResult {
+    match args.command {
+        ReplayCommand::Plan(a) if a.preview => plan_preview(global, a),
+        _ => Err(CliError::usage(
+            "only `replay plan --preview` answers offline",
+        )),
+    }
 }
 
 /// A plan whose dry run failed, or that the target refused, is saved and
@@ -205,7 +246,14 @@ fn check_includes(include: &[String]) -> CliResult<Vec<String>> {
 /// Builds a plan of `reader`'s namespace for `args`, runs its dry run against
 /// the cluster `opts` selects, and saves it (replay::make does the work).
 async fn make_plan(reader: &Reader, opts: &ConnectOptions, args: &PlanArgs) -> CliResult<Plan> {
-    let request = PlanRequest {
+    let request = request(reader, args)?;
+    let mut announce = |what: &str| eprintln!("note: {what}");
+    Ok(replay::make::make(&reader.journal, &request, opts, &mut announce).await?)
+}
+
+/// What `args` ask to plan of `reader`'s namespace.
+fn request(reader: &Reader, args: &PlanArgs) -> CliResult<PlanRequest> {
+    Ok(PlanRequest {
         cluster: reader.cluster.id.clone(),
         namespace: reader
             .namespace
@@ -219,9 +267,7 @@ async fn make_plan(reader: &Reader, opts: &ConnectOptions, args: &PlanArgs) -> C
         include: check_includes(&args.include)?,
         allow_gaps: args.allow_gaps,
         create_namespace: args.create_namespace,
-    };
-    let mut announce = |what: &str| eprintln!("note: {what}");
-    Ok(replay::make::make(&reader.journal, &request, opts, &mut announce).await?)
+    })
 }
 
 fn save(journal: &Journal, plan: &Plan) -> CliResult {

@@ -89,6 +89,22 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
         Err(JournalError::Missing(_)) => {}
         Err(e) => return Err(e.into()),
     }
+    // Under `mcp`: the journal's own account is complete when it exists and
+    // holds no gap; a gap is for `coverage` to place.
+    let mut warnings = Vec::new();
+    if !out.exists {
+        warnings.push(format!(
+            "no journal at {}: nothing was recorded there",
+            out.store
+        ));
+    }
+    if out.gaps > 0 {
+        warnings.push(format!(
+            "the recording has {} gap(s): `coverage` says which streams and when",
+            out.gaps
+        ));
+    }
+    super::sink::report(warnings.is_empty(), warnings);
     super::out(&match format {
         Format::Json => render::json(&out),
         Format::Yaml => render::yaml(&out),

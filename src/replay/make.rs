@@ -83,61 +83,17 @@ pub async fn make(
     opts: &ConnectOptions,
     announce: &mut dyn FnMut(&str),
 ) -> Result<Plan, MakeError> {
-    let history = History::load(journal, &request.cluster, Millis::now().as_ms())?;
-    let types = types(&history, request)?;
-
-    // The target, resolved offline first: refuse the source itself.
+    let (mut plan, completeness) = draft(journal, request, unresolved(request, None))?;
+    // The target, resolved offline before anything is contacted: refuse the
+    // source itself.
     let target = cluster::resolve_target(opts)?;
     if target.cluster_id == request.cluster && request.to_namespace == request.namespace {
         return Err(MakeError::IntoItself(request.namespace.clone()));
     }
-
-    let scope = Scope {
-        namespace: Some(request.namespace.clone()),
-        types: (!types.is_empty()).then_some(types),
-    };
-    let snap = history.snapshot(&scope, request.at.as_ms(), true)?;
-    let completeness = plannable_completeness(&history, &scope, &snap.completeness, request);
-    let namespace_object = namespace_object(&history, &request.namespace, request.at)?;
-    // Every kind recorded in the source namespace, whatever the plan asked for:
-    // a workload's missing ConfigMap says "record it" only when it was not.
-    let recorded = history
-        .streams_for(&Scope {
-            namespace: Some(request.namespace.clone()),
-            types: None,
-        })
-        .iter()
-        .map(|s| s.info.resource.kind.clone())
-        .collect();
-    let id = new_id();
-    let mut plan = build(Inputs {
-        id: id.clone(),
-        created_at: Millis::now().to_string(),
-        source: Source {
-            cluster: request.cluster.clone(),
-            namespace: request.namespace.clone(),
-            at: request.at.to_string(),
-        },
-        target: Target {
-            context: target.context.clone(),
-            cluster: target.cluster_id.clone(),
-            server: target.server.clone(),
-            namespace: request.to_namespace.clone(),
-            namespace_exists: false,
-            namespace_created: false,
-        },
-        complete: completeness.complete(),
-        gaps: completeness.warnings(),
-        namespace_object: namespace_object.as_ref(),
-        objects: snap
-            .items
-            .into_iter()
-            .map(|(resource, object)| Recorded { resource, object })
-            .collect(),
-        include: &request.include,
-        recorded,
-    });
-    drop(history);
+    plan.target.context = target.context.clone();
+    plan.target.cluster = target.cluster_id.clone();
+    plan.target.server = target.server.clone();
+    let id = plan.id.clone();
 
     if !plan.complete && !request.allow_gaps {
         plan.status = PlanStatus::Refused;
@@ -164,6 +120,89 @@ pub async fn make(
     }
     save(journal, &plan)?;
     Ok(plan)
+}
+
+/// What a plan of `request` would hold, computed from the journal alone: no
+/// target is resolved or contacted, nothing is dry-run, nothing is saved
+/// (`replay plan --preview`, the `replay_plan_preview` tool of `mcp`). Its
+/// status stays `pending`, its target names only the namespace (and the
+/// context, when given), and an incomplete recording is said in `complete`
+/// and `gaps` rather than refused.
+pub fn preview(
+    journal: &Journal,
+    request: &PlanRequest,
+    context: Option<String>,
+) -> Result<Plan, MakeError> {
+    let (mut plan, _) = draft(journal, request, unresolved(request, context))?;
+    if request.to_namespace == request.namespace {
+        plan.warnings.push(format!(
+            "the target namespace is the source's ({}): `replay plan` refuses it on the cluster it was recorded from",
+            request.namespace
+        ));
+    }
+    Ok(plan)
+}
+
+/// The target of `request` before its cluster is resolved: the namespace (and
+/// the context, when named) only.
+fn unresolved(request: &PlanRequest, context: Option<String>) -> Target {
+    Target {
+        context,
+        cluster: String::new(),
+        server: String::new(),
+        namespace: request.to_namespace.clone(),
+        namespace_exists: false,
+        namespace_created: false,
+    }
+}
+
+/// The plan of `request` into `target`, before any dry run, with the
+/// completeness of the recording for the kinds it can hold.
+fn draft(
+    journal: &Journal,
+    request: &PlanRequest,
+    target: Target,
+) -> Result<(Plan, Completeness), MakeError> {
+    let history = History::load(journal, &request.cluster, Millis::now().as_ms())?;
+    let types = types(&history, request)?;
+    let scope = Scope {
+        namespace: Some(request.namespace.clone()),
+        types: (!types.is_empty()).then_some(types),
+    };
+    let snap = history.snapshot(&scope, request.at.as_ms(), true)?;
+    let completeness = plannable_completeness(&history, &scope, &snap.completeness, request);
+    let namespace_object = namespace_object(&history, &request.namespace, request.at)?;
+    // Every kind recorded in the source namespace, whatever the plan asked for:
+    // a workload's missing ConfigMap says "record it" only when it was not.
+    let recorded = history
+        .streams_for(&Scope {
+            namespace: Some(request.namespace.clone()),
+            types: None,
+        })
+        .iter()
+        .map(|s| s.info.resource.kind.clone())
+        .collect();
+    let plan = build(Inputs {
+        id: new_id(),
+        created_at: Millis::now().to_string(),
+        source: Source {
+            cluster: request.cluster.clone(),
+            namespace: request.namespace.clone(),
+            at: request.at.to_string(),
+        },
+        target,
+        complete: completeness.complete(),
+        gaps: completeness.warnings(),
+        namespace_object: namespace_object.as_ref(),
+        objects: snap
+            .items
+            .into_iter()
+            .map(|(resource, object)| Recorded { resource, object })
+            .collect(),
+        include: &request.include,
+        recorded,
+    });
+    Ok((plan, completeness))
 }
 
 /// The types `TYPE` arguments name, each one the plan may hold.

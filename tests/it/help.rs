@@ -27,6 +27,7 @@ const COMMANDS: &[&[&str]] = &[
     &["replay", "show"],
     &["replay", "list"],
     &["replay", "apply"],
+    &["mcp"],
     &["demo"],
     &["version"],
     &["completion"],

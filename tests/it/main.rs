@@ -16,6 +16,7 @@ mod import;
 mod journal_layouts;
 mod krew;
 mod live;
+mod mcp;
 mod readers;
 mod readme;
 mod real;

@@ -20,7 +20,7 @@ static SQLENV: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 
 /// The Python of the venv with the engines, installed when missing or when
 /// the requirements changed.
-fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     SQLENV
         .get_or_init(|| {
             let env = Path::new(ROOT).join("target/tmp/sqlenv");
@@ -40,7 +40,7 @@ fn python() -> PathBuf {
             let mut pip = Command::new(&python);
             pip.args(["-m", "pip", "install", "-q", "-r"])
                 .arg(&requirements);
-            let out = run_bounded(pip, "pip install duckdb chdb");
+            let out = run_bounded(pip, "pip install -r tests/sql/requirements.txt");
             if out.code != Some(0) {
                 return Err(format!("pip install failed: {}", out.stderr));
             }
@@ -48,7 +48,9 @@ fn python() -> PathBuf {
             Ok(python)
         })
         .clone()
-        .unwrap_or_else(|e| panic!("the SQL engines (DuckDB, chDB) are not installed: {e}"))
+        .unwrap_or_else(|e| {
+            panic!("the tests' Python (DuckDB, chDB, the MCP SDK) is not installed: {e}")
+        })
 }
 
 /// The rows of the doc's query `name` in `engine`.

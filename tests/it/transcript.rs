@@ -23,6 +23,36 @@ impl Transcript {
         self.text.push_str("\n\n");
     }
 
+    /// A tool call of an MCP client and the summary it got, each line
+    /// wrapped within 120 columns.
+    fn exchange(&mut self, call: &str, summary: &str) {
+        self.text.push_str("```text\n");
+        let replies = summary
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (if i == 0 { "<- " } else { "   " }, l));
+        for (first, line) in [("-> ", call)].into_iter().chain(replies) {
+            let mut width = 0;
+            let mut out = first.to_string();
+            for word in line.split(' ') {
+                if width > 0 && width + 1 + word.chars().count() > 116 {
+                    self.text.push_str(&out);
+                    self.text.push('\n');
+                    out = "   ".to_string();
+                    width = 0;
+                } else if width > 0 {
+                    out.push(' ');
+                    width += 1;
+                }
+                out.push_str(word);
+                width += word.chars().count();
+            }
+            self.text.push_str(&out);
+            self.text.push('\n');
+        }
+        self.text.push_str("```\n\n");
+    }
+
     fn shell(&mut self, command: &str, output: &str) {
         self.text.push_str("```text\n$ ");
         self.text.push_str(command);
@@ -40,9 +70,11 @@ fn normalize(text: &str) -> Vec<String> {
             r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
             "<uid>",
         ),
+        (r"resource version: \d+ \(\d+\)", "resource version: <rv>"),
+        // (the same, where a summary's line was wrapped inside it)
         (
-            r"too old resource version: \d+ \(\d+\)",
-            "too old resource version: <rv>",
+            r"\b\d+ \(\d+\) \(in watch stream\)",
+            "<rv> (in watch stream)",
         ),
         (r"\d{4}-\d{2}-\d{2}T[\d:.]+Z", "<T>"),
         (r"\d{4}-\d{2}-\d{2} \(UTC\)", "<date> (UTC)"),
@@ -265,6 +297,39 @@ fn the_incident_walk_through_reads_as_committed_and_fits_120_columns() {
         &format!("kubectl krply get deploy/frontend -n shop --at {at}"),
         &["get", "deploy/frontend", "--at", &at],
         0,
+    );
+    t.say(
+        "## Asked by an assistant\n\n\
+         An AI assistant asks the same journal through `kubectl krply mcp` ([mcp.md](mcp.md)), \
+         here with the official MCP Python SDK's stdio client. Each tool answers with the JSON \
+         of the command it mirrors (`-o json`, `complete` and `warnings` included) and a summary \
+         to quote, shown below: what the answer holds, what it lacks, and that the change a \
+         relist found has no known time.",
+    );
+    let calls = serde_json::json!([
+        {"tool": "diff", "arguments": {"since": since, "until": until_s}},
+        {"tool": "timeline", "arguments": {"object": "cm/frontend-config"}},
+        {"tool": "get_at", "arguments": {"object": "deploy/frontend", "at": at}},
+        {"tool": "coverage", "arguments": {}},
+    ]);
+    let asked = crate::mcp::ask(&env.store, &["-n", "shop"], &calls);
+    for (call, result) in calls
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(asked["calls"].as_array().unwrap())
+    {
+        assert_eq!(result["is_error"], false, "{result}");
+        let summary = result["texts"][0].as_str().unwrap();
+        t.exchange(
+            &format!("{} {}", call["tool"].as_str().unwrap(), call["arguments"]),
+            summary,
+        );
+    }
+    let diff_summary = asked["calls"][0]["texts"][0].as_str().unwrap();
+    assert!(
+        diff_summary.contains("INCOMPLETE") && diff_summary.contains("found by a relist"),
+        "{diff_summary}"
     );
     t.say(
         "## Rebuilding the namespace as it was\n\n\
