@@ -56,7 +56,8 @@ impl Defaults {
             "--output=json".into(),
             "--color=never".into(),
         ];
-        let scoped = call.contains_key("namespace") || call.contains_key("all_namespaces");
+        let scoped = call.contains_key("namespace")
+            || call.get("all_namespaces") == Some(&Value::Bool(true));
         if !scoped {
             if let Some(ns) = &self.namespace {
                 out.push(format!("--namespace={ns}"));
@@ -315,6 +316,12 @@ mod tests {
                 "--cluster-id=c1"
             ]
         );
+        // `all_namespaces: false` names no scope of its own.
+        let unscoped: Map<String, Value> = json!({"all_namespaces": false})
+            .as_object()
+            .unwrap()
+            .clone();
+        assert!(d.argv(&unscoped).contains(&"--namespace=shop".to_string()));
         let own: Map<String, Value> = json!({"all_namespaces": true, "cluster_id": "c2"})
             .as_object()
             .unwrap()
