@@ -20,18 +20,7 @@ fn demo() -> &'static Path {
     &DEMO
         .get_or_init(|| {
             let home = tempfile::tempdir().unwrap();
-            let mut demo = Command::new(&*common::BIN);
-            demo.env_clear()
-                .env("TZ", "UTC")
-                .env("HOME", home.path())
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .env("NO_COLOR", "1")
-                .env("NO_PROXY", "127.0.0.1,localhost")
-                .args(["demo", "--dir"])
-                .arg(home.path().join("demo"));
-            let out = run_bounded(demo, "demo");
-            assert_eq!(out.code, Some(0), "{}", out.stderr);
-            let store = home.path().join("demo/journal.db");
+            let store = common::demo_journal(home.path());
             (home, store)
         })
         .1

@@ -103,18 +103,7 @@ fn text(v: &Value) -> Option<String> {
 #[test]
 fn the_documented_queries_give_krplys_answers_on_the_demo_journal() {
     let home = tempfile::tempdir().unwrap();
-    let mut demo = Command::new(&*common::BIN);
-    demo.env_clear()
-        .env("TZ", "UTC")
-        .env("HOME", home.path())
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("NO_COLOR", "1")
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .args(["demo", "--dir"])
-        .arg(home.path().join("demo"));
-    let out = run_bounded(demo, "demo");
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
-    let store = home.path().join("demo/journal.db");
+    let store = common::demo_journal(home.path());
 
     // Exported: a file per stream (one day), and the manifest.
     let segments = home.path().join("segments");

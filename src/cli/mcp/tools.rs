@@ -545,16 +545,18 @@ fn what(tool: &Tool, answer: &Value, page: Option<&Page>) -> String {
             on_page
         ),
     };
+    // " (2 modified, 1 added)": a list's entries counted by `key`.
+    let breakdown = |list: &str, key: &str| match counted(&count_by(items(list), key)) {
+        c if c.is_empty() => String::new(),
+        c => format!(" ({c}{on_page})"),
+    };
     match tool.name {
         "diff" => format!(
             "{} object(s) changed in {scope} between {} and {}{}{}.",
             total("objects"),
             s("since"),
             s("until"),
-            match counted(&count_by(items("objects"), "change")) {
-                c if c.is_empty() => String::new(),
-                c => format!(" ({c}{})", on_page),
-            },
+            breakdown("objects", "change"),
             relisted(relist("objects", "observed", "relist"))
         ),
         "log" => format!(
@@ -562,10 +564,7 @@ fn what(tool: &Tool, answer: &Value, page: Option<&Page>) -> String {
             total("entries"),
             s("since"),
             s("until"),
-            match counted(&count_by(items("entries"), "type")) {
-                c if c.is_empty() => String::new(),
-                c => format!(" ({c}{})", on_page),
-            },
+            breakdown("entries", "type"),
             relisted(relist("entries", "type", "RELIST"))
         ),
         "timeline" => format!(
@@ -577,10 +576,7 @@ fn what(tool: &Tool, answer: &Value, page: Option<&Page>) -> String {
                 ns => format!("{ns}/"),
             },
             s("name"),
-            match counted(&count_by(items("entries"), "type")) {
-                c if c.is_empty() => String::new(),
-                c => format!(" ({c}{})", on_page),
-            },
+            breakdown("entries", "type"),
             relisted(relist("entries", "observed", "relist"))
         ),
         "get_at" if answer.get("kind").and_then(Value::as_str) == Some("List") => {

@@ -680,6 +680,24 @@ pub fn path_str(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
+/// The demo's journal: `kubectl-krply demo --dir HOME/demo` run with `home`
+/// as its home directory (a 410 gap in every stream, an audit log imported,
+/// a saved replay plan).
+pub fn demo_journal(home: &Path) -> PathBuf {
+    let mut demo = Command::new(&*BIN);
+    demo.env_clear()
+        .env("TZ", "UTC")
+        .env("HOME", home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NO_COLOR", "1")
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .args(["demo", "--dir"])
+        .arg(home.join("demo"));
+    let out = run_bounded(demo, "demo");
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    home.join("demo/journal.db")
+}
+
 /// Runs a command, killing it if it outlives the deadline.
 pub fn run_bounded(mut cmd: Command, what: &str) -> Output {
     let mut child = cmd
