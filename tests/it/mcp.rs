@@ -45,6 +45,12 @@ fn cli(store: &Path, args: &[&str]) -> common::Output {
 
 /// What ask.py saw: the server, its tools, and each call's result.
 pub(crate) fn ask(store: &Path, server_args: &[&str], calls: &Value) -> Value {
+    ask_as(store, server_args, calls, false)
+}
+
+/// [`ask`], by a client that opens the session with the `initialize`
+/// handshake of the protocol versions before 2026-07-28 when `legacy`.
+fn ask_as(store: &Path, server_args: &[&str], calls: &Value, legacy: bool) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let calls_file = dir.path().join("calls.json");
     std::fs::write(&calls_file, calls.to_string()).unwrap();
@@ -52,6 +58,7 @@ pub(crate) fn ask(store: &Path, server_args: &[&str], calls: &Value) -> Value {
     env(&mut c, store);
     c.arg(Path::new(ROOT).join("tests/mcp/ask.py"))
         .arg(&calls_file)
+        .args(legacy.then_some("--legacy"))
         .arg("--")
         .arg(&*common::BIN)
         .arg("--store")
@@ -420,6 +427,22 @@ fn bad_questions_get_the_clis_error_and_hint_as_tool_errors() {
     assert_eq!(seen["calls"][1]["structured"]["answer"]["exists"], false);
     assert_eq!(seen["calls"][1]["structured"]["complete"], false);
     assert!(!missing.exists(), "mcp created no journal");
+}
+
+#[test]
+fn an_older_client_gets_the_same_answers_through_the_handshake() {
+    let store = demo();
+    let calls = json!([
+        {"tool": "coverage", "arguments": {"namespace": "shop"}},
+        {"tool": "timeline", "arguments": {"namespace": "shop", "object": "cm/frontend-config"}},
+    ]);
+    let modern = ask(store, &[], &calls);
+    let legacy = ask_as(store, &[], &calls, true);
+    assert_eq!(modern["protocol_version"], "2026-07-28", "{modern}");
+    let version = legacy["protocol_version"].as_str().unwrap();
+    assert!(version < "2026-07-28", "{version}");
+    assert_eq!(legacy["tools"], modern["tools"]);
+    assert_eq!(legacy["calls"], modern["calls"]);
 }
 
 #[test]

@@ -1,12 +1,14 @@
 """Asks `kubectl-krply mcp` through the official MCP Python SDK's stdio client,
 as an assistant's client would (tests/it/mcp.rs).
 
-    python ask.py CALLS.json -- COMMAND [ARGS...]
+    python ask.py CALLS.json [--legacy] -- COMMAND [ARGS...]
 
 CALLS.json is a list of {"tool": NAME, "arguments": {...}}. Prints one JSON
 object: the server's name and version, the protocol version agreed, the tools
 listed (name, description, input schema, annotations), and each call's result
-(is_error, the text of each content block, the structured content).
+(is_error, the text of each content block, the structured content). With
+--legacy the client opens the session with the `initialize` handshake of the
+protocol versions before 2026-07-28, as older clients do.
 """
 
 import json
@@ -16,12 +18,13 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 
-async def main(calls_path: str, command: list[str]) -> None:
+async def main(calls_path: str, legacy: bool, command: list[str]) -> None:
     calls = json.load(open(calls_path))
     server = StdioServerParameters(command=command[0], args=command[1:], env=None)
     out = {"calls": []}
     with anyio.fail_after(120):
-        async with Client(server, read_timeout_seconds=60) as client:
+        mode = "legacy" if legacy else "auto"
+        async with Client(server, read_timeout_seconds=60, mode=mode) as client:
             info = client.server_info
             out["server"] = {"name": info.name, "version": info.version} if info else None
             out["protocol_version"] = client.protocol_version
@@ -51,4 +54,4 @@ async def main(calls_path: str, command: list[str]) -> None:
 
 if __name__ == "__main__":
     sep = sys.argv.index("--")
-    anyio.run(main, sys.argv[1], sys.argv[sep + 1 :])
+    anyio.run(main, sys.argv[1], "--legacy" in sys.argv[2:sep], sys.argv[sep + 1 :])
