@@ -225,44 +225,44 @@ fn required_usage(usage: &str) -> String {
 }
 
 fn run(cli: Cli) -> CliResult {
-    // The recorder's async side (network, decoding) needs one thread; the
-    // journal writer has its own. The demo also runs the simulator in-process.
-    let workers = match cli.command {
-        Command::Record(_) => 1,
-        _ => 2,
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let global = cli.global;
+    // `mcp`'s notes are UTC, as the JSON beside them.
+    crate::render::clock::use_zone(global.utc || matches!(cli.command, Command::Mcp(_)));
+    match cli.command {
+        // The offline answers are synchronous: no async runtime, no thread
+        // to start (docs/journal.md, "Where the time of an answer goes").
+        Command::Status(a) => status::run(&global, a),
+        Command::Coverage(a) => coverage::run(&global, a),
+        Command::Diff(a) => diff::run(&global, a),
+        Command::Timeline(a) => timeline::run(&global, a),
+        Command::Log(a) => log::run(&global, a),
+        Command::Browse(a) => browse::run(&global, a),
+        Command::Get(a) => get::run(&global, a),
+        Command::Snapshot(a) => snapshot::run(&global, a),
+        Command::Export(a) => export::run(&global, a),
+        Command::Import(a) => import::run(&global, a),
+        Command::Prune(a) => prune::run(&global, a),
+        Command::Audit(a) => audit::run(&global, a),
+        Command::Version(a) => version::run(&global, a),
+        Command::Completion(a) => completion::run(&global, a),
+        // The recorder's async side (network, decoding) needs one thread; the
+        // journal writer has its own. The demo also runs the simulator
+        // in-process; replay talks to the target; mcp to its client.
+        Command::Record(a) => runtime(1)?.block_on(record::run(&global, a)),
+        Command::Replay(a) => runtime(2)?.block_on(replay::run(&global, a)),
+        Command::Mcp(a) => runtime(2)?.block_on(mcp::run(&global, a)),
+        #[cfg(feature = "demo")]
+        Command::Demo(a) => runtime(2)?.block_on(demo::run(&global, a)),
+    }
+}
+
+/// A multi-threaded async runtime of `workers` threads.
+fn runtime(workers: usize) -> CliResult<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .worker_threads(workers)
         .build()
-        .map_err(|e| {
-            CliError::runtime(format!("cannot start the async runtime: {e}")).caused_by(e)
-        })?;
-    let global = cli.global;
-    crate::render::clock::use_zone(global.utc);
-    runtime.block_on(async move {
-        match cli.command {
-            Command::Record(a) => record::run(&global, a).await,
-            Command::Status(a) => status::run(&global, a),
-            Command::Coverage(a) => coverage::run(&global, a),
-            Command::Diff(a) => diff::run(&global, a),
-            Command::Timeline(a) => timeline::run(&global, a),
-            Command::Log(a) => log::run(&global, a),
-            Command::Browse(a) => browse::run(&global, a),
-            Command::Get(a) => get::run(&global, a),
-            Command::Snapshot(a) => snapshot::run(&global, a),
-            Command::Export(a) => export::run(&global, a),
-            Command::Import(a) => import::run(&global, a),
-            Command::Prune(a) => prune::run(&global, a),
-            Command::Audit(a) => audit::run(&global, a),
-            Command::Replay(a) => replay::run(&global, a).await,
-            Command::Mcp(a) => mcp::run(&global, a).await,
-            #[cfg(feature = "demo")]
-            Command::Demo(a) => demo::run(&global, a).await,
-            Command::Version(a) => version::run(&global, a),
-            Command::Completion(a) => completion::run(&global, a),
-        }
-    })
+        .map_err(|e| CliError::runtime(format!("cannot start the async runtime: {e}")).caused_by(e))
 }
 
 /// Writes command output to stdout. A closed pipe (`| head`) ends the command

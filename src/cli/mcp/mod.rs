@@ -76,8 +76,6 @@ impl Defaults {
 }
 
 pub async fn run(global: &GlobalArgs, _args: McpArgs) -> CliResult {
-    // Times in notes are UTC, as in the JSON beside them.
-    crate::render::clock::use_zone(true);
     let server = Server {
         defaults: Arc::new(Defaults {
             store: global.store_path()?,
