@@ -227,10 +227,15 @@ fn made_by(
         .iter()
         .position(|v| v.seq == version.seq)
         .and_then(|i| found[i].as_ref());
-    let what = format!(
-        "resourceVersion {} (observed {})",
-        version.resource_version,
+    // A note stands alone in an `mcp` answer: its time as in the JSON.
+    let observed = if super::sink::capturing() {
+        Millis::from_ms(version.observed_at).to_string()
+    } else {
         crate::render::clock::clock().stamp(version.observed_at)
+    };
+    let what = format!(
+        "resourceVersion {} (observed {observed})",
+        version.resource_version
     );
     let agent = |a: &crate::audit::Actor| {
         let mut parts = Vec::new();

@@ -289,6 +289,12 @@ fn every_tool_answers_as_the_cli_does_on_the_demo_journal() {
     );
     let log = seen["calls"][3]["texts"][1].as_str().unwrap();
     assert!(log.contains("alice@example.com"), "{log}");
+    // Who made the version get_at shows, with its time as the JSON has it.
+    let notes = seen["calls"][5]["structured"]["notes"].to_string();
+    assert!(
+        notes.contains("was made by alice@example.com") && notes.contains("Z)"),
+        "{notes}"
+    );
 }
 
 #[test]
