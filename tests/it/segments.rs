@@ -264,6 +264,32 @@ fn answers_agree(store: &Path, segments: &Path, cluster: &str) -> usize {
         assert_eq!(rows, events, "{engine}");
     }
 
+    // Every changed object at both ends of the window: the version `get
+    // --at` prints, or no row where it was not there.
+    for (kind, name, change) in &changed {
+        let object = format!("{}/{name}", kind.to_lowercase());
+        for (at, absent) in [(&since, change == "added"), (&until, change == "deleted")] {
+            let want = (!absent).then(|| {
+                let got = run(with(&["get", &object, "--at", at, "-o", "json"]));
+                got["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            });
+            let params = json!({"dir": dir, "cluster": cluster, "namespace": "shop",
+                                "kind": kind, "name": name, "at": at});
+            for engine in ENGINES {
+                let rows = sql(engine, "object_at", &params);
+                let got = rows.first().and_then(|r| r[0].clone());
+                assert_eq!(got, want, "{engine} {object} at {at}: {rows:?}");
+                if let Some(row) = rows.first() {
+                    let body: Value = serde_json::from_str(row[1].as_deref().unwrap()).unwrap();
+                    assert_eq!(body["metadata"]["name"], name.as_str(), "{engine} {object}");
+                }
+            }
+        }
+    }
+
     // The timeline of every changed object: each version's time, type and
     // resourceVersion, and the gaps where they fall.
     for (kind, name, _) in &changed {
