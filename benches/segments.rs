@@ -185,7 +185,8 @@ fn segments(journal: &Path, out: &Path) {
         (secs, rows.len())
     };
     let ms = |t: i64| krply::time::Millis::from_ms(t).to_string();
-    // The last 30 minutes, and the busiest object's timeline.
+    // The last 30 minutes, and the busiest object's timeline and state
+    // 30 minutes ago.
     let busiest: String = conn
         .query_row(
             "SELECT o.name FROM records r JOIN objects o ON o.id = r.object_id
@@ -196,7 +197,7 @@ fn segments(journal: &Path, out: &Path) {
         .unwrap();
     let params = json!({
         "dir": out, "cluster": cluster, "namespace": namespace,
-        "since": ms(last - 30 * 60_000), "until": ms(last),
+        "since": ms(last - 30 * 60_000), "until": ms(last), "at": ms(last - 30 * 60_000),
         "kind": "Deployment", "name": busiest,
     });
     println!(
@@ -227,7 +228,14 @@ fn segments(journal: &Path, out: &Path) {
         );
     }
     for engine in ["duckdb", "clickhouse"] {
-        for name in ["changed", "changes", "timeline", "coverage", "gaps"] {
+        for name in [
+            "changed",
+            "changes",
+            "timeline",
+            "object_at",
+            "coverage",
+            "gaps",
+        ] {
             let mut runs: Vec<(f64, usize)> = (0..3).map(|_| time(engine, name, &params)).collect();
             runs.sort_by(|a, b| a.0.total_cmp(&b.0));
             let (secs, rows) = runs[1];
