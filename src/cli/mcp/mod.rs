@@ -116,11 +116,11 @@ impl rmcp::ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, rmcp::ErrorData> {
-        Ok(ListToolsResult::with_all_items(tool_list()))
+        Ok(ListToolsResult::with_all_items(tool_list().to_vec()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        tool_list().into_iter().find(|t| t.name == name)
+        tool_list().iter().find(|t| t.name == name).cloned()
     }
 
     async fn call_tool(
@@ -152,7 +152,14 @@ whether the recording is complete. It never asks the live cluster. Check `comple
 `warnings` in every answer; a change found by a relist happened at an unknown time within its \
 range. Ask `coverage` when unsure what the journal saw.";
 
-fn tool_list() -> Vec<Tool> {
+/// The tools as listed: built once (clap's tree and every schema), as
+/// clients list them and the SDK looks each call's tool up.
+fn tool_list() -> &'static [Tool] {
+    static LISTED: std::sync::OnceLock<Vec<Tool>> = std::sync::OnceLock::new();
+    LISTED.get_or_init(listed)
+}
+
+fn listed() -> Vec<Tool> {
     let mut root = Cli::command();
     root.build();
     tools::TOOLS
@@ -334,7 +341,7 @@ mod tests {
     fn every_tool_is_listed_read_only_with_its_contract() {
         let list = tool_list();
         assert_eq!(list.len(), tools::TOOLS.len());
-        for t in &list {
+        for t in list {
             let a = t.annotations.as_ref().unwrap();
             assert_eq!(a.read_only_hint, Some(true), "{}", t.name);
             let d = t.description.as_deref().unwrap();

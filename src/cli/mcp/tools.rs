@@ -40,22 +40,25 @@ pub struct Tool {
     pub about: &'static str,
 }
 
+/// What `diff` and `log` take: some objects over a window.
+const WINDOW_ARGS: &[&str] = &[
+    "targets",
+    "since",
+    "until",
+    "include_status",
+    "by",
+    "namespace",
+    "all_namespaces",
+    "cluster_id",
+];
+
 /// Every tool, in the order they are listed.
 pub const TOOLS: &[Tool] = &[
     Tool {
         name: "diff",
         path: &["diff"],
         fixed: &[],
-        args: &[
-            "targets",
-            "since",
-            "until",
-            "include_status",
-            "by",
-            "namespace",
-            "all_namespaces",
-            "cluster_id",
-        ],
+        args: WINDOW_ARGS,
         list: Some("objects"),
         about: "What changed between two times (`since`, `until`): objects added, deleted and \
 modified, field by field, with the field manager and, after audit logs were imported, the \
@@ -65,16 +68,7 @@ user (`actor`). The JSON of `kubectl krply diff -o json`.",
         name: "log",
         path: &["log"],
         fixed: &[],
-        args: &[
-            "targets",
-            "since",
-            "until",
-            "include_status",
-            "by",
-            "namespace",
-            "all_namespaces",
-            "cluster_id",
-        ],
+        args: WINDOW_ARGS,
         list: Some("entries"),
         about: "Every change in a window, oldest first, one entry each, with GAP entries where \
 the recording has holes. The JSON of `kubectl krply log -o json`.",
