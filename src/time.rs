@@ -182,7 +182,33 @@ impl<'de> Deserialize<'de> for Millis {
 
 /// Parses a time expression (see the module documentation) relative to `now`.
 pub fn parse_time_expr(s: &str, now: Millis) -> Result<Millis, TimeError> {
-    parse_time_expr_in(s, now, &jiff::tz::TimeZone::system())
+    parse_time_expr_in(s, now, &local_zone())
+}
+
+/// The system's time zone, as [`jiff::tz::TimeZone::system`] finds it, without
+/// its cost at every start: to name the zone `/etc/localtime` links to, jiff
+/// lists the whole zoneinfo database (a tenth of `status`'s start). When `TZ`
+/// is unset and `/etc/localtime` links into a zoneinfo directory, the zone is
+/// read from that file under the name of its link; otherwise jiff looks.
+pub fn local_zone() -> jiff::tz::TimeZone {
+    const LOCALTIME: &str = "/etc/localtime";
+    if std::env::var_os("TZ").is_none()
+        && let Ok(target) = std::fs::read_link(LOCALTIME)
+        && let Some(name) = target.to_str().and_then(zoneinfo_name)
+        && let Ok(data) = std::fs::read(LOCALTIME)
+        && let Ok(tz) = jiff::tz::TimeZone::tzif(name, &data)
+    {
+        return tz;
+    }
+    jiff::tz::TimeZone::system()
+}
+
+/// The IANA name in a link into a zoneinfo directory
+/// (`/usr/share/zoneinfo/Europe/Paris` names `Europe/Paris`), if it is one.
+fn zoneinfo_name(target: &str) -> Option<&str> {
+    let (_, name) = target.rsplit_once("zoneinfo/")?;
+    let plain = |part: &str| !part.is_empty() && part != "." && part != "..";
+    name.split('/').all(plain).then_some(name)
 }
 
 /// [`parse_time_expr`] with times of day read in `tz`.

@@ -169,7 +169,7 @@ impl TimeArg {
         let err = match crate::time::parse_time_expr(&self.0, now) {
             Ok(at) => {
                 if let Some(note) =
-                    crate::time::yesterday_note(&self.0, now, &jiff::tz::TimeZone::system())
+                    crate::time::yesterday_note(&self.0, now, &crate::time::local_zone())
                 {
                     super::sink::note(&note);
                 }

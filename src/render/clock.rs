@@ -36,7 +36,7 @@ impl Clock {
     /// The system's zone.
     pub fn local() -> Clock {
         Clock {
-            tz: TimeZone::system(),
+            tz: crate::time::local_zone(),
         }
     }
 

@@ -399,3 +399,35 @@ fn a_time_of_day_before_the_epoch_is_refused_like_any_other_time() {
     let err = parse_time_expr_in("09:30:15", Millis::from_ms(17), &chatham).unwrap_err();
     assert!(matches!(err, TimeError::BeforeEpoch { .. }), "{err}");
 }
+
+#[test]
+fn the_zone_name_is_read_from_a_link_into_zoneinfo() {
+    assert_eq!(
+        zoneinfo_name("/usr/share/zoneinfo/Europe/Paris"),
+        Some("Europe/Paris")
+    );
+    assert_eq!(
+        zoneinfo_name("../usr/share/zoneinfo/Etc/UTC"),
+        Some("Etc/UTC")
+    );
+    assert_eq!(
+        zoneinfo_name("/var/db/timezone/zoneinfo/America/New_York"),
+        Some("America/New_York")
+    );
+    assert_eq!(zoneinfo_name("/etc/zones/Paris"), None);
+    assert_eq!(zoneinfo_name("/usr/share/zoneinfo/"), None);
+    assert_eq!(zoneinfo_name("/usr/share/zoneinfo/../../etc/passwd"), None);
+}
+
+#[test]
+fn the_local_zone_is_the_one_jiff_finds() {
+    // Whatever this machine's zone: the fast path and jiff's own agree on its
+    // name and on its offset at many instants of a year.
+    let ours = local_zone();
+    let theirs = jiff::tz::TimeZone::system();
+    assert_eq!(ours.iana_name(), theirs.iana_name());
+    for day in 0..366 {
+        let at = jiff::Timestamp::from_second(1_767_225_600 + day * 86_400 + 3_600).unwrap();
+        assert_eq!(ours.to_offset(at), theirs.to_offset(at), "day {day}");
+    }
+}
