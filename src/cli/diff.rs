@@ -112,11 +112,12 @@ pub fn run(global: &GlobalArgs, args: DiffArgs) -> CliResult {
     }
     let paint = global.paint();
     match format {
-        Format::Json | Format::Yaml => super::out_structured(
+        Format::Json | Format::Yaml => super::out_structured_list(
             format,
-            &DiffOut {
+            result.objects.iter().map(object_out).collect(),
+            |objects| DiffOut {
                 head: answer::WindowHead::new(&reader, &window, &result.completeness),
-                objects: result.objects.iter().map(object_out).collect(),
+                objects,
             },
         )?,
         Format::Unified => {
@@ -134,7 +135,9 @@ pub fn run(global: &GlobalArgs, args: DiffArgs) -> CliResult {
             ))?
         }
     }
-    answer::strict(&result.completeness, args.strict.strict)
+    let done = answer::strict(&result.completeness, args.strict.strict);
+    super::free_later(result);
+    done
 }
 
 fn object_out(o: &ObjectDiff) -> ObjectOut<'_> {

@@ -282,6 +282,40 @@ pub fn out_structured<T: serde::Serialize>(format: crate::render::Format, value:
     }
 }
 
+/// [`out_structured`] for an answer whose last field is a long list:
+/// `frame` makes the answer around the list it is given. JSON renders the
+/// list on several threads ([`crate::render::write_json_list`]); YAML is
+/// written whole.
+pub fn out_structured_list<F, T>(
+    format: crate::render::Format,
+    items: Vec<T>,
+    frame: impl FnOnce(Vec<T>) -> F,
+) -> CliResult
+where
+    F: serde::Serialize,
+    T: serde::Serialize + Sync,
+{
+    if format == crate::render::Format::Json {
+        let around = frame(Vec::new());
+        out_with(|w| crate::render::write_json_list(&around, &items, w))
+    } else {
+        out(&crate::render::yaml(&frame(items)))
+    }
+}
+
+/// Frees a large answer on a thread of its own: a command that ends does
+/// not wait for it (on W-wide, freeing a `diff`'s 15,526 objects took 10 ms),
+/// and a server that goes on (`mcp`) still gets the memory back.
+pub fn free_later<T: Send + 'static>(value: T) {
+    if std::thread::Builder::new()
+        .name("krply-free".into())
+        .spawn(move || drop(value))
+        .is_err()
+    {
+        // No thread to be had: it is freed here, as it would have been.
+    }
+}
+
 /// Writes command output to stdout as `write` makes it, buffered; a closed
 /// pipe ends the command as for [`out`].
 fn out_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> CliResult {

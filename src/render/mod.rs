@@ -164,6 +164,85 @@ pub fn write_json<T: Serialize, W: std::io::Write>(value: &T, mut w: W) -> std::
     w.write_all(b"\n")
 }
 
+/// Writes `frame` as [`write_json`] does, with `items` in place of the empty
+/// list its last field holds: the list an answer is made of (a `diff`'s
+/// objects), rendered in shares on several threads, then written in order.
+/// The bytes are those of `frame` holding `items` written by [`write_json`];
+/// on W-wide's 15,526 objects (9.9 MB) rendering took a fifth of `diff -o
+/// json` on one thread.
+pub fn write_json_list<F: Serialize, T: Serialize + Sync, W: std::io::Write>(
+    frame: &F,
+    items: &[T],
+    mut w: W,
+) -> std::io::Result<()> {
+    /// How the pretty printer ends a value whose last field is an empty list.
+    const EMPTY_LAST: &[u8] = b"[]\n}";
+    let mut head = serde_json::to_vec_pretty(frame).map_err(std::io::Error::from)?;
+    if items.is_empty() {
+        w.write_all(&head)?;
+        return w.write_all(b"\n");
+    }
+    if !head.ends_with(EMPTY_LAST) {
+        return Err(std::io::Error::other(
+            "internal error: a list answer's frame does not end with its empty list",
+        ));
+    }
+    head.truncate(head.len() - EMPTY_LAST.len());
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let share = items.len().div_ceil(threads).max(JSON_SHARE_MIN);
+    let shares: Vec<std::io::Result<Vec<u8>>> = std::thread::scope(|scope| {
+        let rendering: Vec<_> = items
+            .chunks(share)
+            .skip(1)
+            .map(|chunk| scope.spawn(move || json_list_items(chunk)))
+            .collect();
+        let first = json_list_items(&items[..share.min(items.len())]);
+        std::iter::once(first)
+            .chain(rendering.into_iter().map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("a rendering thread failed")))
+            }))
+            .collect()
+    });
+    w.write_all(&head)?;
+    w.write_all(b"[\n")?;
+    for (i, share) in shares.into_iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",\n")?;
+        }
+        w.write_all(&share?)?;
+    }
+    w.write_all(b"\n  ]\n}\n")
+}
+
+/// Below this many items a list is rendered on one thread.
+const JSON_SHARE_MIN: usize = 256;
+
+/// `items` as elements of a list that is a top-level field: each pretty
+/// printed, every line indented by two levels, separated by `,\n`.
+fn json_list_items<T: Serialize>(items: &[T]) -> std::io::Result<Vec<u8>> {
+    const INDENT: &[u8] = b"    ";
+    let mut out = Vec::new();
+    let mut one = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b",\n");
+        }
+        one.clear();
+        serde_json::to_writer_pretty(&mut one, item).map_err(std::io::Error::from)?;
+        // A JSON string holds no raw newline: every one is between lines.
+        let mut rest = &one[..];
+        while let Some(n) = memchr::memchr(b'\n', rest) {
+            out.extend_from_slice(INDENT);
+            out.extend_from_slice(&rest[..=n]);
+            rest = &rest[n + 1..];
+        }
+        out.extend_from_slice(INDENT);
+        out.extend_from_slice(rest);
+    }
+    Ok(out)
+}
+
 /// `value` as JSON for `-o json`, else as YAML (`-o yaml`).
 pub fn structured<T: Serialize>(format: Format, value: &T) -> String {
     if format == Format::Json {
@@ -258,6 +337,57 @@ pub fn human_bytes(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_rendered_in_shares_is_the_list_written_whole() {
+        #[derive(serde::Serialize)]
+        struct Frame<T> {
+            window: &'static str,
+            nested: serde_json::Value,
+            objects: Vec<T>,
+        }
+        let item = |i: usize| {
+            serde_json::json!({
+                "name": format!("web-{i}"),
+                "text": "two\nlines \"quoted\"",
+                "empty": {},
+                "none": [],
+                "fields": [{"path": ".spec", "before": null, "after": [1, {"x": i}]}],
+            })
+        };
+        for n in [0, 1, 2, JSON_SHARE_MIN - 1, JSON_SHARE_MIN * 3 + 7] {
+            let items: Vec<_> = (0..n).map(item).collect();
+            let frame = |objects| Frame {
+                window: "1h",
+                nested: serde_json::json!({"a": [1, 2]}),
+                objects,
+            };
+            let mut whole = Vec::new();
+            write_json(&frame(items.clone()), &mut whole).unwrap();
+            let mut shares = Vec::new();
+            write_json_list(&frame(Vec::new()), &items, &mut shares).unwrap();
+            assert_eq!(
+                String::from_utf8(shares).unwrap(),
+                String::from_utf8(whole).unwrap(),
+                "{n} items"
+            );
+        }
+    }
+
+    #[test]
+    fn a_frame_without_its_list_last_is_refused() {
+        #[derive(serde::Serialize)]
+        struct Frame {
+            objects: Vec<u8>,
+            after: u8,
+        }
+        let frame = Frame {
+            objects: Vec::new(),
+            after: 1,
+        };
+        let err = write_json_list(&frame, &[1], Vec::new()).unwrap_err();
+        assert!(err.to_string().contains("internal error"), "{err}");
+    }
 
     #[test]
     fn tables_look_like_kubectl() {
