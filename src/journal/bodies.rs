@@ -33,7 +33,7 @@ pub const TRAIN_SAMPLES: usize = 128;
 /// Sampled bytes that are enough to train, whatever their count (large objects).
 pub const TRAIN_BYTES: usize = 4 << 20;
 /// Memory for decoded keyframes: the objects changing most keep theirs decoded.
-const KEYFRAME_CACHE_BYTES: usize = 4 << 20;
+const KEYFRAME_CACHE_BYTES: usize = 2 << 20;
 
 /// Versions packed into one zstd frame: 16 versions of a 3.4 KB Deployment take
 /// about 15 bytes each (a delta alone about 60), and reading one of them means

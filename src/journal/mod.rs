@@ -317,6 +317,12 @@ impl Journal {
             conn.busy_timeout(std::time::Duration::from_secs(5))?;
             if writer {
                 conn.pragma_update(None, "journal_mode", "WAL")?;
+                // A transaction under load touches a leaf of `records_object`
+                // for most objects it writes (W-wide: 234 leaves of 8 KiB):
+                // room for them and the appended pages keeps them from being
+                // spilled to the WAL and read back before the commit. 8 MB is
+                // a ceiling, filled only as pages are used.
+                conn.pragma_update(None, "cache_size", -8_000)?;
             } else {
                 // Answers read scattered pages (one object's versions, its
                 // bodies) and some twice: keep more of them cached.

@@ -34,6 +34,14 @@ pub const MAX_BATCH_BYTES: usize = 4 << 20;
 /// waiting out [`COMMIT_WINDOW`] (or an eighth of [`MAX_BATCH_BYTES`] of
 /// bodies): the window only gathers more ops to share one commit.
 pub const BATCH_ENOUGH: usize = MAX_BATCH / 8;
+/// The most ops one transaction takes in all: under load, the ops that
+/// arrived while a batch was written join the same transaction, up to this
+/// many or [`MAX_TX_TIME`], so the pages every batch touches (the leaves of
+/// `records_object` above all) are written once rather than once a batch,
+/// while only one batch's bodies are held at a time.
+pub const MAX_TX_OPS: usize = 8 * MAX_BATCH;
+/// The longest a transaction goes on taking ops that arrived meanwhile.
+pub const MAX_TX_TIME: std::time::Duration = std::time::Duration::from_millis(100);
 /// Room in the queue between the streams and the writer; a full queue makes the
 /// streams wait (back-pressure) instead of growing memory.
 pub const QUEUE: usize = 1024;
@@ -334,6 +342,8 @@ struct WriterState {
     path: PathBuf,
     caches: Caches,
     stats: Arc<WriterStats>,
+    /// [`MAX_TX_TIME`], but in tests.
+    tx_time: std::time::Duration,
 }
 
 impl WriterState {
@@ -360,6 +370,7 @@ impl WriterState {
             },
             path,
             stats,
+            tx_time: MAX_TX_TIME,
         })
     }
 
@@ -394,7 +405,7 @@ impl WriterState {
                 std::thread::sleep(window);
                 take_waiting(&mut rx, &mut batch, &mut bytes);
             }
-            if let Err(e) = self.commit(&mut batch) {
+            if let Err(e) = self.commit(&mut batch, Some(&mut rx)) {
                 rx.close();
                 return Err(e);
             }
@@ -514,17 +525,39 @@ impl WriterState {
         }
     }
 
-    fn commit(&mut self, batch: &mut Vec<Op>) -> Result<(), JournalError> {
+    /// Writes `batch` in one transaction, and with it the ops that arrive
+    /// on `rx` meanwhile ([`MAX_TX_OPS`], [`MAX_TX_TIME`]); commits.
+    fn commit(
+        &mut self,
+        batch: &mut Vec<Op>,
+        mut rx: Option<&mut tokio::sync::mpsc::Receiver<Op>>,
+    ) -> Result<(), JournalError> {
         let mut acks = Vec::new();
+        let started = std::time::Instant::now();
+        let tx_time = self.tx_time;
         let ((), changes) = self.in_transaction(|w| -> Result<(), JournalError> {
-            for op in batch.drain(..) {
-                match op {
-                    Op::Flush(ack) => acks.push(ack),
-                    Op::Retain(cut) => {
-                        let job = super::retain::RetainJob::new(cut);
-                        w.cx.caches.retain.push_back(job);
+            let mut taken = 0;
+            loop {
+                taken += batch.len();
+                for op in batch.drain(..) {
+                    match op {
+                        Op::Flush(ack) => acks.push(ack),
+                        Op::Retain(cut) => {
+                            let job = super::retain::RetainJob::new(cut);
+                            w.cx.caches.retain.push_back(job);
+                        }
+                        op => w.apply(op)?,
                     }
-                    op => w.apply(op)?,
+                }
+                // A flush is waited on: it commits now.
+                if !acks.is_empty() || taken >= MAX_TX_OPS || started.elapsed() >= tx_time {
+                    break;
+                }
+                let Some(rx) = rx.as_deref_mut() else { break };
+                let mut bytes = 0;
+                take_waiting(rx, batch, &mut bytes);
+                if batch.is_empty() {
+                    break;
                 }
             }
             w.checkpoint_dirty()
@@ -1287,6 +1320,62 @@ mod tests {
     }
 
     #[test]
+    fn ops_that_arrive_while_a_batch_is_written_join_its_transaction_until_a_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.db");
+        let journal = Journal::open_or_create(&path).unwrap();
+        journal.register_cluster("c1", "https://x", None).unwrap();
+        let stream = journal.register_stream("c1", &cm_spec()).unwrap();
+        let stats = Arc::new(WriterStats::default());
+        let mut state = WriterState::new(journal, stats.clone(), true).unwrap();
+        // Not cut by time, however slow the test's build.
+        state.tx_time = std::time::Duration::from_secs(3600);
+        let event = |i: usize| Op::Event {
+            stream,
+            at: 1_000 + i as i64,
+            watch_type: WatchType::Modified,
+            meta: meta(&format!("o{}", i % 50), &(10 + i).to_string()),
+            body: body(&format!("o{}", i % 50), &(10 + i).to_string(), "v"),
+        };
+        let waiting = 2 * MAX_BATCH + 10;
+        let (tx, mut rx) = tokio::sync::mpsc::channel(waiting + 2 * MAX_BATCH);
+        for i in 0..waiting {
+            tx.try_send(event(i)).unwrap();
+        }
+        let (ack, acked) = std::sync::mpsc::sync_channel(1);
+        tx.try_send(Op::Flush(ack)).unwrap();
+        // Taken with the flush's batch, after it: that batch ends the
+        // transaction.
+        tx.try_send(event(waiting)).unwrap();
+        // Another batch's worth: it waits for the next transaction.
+        for i in waiting + 1..waiting + 1 + MAX_BATCH {
+            tx.try_send(event(i)).unwrap();
+        }
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        take_waiting(&mut rx, &mut batch, &mut bytes);
+        assert_eq!(batch.len(), MAX_BATCH);
+        state.commit(&mut batch, Some(&mut rx)).unwrap();
+        // Every event of the batches up to the flush's, in one commit; the
+        // flush answered; the rest waits for the next transaction.
+        assert_eq!(*stats.commits.lock().unwrap(), 1);
+        acked
+            .try_recv()
+            .expect("the flush is answered at the commit");
+        let events: i64 = Journal::open(&path)
+            .unwrap()
+            .conn()
+            .query_row("SELECT count(*) FROM records WHERE kind = 1", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        let left = std::iter::from_fn(|| rx.try_recv().ok()).count();
+        assert_eq!(events as usize + left, waiting + 1 + MAX_BATCH);
+        assert!(events as usize > waiting, "{events} written");
+        assert!(left > 0, "nothing left for the next transaction");
+    }
+
+    #[test]
     fn a_transaction_ends_with_a_checkpoint_true_to_its_time() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("journal.db");
@@ -1312,7 +1401,7 @@ mod tests {
                 reason: CheckpointReason::Stop,
             },
         ];
-        state.commit(&mut batch).unwrap();
+        state.commit(&mut batch, None).unwrap();
         // Events, then a relist's baseline, together: the baseline is the last durable
         // point; an event after it gets a checkpoint with its own rv and time.
         let mut batch = vec![
@@ -1325,7 +1414,7 @@ mod tests {
             },
             event(4_000, "21"),
         ];
-        state.commit(&mut batch).unwrap();
+        state.commit(&mut batch, None).unwrap();
         let reopened = Journal::open(&path).unwrap();
         assert_eq!(
             checkpoints(&reopened, stream),
