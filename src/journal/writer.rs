@@ -43,8 +43,9 @@ pub const MAX_TX_OPS: usize = 8 * MAX_BATCH;
 /// The longest a transaction goes on taking ops that arrived meanwhile.
 pub const MAX_TX_TIME: std::time::Duration = std::time::Duration::from_millis(100);
 /// Room in the queue between the streams and the writer; a full queue makes the
-/// streams wait (back-pressure) instead of growing memory.
-pub const QUEUE: usize = 1024;
+/// streams wait (back-pressure) instead of growing memory. Each op may hold a
+/// body: 1,024 went no faster, with a megabyte more (docs/architecture.md).
+pub const QUEUE: usize = 512;
 
 /// One thing to journal.
 #[derive(Debug)]
