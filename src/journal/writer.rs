@@ -1320,15 +1320,22 @@ mod tests {
             .unwrap()
     }
 
-    #[test]
-    fn ops_that_arrive_while_a_batch_is_written_join_its_transaction_until_a_flush() {
+    /// A writer on a new journal (`journal.db` in the directory) of one
+    /// ConfigMap stream, run on the test's thread.
+    fn writer_of_one_stream() -> (tempfile::TempDir, StreamId, WriterState) {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("journal.db");
-        let journal = Journal::open_or_create(&path).unwrap();
+        let journal = Journal::open_or_create(&dir.path().join("journal.db")).unwrap();
         journal.register_cluster("c1", "https://x", None).unwrap();
         let stream = journal.register_stream("c1", &cm_spec()).unwrap();
-        let stats = Arc::new(WriterStats::default());
-        let mut state = WriterState::new(journal, stats.clone(), true).unwrap();
+        let state = WriterState::new(journal, Arc::new(WriterStats::default()), true).unwrap();
+        (dir, stream, state)
+    }
+
+    #[test]
+    fn ops_that_arrive_while_a_batch_is_written_join_its_transaction_until_a_flush() {
+        let (dir, stream, mut state) = writer_of_one_stream();
+        let path = dir.path().join("journal.db");
+        let stats = state.stats.clone();
         // Not cut by time, however slow the test's build.
         state.tx_time = std::time::Duration::from_secs(3600);
         let event = |i: usize| Op::Event {
@@ -1378,12 +1385,8 @@ mod tests {
 
     #[test]
     fn a_transaction_ends_with_a_checkpoint_true_to_its_time() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, stream, mut state) = writer_of_one_stream();
         let path = dir.path().join("journal.db");
-        let journal = Journal::open_or_create(&path).unwrap();
-        journal.register_cluster("c1", "https://x", None).unwrap();
-        let stream = journal.register_stream("c1", &cm_spec()).unwrap();
-        let mut state = WriterState::new(journal, Arc::new(WriterStats::default()), true).unwrap();
         let event = |at: i64, rv: &str| Op::Event {
             stream,
             at,
