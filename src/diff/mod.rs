@@ -39,6 +39,7 @@ mod noise;
 mod owner;
 mod path;
 mod reduce;
+mod tape;
 mod walk;
 
 #[cfg(test)]
@@ -177,7 +178,7 @@ pub fn owned_changes(
 /// owners of `paths` only.
 fn with_managed_fields(
     reduced: &mut Value,
-    raw: Option<&serde_json::value::RawValue>,
+    raw: Option<&str>,
     paths: &[&FieldPath],
 ) {
     if paths.is_empty() {

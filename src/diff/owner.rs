@@ -264,8 +264,6 @@ mod tests {
         ];
         let full = deployment();
         let raw = serde_json::to_string(&full["metadata"]["managedFields"]).unwrap();
-        let raw: Box<serde_json::value::RawValue> =
-            serde_json::value::RawValue::from_string(raw).unwrap();
         let parsed: Vec<FieldPath> = paths.iter().map(|p| parse_path(p).unwrap()).collect();
         // Each path alone, and all together.
         let mut sets: Vec<Vec<&FieldPath>> = parsed.iter().map(|p| vec![p]).collect();

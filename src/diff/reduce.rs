@@ -18,9 +18,9 @@
 use super::DiffOptions;
 use super::noise::is_noise_path;
 use super::path::{FieldPath, PathSegment, SegRef};
+use super::tape::{Raw, Tape};
 use krply_apimachinery::lists::{self, Pairing};
 use serde::de::{MapAccess, Visitor};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
@@ -28,36 +28,7 @@ use std::borrow::Cow;
 struct Object<'a, V>(Vec<(Cow<'a, str>, V)>);
 
 /// An object's members with their values left raw.
-type Members<'a> = Object<'a, &'a RawValue>;
-
-impl<'de, V: serde::Deserialize<'de>> serde::Deserialize<'de> for Object<'de, V> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit<V>(std::marker::PhantomData<V>);
-        impl<'de, V: serde::Deserialize<'de>> Visitor<'de> for Visit<V> {
-            type Value = Object<'de, V>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Object<'de, V>, A::Error> {
-                read_members(map).map(Object)
-            }
-        }
-        d.deserialize_map(Visit(std::marker::PhantomData))
-    }
-}
-
-/// An object's members in document order, each value read as `V`.
-fn read_members<'de, A, V>(mut map: A) -> Result<Vec<(Cow<'de, str>, V)>, A::Error>
-where
-    A: MapAccess<'de>,
-    V: serde::Deserialize<'de>,
-{
-    let mut out = Vec::new();
-    while let Some((k, v)) = map.next_entry::<Key<'de>, V>()? {
-        out.push((k.0, v));
-    }
-    Ok(out)
-}
+type Members<'a> = Object<'a, Raw<'a>>;
 
 /// A member name, borrowed from the document unless it had escapes.
 pub(super) struct Key<'a>(pub(super) Cow<'a, str>);
@@ -82,19 +53,12 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
 }
 
 /// A list's items left raw; `None` for anything else.
-fn items(raw: &RawValue) -> Option<Vec<&RawValue>> {
-    if !raw.get().starts_with('[') {
-        return None;
-    }
-    serde_json::from_str(raw.get()).ok()
+fn items<'t>(raw: &Raw<'t>) -> Option<Vec<Raw<'t>>> {
+    raw.items()
 }
 
-fn members(raw: &RawValue) -> Option<Members<'_>> {
-    let text = raw.get();
-    if !text.starts_with('{') {
-        return None;
-    }
-    serde_json::from_str(text).ok()
+fn members<'t>(raw: &Raw<'t>) -> Option<Members<'t>> {
+    raw.members().map(Object)
 }
 
 impl<V> Object<'_, V> {
@@ -109,15 +73,15 @@ impl<V> Object<'_, V> {
     }
 }
 
-fn parse(raw: &RawValue) -> serde_json::Result<Value> {
+fn parse(raw: &Raw<'_>) -> serde_json::Result<Value> {
     serde_json::from_str(raw.get())
 }
 
 /// A list whose items were left raw, parsed.
-fn parse_items(items: &[&RawValue]) -> serde_json::Result<Value> {
+fn parse_items(items: &[Raw<'_>]) -> serde_json::Result<Value> {
     items
         .iter()
-        .map(|i| parse(i))
+        .map(parse)
         .collect::<Result<_, _>>()
         .map(Value::Array)
 }
@@ -140,8 +104,8 @@ pub fn reduce_pair(
 pub struct ReducedPair<'a> {
     pub before: Value,
     pub after: Value,
-    pub managed_before: Option<&'a RawValue>,
-    pub managed_after: Option<&'a RawValue>,
+    pub managed_before: Option<&'a str>,
+    pub managed_after: Option<&'a str>,
 }
 
 /// [`reduce_pair`], also finding both sides' managedFields on the way (no
@@ -162,7 +126,8 @@ fn reduce_documents<'a>(
     defaults: &[(&str, &str)],
     find_managed: bool,
 ) -> serde_json::Result<ReducedPair<'a>> {
-    let (Some(mut bm), Some(mut am)) = (document(before)?, document(after)?) else {
+    let (tb, ta) = (tape(before)?, tape(after)?);
+    let (Some(mut bm), Some(mut am)) = (document(&tb)?, document(&ta)?) else {
         // Not objects: nothing to reduce, and no metadata.
         return Ok(ReducedPair {
             before: serde_json::from_str(before)?,
@@ -171,12 +136,12 @@ fn reduce_documents<'a>(
             managed_after: None,
         });
     };
-    let managed = |d: &Document<'a>| match d.get("metadata") {
-        Some(Top::Object(m)) => m.get("managedFields").copied(),
+    let managed = |t: &Tape<'a>, d: &Document<'_>| match d.get("metadata") {
+        Some(Top::Object(m)) => m.get("managedFields").map(|&raw| t.slice(raw)),
         _ => None,
     };
     let (managed_before, managed_after) = if find_managed {
-        (managed(&bm), managed(&am))
+        (managed(&tb, &bm), managed(&ta, &am))
     } else {
         (None, None)
     };
@@ -197,16 +162,16 @@ fn reduce_documents<'a>(
     })
 }
 
-/// A whole document's members, read in one pass: a member that is an object
-/// comes with its own members (values left raw), one that is a list with its
-/// items left raw, and any other with its value. So the parts of a Kubernetes
-/// object (`metadata`, `spec`, `status`) that differ are not read twice.
+/// A whole document's members: a member that is an object comes with its own
+/// members (values left raw), one that is a list with its items left raw, and
+/// any other with its value. The document was read once, into a [`Tape`]:
+/// descending into what differs reads nothing again.
 type Document<'a> = Object<'a, Top<'a>>;
 
 /// A member of a [`Document`].
 enum Top<'a> {
     Object(Members<'a>),
-    Array(Vec<&'a RawValue>),
+    Array(Vec<Raw<'a>>),
     Scalar(Value),
 }
 
@@ -241,62 +206,36 @@ fn members_value(m: &Members<'_>) -> serde_json::Result<Map<String, Value>> {
     Ok(out)
 }
 
-impl<'de> serde::Deserialize<'de> for Top<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Top<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Top<'de>, A::Error> {
-                read_members(map).map(|m| Top::Object(Object(m)))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Top<'de>, A::Error> {
-                let mut out = Vec::new();
-                while let Some(item) = seq.next_element::<&'de RawValue>()? {
-                    out.push(item);
-                }
-                Ok(Top::Array(out))
-            }
-            fn visit_bool<E>(self, v: bool) -> Result<Top<'de>, E> {
-                Ok(Top::Scalar(Value::Bool(v)))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Top<'de>, E> {
-                Ok(Top::Scalar(Value::from(v)))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Top<'de>, E> {
-                Ok(Top::Scalar(Value::from(v)))
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<Top<'de>, E> {
-                Ok(Top::Scalar(Value::from(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Top<'de>, E> {
-                Ok(Top::Scalar(Value::from(v)))
-            }
-            fn visit_unit<E>(self) -> Result<Top<'de>, E> {
-                Ok(Top::Scalar(Value::Null))
-            }
-        }
-        d.deserialize_any(V)
-    }
+/// A document's structure, or serde_json's own error for a text that is not
+/// JSON (the tape refuses what serde_json refuses).
+fn tape(text: &str) -> serde_json::Result<Tape<'_>> {
+    Tape::new(text).map_err(|e| {
+        serde_json::from_str::<serde::de::IgnoredAny>(text)
+            .err()
+            .unwrap_or_else(|| serde::de::Error::custom(e))
+    })
 }
 
-/// A whole document read as a [`Document`], checking that nothing follows it;
-/// `None` when the document is valid JSON but not an object.
-fn document(text: &str) -> serde_json::Result<Option<Document<'_>>> {
-    if !text.trim_start().starts_with('{') {
-        // Validate it all the same: the caller parses it whole.
-        serde_json::from_str::<&RawValue>(text)?;
+/// A whole document read as a [`Document`]; `None` when it is valid JSON but
+/// not an object.
+fn document<'t>(tape: &'t Tape<'_>) -> serde_json::Result<Option<Document<'t>>> {
+    let Some(top) = tape.root().members() else {
         return Ok(None);
-    }
-    let mut de = serde_json::Deserializer::from_str(text);
-    let d = serde::Deserialize::deserialize(&mut de)?;
-    de.end()?;
-    Ok(Some(d))
+    };
+    let top = top
+        .into_iter()
+        .map(|(k, raw)| {
+            let top = if let Some(m) = members(&raw) {
+                Top::Object(m)
+            } else if let Some(items) = raw.items() {
+                Top::Array(items)
+            } else {
+                Top::Scalar(parse(&raw)?)
+            };
+            Ok((k, top))
+        })
+        .collect::<serde_json::Result<_>>()?;
+    Ok(Some(Object(top)))
 }
 
 /// [`reduce_members`] for the members of whole documents.
@@ -401,9 +340,9 @@ fn insert_removed<'a, V, W>(
 /// children still has children, and says whether it owns itself). What
 /// [`field_manager`](super::field_manager) answers for these paths is
 /// unchanged; the large parts of the field sets are skipped, not parsed.
-pub fn parse_managed_for(raw: &RawValue, paths: &[&FieldPath]) -> Option<Value> {
+pub fn parse_managed_for(raw: &str, paths: &[&FieldPath]) -> Option<Value> {
     let paths: Vec<&[PathSegment]> = paths.iter().map(|p| p.segments()).collect();
-    let mut de = serde_json::Deserializer::from_str(raw.get());
+    let mut de = serde_json::Deserializer::from_str(raw);
     let entries = serde::de::DeserializeSeed::deserialize(Entries(&paths), &mut de).ok()?;
     de.end().ok()?;
     Some(entries)
@@ -599,8 +538,8 @@ fn reduce_members<'a>(
 /// Two lists (found at `path`) reduced to what differs, as the module
 /// documentation describes; kept whole when their items pair up by identity.
 fn reduce_lists<'a>(
-    b: &[&'a RawValue],
-    a: &[&'a RawValue],
+    b: &[Raw<'a>],
+    a: &[Raw<'a>],
     path: &mut Vec<SegRef<'a>>,
     opts: &DiffOptions,
 ) -> serde_json::Result<(Value, Value)> {
@@ -630,8 +569,8 @@ fn reduce_lists<'a>(
             continue;
         }
         let (Some(ib), Some(ia)) = (&mb[i], &ma[i]) else {
-            out_b.push(parse(b[i])?);
-            out_a.push(parse(a[i])?);
+            out_b.push(parse(&b[i])?);
+            out_a.push(parse(&a[i])?);
             continue;
         };
         path.push(SegRef::Index(i));
@@ -672,8 +611,8 @@ fn reduce_lists<'a>(
 }
 
 /// The members of each item that is an object, left raw.
-fn item_members<'a>(items: &[&'a RawValue]) -> Vec<Option<Members<'a>>> {
-    items.iter().map(|i| members(i)).collect()
+fn item_members<'a>(items: &[Raw<'a>]) -> Vec<Option<Members<'a>>> {
+    items.iter().map(members).collect()
 }
 
 #[cfg(test)]
@@ -858,7 +797,7 @@ mod tests {
         // Found on the way through both documents, left raw.
         let managed = |doc: &str| {
             let r = reduce_pair_managed(doc, doc, &DiffOptions::default(), &[]).unwrap();
-            r.managed_after.map(|raw| parse(raw).unwrap())
+            r.managed_after.map(|raw| serde_json::from_str::<Value>(raw).unwrap())
         };
         let doc = r#"{"metadata":{"name":"a","managedFields":[{"manager":"kubectl"}]}}"#;
         assert_eq!(managed(doc), Some(json!([{"manager": "kubectl"}])));
