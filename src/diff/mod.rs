@@ -176,11 +176,7 @@ pub fn owned_changes(
 
 /// Puts raw managedFields into a reduced value's metadata, parsed for the
 /// owners of `paths` only.
-fn with_managed_fields(
-    reduced: &mut Value,
-    raw: Option<&str>,
-    paths: &[&FieldPath],
-) {
+fn with_managed_fields(reduced: &mut Value, raw: Option<&str>, paths: &[&FieldPath]) {
     if paths.is_empty() {
         return;
     }

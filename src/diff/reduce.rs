@@ -797,7 +797,8 @@ mod tests {
         // Found on the way through both documents, left raw.
         let managed = |doc: &str| {
             let r = reduce_pair_managed(doc, doc, &DiffOptions::default(), &[]).unwrap();
-            r.managed_after.map(|raw| serde_json::from_str::<Value>(raw).unwrap())
+            r.managed_after
+                .map(|raw| serde_json::from_str::<Value>(raw).unwrap())
         };
         let doc = r#"{"metadata":{"name":"a","managedFields":[{"manager":"kubectl"}]}}"#;
         assert_eq!(managed(doc), Some(json!([{"manager": "kubectl"}])));

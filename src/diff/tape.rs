@@ -419,8 +419,9 @@ fn special(bytes: &[u8]) -> Option<usize> {
         let mut word = [0; 8];
         word.copy_from_slice(chunk);
         let x = u64::from_le_bytes(word);
-        let found =
-            under(x ^ (ONES * b'"' as u64), 1) | under(x ^ (ONES * b'\\' as u64), 1) | under(x, 0x20);
+        let found = under(x ^ (ONES * b'"' as u64), 1)
+            | under(x ^ (ONES * b'\\' as u64), 1)
+            | under(x, 0x20);
         if found != 0 {
             return Some(at + found.trailing_zeros() as usize / 8);
         }
@@ -584,7 +585,10 @@ mod tests {
             "{\"a\":1 \"b\":2}",
         ];
         for text in bad {
-            assert!(serde_json::from_str::<Value>(text).is_err(), "serde: {text:?}");
+            assert!(
+                serde_json::from_str::<Value>(text).is_err(),
+                "serde: {text:?}"
+            );
             assert!(Tape::new(text).is_err(), "tape: {text:?}");
         }
         let deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);

@@ -10,7 +10,7 @@ use super::{IdSet, Journal, JournalError, StreamId};
 use crate::model::WatchType;
 use rusqlite::{OptionalExtension, params};
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 /// One recorded version of an object: a live event or a baseline item.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +63,38 @@ pub struct ObjectRow {
 
 const VERSION_COLUMNS: &str =
     "seq, stream_id, object_id, kind, observed_at, watch_type, resource_version, body_id, aux";
+
+// The statements asked once or more for every object of an answer, written
+// once (formatting them at each call cost a diff of 15,000 objects 2 %).
+static OBJECT_VERSIONS_FROM: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {VERSION_COLUMNS} FROM records
+         WHERE object_id = ?1 AND seq >= ?2 AND kind IN ({}, {}) ORDER BY seq",
+        kind::EVENT,
+        kind::BASELINE_ITEM
+    )
+});
+static OBJECT_VERSION_AT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {VERSION_COLUMNS} FROM records
+         WHERE object_id = ?1 AND seq <= ?3 AND kind IN ({}, {}) AND observed_at <= ?2
+         ORDER BY seq DESC",
+        kind::EVENT,
+        kind::BASELINE_ITEM
+    )
+});
+static OBJECT_VERSION_SINCE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {VERSION_COLUMNS} FROM records
+         WHERE object_id = ?1 AND seq <= ?2 AND seq > ?3 AND kind IN ({}, {})
+         ORDER BY seq DESC",
+        kind::EVENT,
+        kind::BASELINE_ITEM
+    )
+});
+static VERSION_AT_SEQ: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT {VERSION_COLUMNS} FROM records WHERE seq = ?1 AND object_id IS NOT NULL")
+});
 
 /// One object record of [`Journal::visit_window`].
 #[derive(Debug, Clone, Copy)]
@@ -196,12 +228,7 @@ impl Journal {
     ) -> Result<Vec<VersionRow>, JournalError> {
         let mut stmt = self
             .conn()
-            .prepare_cached(&format!(
-                "SELECT {VERSION_COLUMNS} FROM records
-                 WHERE object_id = ?1 AND seq >= ?2 AND kind IN ({}, {}) ORDER BY seq",
-                kind::EVENT,
-                kind::BASELINE_ITEM
-            ))
+            .prepare_cached(&OBJECT_VERSIONS_FROM)
             .map_err(|e| self.err(e))?;
         stmt.query_map(params![object, from], version)
             .and_then(|rows| rows.collect())
@@ -221,13 +248,7 @@ impl Journal {
         // observed after `at` without reading them.
         let mut stmt = self
             .conn()
-            .prepare_cached(&format!(
-                "SELECT {VERSION_COLUMNS} FROM records
-                 WHERE object_id = ?1 AND seq <= ?3 AND kind IN ({}, {}) AND observed_at <= ?2
-                 ORDER BY seq DESC",
-                kind::EVENT,
-                kind::BASELINE_ITEM
-            ))
+            .prepare_cached(&OBJECT_VERSION_AT)
             .map_err(|e| self.err(e))?;
         let mut rows = stmt
             .query(params![object, at, seq_bound])
@@ -257,13 +278,7 @@ impl Journal {
     ) -> Result<Option<(VersionRow, bool)>, JournalError> {
         let mut stmt = self
             .conn()
-            .prepare_cached(&format!(
-                "SELECT {VERSION_COLUMNS} FROM records
-                 WHERE object_id = ?1 AND seq <= ?2 AND seq > ?3 AND kind IN ({}, {})
-                 ORDER BY seq DESC",
-                kind::EVENT,
-                kind::BASELINE_ITEM
-            ))
+            .prepare_cached(&OBJECT_VERSION_SINCE)
             .map_err(|e| self.err(e))?;
         let mut rows = stmt
             .query(params![object, seq_bound, floor])
@@ -396,9 +411,7 @@ impl Journal {
     /// The version recorded as `seq`.
     pub fn version(&self, seq: i64) -> Result<Option<VersionRow>, JournalError> {
         self.conn()
-            .prepare_cached(&format!(
-                "SELECT {VERSION_COLUMNS} FROM records WHERE seq = ?1 AND object_id IS NOT NULL"
-            ))
+            .prepare_cached(&VERSION_AT_SEQ)
             .and_then(|mut s| s.query_row(params![seq], version).optional())
             .map_err(|e| self.err(e))
     }
