@@ -248,7 +248,11 @@ fn run(cli: Cli) -> CliResult {
         // The recorder's async side (network, decoding) needs one thread; the
         // journal writer has its own. The demo also runs the simulator
         // in-process; replay talks to the target; mcp to its client.
-        Command::Record(a) => runtime(1)?.block_on(record::run(&global, a)),
+        Command::Record(a) => {
+            // Before any other thread runs: the option is not synchronised.
+            crate::recorder::give_back_freed_memory_promptly();
+            runtime(1)?.block_on(record::run(&global, a))
+        }
         Command::Replay(a) => runtime(2)?.block_on(replay::run(&global, a)),
         Command::Mcp(a) => runtime(2)?.block_on(mcp::run(&global, a)),
         #[cfg(feature = "demo")]
