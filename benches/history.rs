@@ -7,7 +7,9 @@
 //! of the same window's rows, `timeline` and `get --at`; and prints the journal's
 //! size against the raw JSON it holds.
 //!
-//! `cargo bench --bench history` (`-- --quick` for 100k events over 1k objects).
+//! `cargo bench --bench history` (`-- --quick` for 100k events over 1k objects;
+//! `-- --ten-million` for 10M events over 10k objects and 70 days, the same
+//! rate: a window's answer must cost what it costs on 1M).
 
 use krply::time::Millis;
 use serde_json::Value;
@@ -22,8 +24,8 @@ const NS: &str = "bench";
 const CLUSTER: &str = "bench-cluster";
 
 fn main() {
-    let (objects, events) = common::history_size();
-    println!("kubectl-krply history benchmark: {events} events over {objects} objects, 7 days");
+    let (objects, events, days) = common::history_span();
+    println!("kubectl-krply history benchmark: {events} events over {objects} objects, {days} days");
     let dir = tempfile::tempdir().unwrap();
     // KRPLY_BENCH_JOURNAL=PATH keeps the journal there (and reuses it if present).
     let kept = std::env::var_os("KRPLY_BENCH_JOURNAL").map(std::path::PathBuf::from);
@@ -35,7 +37,7 @@ fn main() {
         println!("reusing {}", store.display());
         0
     } else {
-        common::history_journal(&store, CLUSTER, NS, objects, events)
+        common::history_journal_over(&store, CLUSTER, NS, objects, events, days)
     };
     let size = file_size(&store);
     if raw_bytes == 0 {

@@ -40,6 +40,20 @@ pub fn history_size() -> (usize, usize) {
     }
 }
 
+/// How many days the history bench's changes span: 7, or 70 with
+/// `--ten-million` (ten times the events at the same rate, so a window of
+/// the last 30 minutes holds as many; its cost must not grow with the
+/// journal).
+#[allow(dead_code)] // the history bench's only
+pub fn history_span() -> (usize, usize, i64) {
+    let (objects, events) = history_size();
+    if std::env::args().any(|a| a == "--ten-million") {
+        (objects, events * 10, 70)
+    } else {
+        (objects, events, 7)
+    }
+}
+
 /// Deployments as the simulator writes them.
 #[allow(dead_code)] // used by history_journal only
 fn templates() -> Vec<Value> {

@@ -147,21 +147,36 @@ impl History<'_> {
         let Some(baseline) = stream.baseline_at(at) else {
             return Ok(None);
         };
-        let mut objects: BTreeMap<i64, VersionRow> = self
+        // Each object's last record: a list item, or an event (by its seq).
+        let mut last: BTreeMap<i64, Result<VersionRow, i64>> = self
             .journal
             .baseline_items(stream.info.id, baseline)?
             .into_iter()
-            .map(|v| (v.object, v))
+            .map(|v| (v.object, Ok(v)))
             .collect();
-        for event in self
-            .journal
-            .stream_events(stream.info.id, baseline.seq, at)?
+        for (seq, object, deleted) in
+            self.journal
+                .stream_events(stream.info.id, baseline.seq, at, self.bounds.at(at))?
         {
-            if event.deleted() {
-                objects.remove(&event.object);
+            if deleted {
+                last.remove(&object);
             } else {
-                objects.insert(event.object, event);
+                last.insert(object, Err(seq));
             }
+        }
+        let mut objects = BTreeMap::new();
+        for (object, row) in last {
+            let version = match row {
+                Ok(v) => v,
+                // Read in the same snapshot as the scan that found it.
+                Err(seq) => self.journal.version(seq)?.ok_or_else(|| {
+                    crate::journal::JournalError::Corrupt {
+                        path: self.journal.path().to_path_buf(),
+                        detail: format!("record {seq} vanished while an answer was read"),
+                    }
+                })?,
+            };
+            objects.insert(object, version);
         }
         Ok(Some(objects))
     }

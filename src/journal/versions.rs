@@ -193,25 +193,35 @@ impl Journal {
             .map_err(|e| self.err(e))
     }
 
-    /// Live events of a stream after `after_seq` observed up to `until`, in order.
+    /// Live events of a stream after `after_seq` observed up to `until`, in
+    /// order, each as `(seq, object, deleted)`: replaying them finds which
+    /// objects are present, and [`Journal::version`] reads the full row of the
+    /// few that are (a week's events are a million rows). `seq_bound`
+    /// ([`super::zones::SeqBounds::at`] of `until`) ends the scan where the
+    /// records observed after `until` begin, instead of at the journal's end.
     pub fn stream_events(
         &self,
         stream: StreamId,
         after_seq: i64,
         until: i64,
-    ) -> Result<Vec<VersionRow>, JournalError> {
+        seq_bound: i64,
+    ) -> Result<Vec<(i64, i64, bool)>, JournalError> {
         let mut stmt = self
             .conn()
             .prepare_cached(&format!(
-                "SELECT {VERSION_COLUMNS} FROM records
-                 WHERE stream_id = ?1 AND kind = {} AND seq > ?2 AND observed_at <= ?3
+                "SELECT seq, object_id, watch_type IS {} FROM records
+                 WHERE stream_id = ?1 AND kind = {} AND seq > ?2 AND seq <= ?4
+                   AND observed_at <= ?3
                  ORDER BY seq",
+                WatchType::Deleted.code(),
                 kind::EVENT
             ))
             .map_err(|e| self.err(e))?;
-        stmt.query_map(params![stream, after_seq, until], version)
-            .and_then(|rows| rows.collect())
-            .map_err(|e| self.err(e))
+        stmt.query_map(params![stream, after_seq, until, seq_bound], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .and_then(|rows| rows.collect())
+        .map_err(|e| self.err(e))
     }
 
     /// Every version of one object (events and baseline items), oldest first.
