@@ -25,7 +25,9 @@ const CLUSTER: &str = "bench-cluster";
 
 fn main() {
     let (objects, events, days) = common::history_span();
-    println!("kubectl-krply history benchmark: {events} events over {objects} objects, {days} days");
+    println!(
+        "kubectl-krply history benchmark: {events} events over {objects} objects, {days} days"
+    );
     let dir = tempfile::tempdir().unwrap();
     // KRPLY_BENCH_JOURNAL=PATH keeps the journal there (and reuses it if present).
     let kept = std::env::var_os("KRPLY_BENCH_JOURNAL").map(std::path::PathBuf::from);

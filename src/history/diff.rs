@@ -201,20 +201,16 @@ impl History<'_> {
                     if let Some(pair) = pair
                         && let Some(d) = compare(&mut worker.decoder, &pair, opts, keep_objects)?
                     {
-                        out.push((index, d));
+                        // Boxed: the list grows as they come, and moves
+                        // each element when it does.
+                        out.push((index, Box::new(d)));
                     }
                 }
                 Ok(())
             },
         )?;
-        objects.extend(self.merged_diff(
-            &shared,
-            scope,
-            names,
-            (since, until),
-            opts,
-            keep_objects,
-        )?);
+        let merged = self.merged_diff(&shared, scope, names, (since, until), opts, keep_objects)?;
+        objects.extend(merged.into_iter().map(|(i, d)| (i, Box::new(d))));
         let mut objects = in_answer_order(objects);
         if self.has_audit() {
             for d in &mut objects {
@@ -501,19 +497,22 @@ struct Worker {
 }
 
 /// The differences in the order of the answer: by namespace, kind and name,
-/// then their stream's place in the question, then the order they came in. The order is found on
-/// indices and the differences are moved once: each is a few hundred bytes,
-/// which a sort would move many times (15,000 objects took 12 ms that way).
-fn in_answer_order(found: Vec<(usize, ObjectDiff)>) -> Vec<ObjectDiff> {
+/// then their stream's place in the question, then the order they came in. The
+/// order is found on indices and the differences are moved once: each is a few
+/// hundred bytes, which a sort would move many times (15,000 objects took 12 ms
+/// that way).
+fn in_answer_order(found: Vec<(usize, Box<ObjectDiff>)>) -> Vec<ObjectDiff> {
     let mut order: Vec<usize> = (0..found.len()).collect();
     order.sort_unstable_by(|&x, &y| {
         let ((ia, a), (ib, b)) = (&found[x], &found[y]);
         // Ties keep the order they came in, as a stable sort would.
         (&a.namespace, &a.kind, &a.name, ia, x).cmp(&(&b.namespace, &b.kind, &b.name, ib, y))
     });
-    let mut slots: Vec<Option<ObjectDiff>> = found.into_iter().map(|(_, d)| Some(d)).collect();
+    let mut slots: Vec<Option<Box<ObjectDiff>>> = found.into_iter().map(|(_, d)| Some(d)).collect();
+    let mut out = Vec::with_capacity(order.len());
     // `order` names each slot once, so every one is taken.
-    order.iter().filter_map(|&i| slots[i].take()).collect()
+    out.extend(order.iter().filter_map(|&i| slots[i].take().map(|d| *d)));
+    out
 }
 
 /// From this many candidates on, the comparing threads read on connections of
@@ -847,7 +846,7 @@ impl<'s, 'h> Quiet<'s, 'h> {
 }
 
 /// Pairs are handed to the comparing threads this many at a time.
-const BATCH: usize = 16;
+const BATCH: usize = 64;
 
 /// One object's two ends, read and not yet decoded.
 struct Pair<'h> {
@@ -1055,10 +1054,13 @@ mod order_tests {
         // place (a merged object beside one answered alone): ties keep the
         // order they came in.
         let names = ["b", "a", "c", "a", "b", "a"];
-        let found: Vec<(usize, ObjectDiff)> = (0..60)
+        let found: Vec<(usize, Box<ObjectDiff>)> = (0..60)
             .map(|i| {
                 let ns = if i % 7 < 3 { "x" } else { "y" };
-                (i % 2, object(ns, names[i % names.len()], i as i64))
+                (
+                    i % 2,
+                    Box::new(object(ns, names[i % names.len()], i as i64)),
+                )
             })
             .collect();
         let mut expected = found.clone();
@@ -1068,7 +1070,7 @@ mod order_tests {
         let ids = |v: Vec<ObjectDiff>| v.into_iter().map(|d| d.object_id).collect::<Vec<_>>();
         assert_eq!(
             ids(in_answer_order(found)),
-            ids(expected.into_iter().map(|(_, d)| d).collect())
+            ids(expected.into_iter().map(|(_, d)| *d).collect())
         );
         assert!(in_answer_order(Vec::new()).is_empty());
     }
