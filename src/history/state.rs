@@ -148,11 +148,15 @@ impl History<'_> {
             return Ok(None);
         };
         // Each object's last record: a list item, or an event (by its seq).
-        let mut last: BTreeMap<i64, Result<VersionRow, i64>> = self
+        enum Last {
+            Item(VersionRow),
+            Event(i64),
+        }
+        let mut last: BTreeMap<i64, Last> = self
             .journal
             .baseline_items(stream.info.id, baseline)?
             .into_iter()
-            .map(|v| (v.object, Ok(v)))
+            .map(|v| (v.object, Last::Item(v)))
             .collect();
         for (seq, object, deleted) in
             self.journal
@@ -161,15 +165,15 @@ impl History<'_> {
             if deleted {
                 last.remove(&object);
             } else {
-                last.insert(object, Err(seq));
+                last.insert(object, Last::Event(seq));
             }
         }
         let mut objects = BTreeMap::new();
         for (object, row) in last {
             let version = match row {
-                Ok(v) => v,
+                Last::Item(v) => v,
                 // Read in the same snapshot as the scan that found it.
-                Err(seq) => self.journal.version(seq)?.ok_or_else(|| {
+                Last::Event(seq) => self.journal.version(seq)?.ok_or_else(|| {
                     crate::journal::JournalError::Corrupt {
                         path: self.journal.path().to_path_buf(),
                         detail: format!("record {seq} vanished while an answer was read"),
