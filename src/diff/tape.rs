@@ -20,7 +20,7 @@ const MAX_DEPTH: usize = 127;
 
 /// One value of the document (offsets and indices fit in 32 bits: a
 /// document is at most 4 GiB, [`Tape::new`] refuses larger ones).
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 struct Node {
     /// Where its text starts and ends in the document.
     start: u32,
@@ -50,7 +50,6 @@ enum Kind {
 
 /// The structure of one JSON document: its values in document order, each
 /// with its span and its subtree.
-#[derive(Debug)]
 pub(super) struct Tape<'a> {
     text: &'a str,
     nodes: Vec<Node>,
@@ -61,12 +60,6 @@ pub(super) struct Tape<'a> {
 pub(super) struct Raw<'t> {
     tape: &'t Tape<'t>,
     node: usize,
-}
-
-impl std::fmt::Debug for Raw<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.get())
-    }
 }
 
 impl<'a> Tape<'a> {
