@@ -35,6 +35,7 @@
 //! ([`changed_paths`] clones none). Matching a list by identity hashes its keys once.
 
 mod digest;
+mod facts;
 mod noise;
 mod owner;
 mod path;
@@ -53,6 +54,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use digest::compared_digest;
+pub use facts::ObjectFacts;
 pub use noise::{
     LAST_APPLIED_ANNOTATION, REVISION_ANNOTATION, TEMPLATE_GENERATION_ANNOTATION, is_noise,
     strip_noise,

@@ -6,6 +6,7 @@ use super::read::{RecordView, StreamInfo};
 use super::schema::kind;
 use super::versions::BaselineRef;
 use super::{Journal, JournalError, StreamId};
+use crate::diff::ObjectFacts;
 use crate::time::Millis;
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -40,7 +41,9 @@ pub(crate) struct Line<'a> {
     pub(crate) api_version: Option<String>,
     pub(crate) namespace: Option<&'a str>,
     pub(crate) name: Option<&'a str>,
-    pub(crate) object: Option<Box<RawValue>>,
+    /// The object as recorded, byte for byte; checked to be JSON.
+    #[serde(serialize_with = "raw_json")]
+    pub(crate) object: Option<&'a str>,
     /// Baseline items: the list they belong to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) list_resource_version: Option<&'a str>,
@@ -64,6 +67,21 @@ pub(crate) struct Line<'a> {
     /// Baseline items: when their list completed.
     #[serde(skip)]
     pub(crate) list_at: Option<i64>,
+    /// Who wrote the object last ([`crate::diff::last_writer`]), for the
+    /// Parquet segments.
+    #[serde(skip)]
+    pub(crate) manager: Option<String>,
+}
+
+/// An object's text, already checked to be JSON ([`ObjectFacts::read`]),
+/// written as it is.
+fn raw_json<S: serde::Serializer>(text: &Option<&str>, out: S) -> Result<S::Ok, S::Error> {
+    match text {
+        None => out.serialize_none(),
+        Some(text) => serde_json::from_str::<&RawValue>(text)
+            .map_err(serde::ser::Error::custom)?
+            .serialize(out),
+    }
 }
 
 struct StreamMeta {
@@ -86,28 +104,6 @@ impl StreamMeta {
 
 fn time(t: i64) -> String {
     Millis::from_ms(t).to_string()
-}
-
-fn raw(bytes: Vec<u8>) -> Option<Box<RawValue>> {
-    String::from_utf8(bytes)
-        .ok()
-        .and_then(|s| RawValue::from_string(s).ok())
-}
-
-/// The uid in an object's metadata.
-pub(crate) fn uid_of(body: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct M {
-        metadata: Option<Meta>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Meta {
-        uid: Option<String>,
-    }
-    serde_json::from_slice::<M>(body)
-        .ok()
-        .and_then(|m| m.metadata)
-        .and_then(|m| m.uid)
 }
 
 /// Writes the records as NDJSON; returns how many lines were written.
@@ -181,9 +177,18 @@ pub(crate) fn visit(
         .collect();
     saved.sort_by_key(|(t, _)| *t);
     let mut saved = saved.into_iter().peekable();
+    // A list's items go with the list: a window or slice holds all of them
+    // or none, so an importer never sees part of a baseline.
+    let at = |stream: &StreamMeta, r: &RecordView| match r.kind {
+        kind::BASELINE_ITEM => stream.list(r.aux).map_or(r.observed_at, |b| b.observed_at),
+        _ => r.observed_at,
+    };
+    // Only the records written are decoded.
+    let wanted = |r: &RecordView| streams.get(&r.stream).is_some_and(|s| in_window(at(s, r)));
+    let mut bodies = super::versions::BodyReader::new();
     let mut after = i64::MIN;
     loop {
-        let page = journal.records_after(after, 2_000)?;
+        let page = journal.records_after(after, 2_000, &mut bodies, &wanted)?;
         let Some(last) = page.last() else { break };
         after = last.seq;
         for r in page {
@@ -193,13 +198,7 @@ pub(crate) fn visit(
             let Some(stream) = streams.get(&r.stream) else {
                 continue;
             };
-            // A list's items go with the list: a window or slice holds all of
-            // them or none, so an importer never sees part of a baseline.
-            let at = match r.kind {
-                kind::BASELINE_ITEM => stream.list(r.aux).map_or(r.observed_at, |b| b.observed_at),
-                _ => r.observed_at,
-            };
-            if !in_window(at) {
+            if !in_window(at(stream, &r)) {
                 continue;
             }
             if let Some(line) = record_line(stream, &r) {
@@ -234,12 +233,13 @@ fn record_line<'a>(stream: &'a StreamMeta, r: &'a RecordView) -> Option<Line<'a>
     match r.kind {
         kind::EVENT | kind::BASELINE_ITEM => {
             let object = |line: Line<'a>| {
-                let body = r.body.clone();
+                let facts = r.body.as_deref().and_then(ObjectFacts::read);
                 Line {
                     namespace: r.namespace.as_deref().filter(|n| !n.is_empty()),
                     name: r.name.as_deref(),
-                    uid: body.as_deref().and_then(uid_of),
-                    object: body.and_then(raw),
+                    object: facts.as_ref().map(|f| f.text),
+                    uid: facts.as_ref().and_then(|f| f.uid.clone()),
+                    manager: facts.and_then(|f| f.last_writer),
                     ..line
                 }
             };

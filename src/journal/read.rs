@@ -443,8 +443,16 @@ impl Journal {
         })
     }
 
-    /// Records with `seq > after`, oldest first, at most `limit`, bodies decoded.
-    pub fn records_after(&self, after: i64, limit: usize) -> Result<Vec<RecordView>, JournalError> {
+    /// Records with `seq > after`, oldest first, at most `limit`, with the
+    /// bodies of those `wants_body` keeps decoded by `bodies` (given from page
+    /// to page, it keeps the keyframes it decoded).
+    pub fn records_after(
+        &self,
+        after: i64,
+        limit: usize,
+        bodies: &mut super::versions::BodyReader,
+        wants_body: &dyn Fn(&RecordView) -> bool,
+    ) -> Result<Vec<RecordView>, JournalError> {
         let mut stmt = self
             .conn()
             .prepare_cached(
@@ -476,11 +484,9 @@ impl Journal {
             })
             .and_then(|rows| rows.collect())
             .map_err(|e| self.err(e))?;
-        // Shares decoded keyframes between the deltas that need them.
-        let mut bodies = super::versions::BodyReader::new();
         let mut out = Vec::with_capacity(rows.len());
         for (mut view, body_id) in rows {
-            if let Some(id) = body_id {
+            if let Some(id) = body_id.filter(|_| wants_body(&view)) {
                 view.body = Some(bodies.read(self, id)?);
             }
             out.push(view);
@@ -492,8 +498,9 @@ impl Journal {
     pub fn all_records(&self) -> Result<Vec<RecordView>, JournalError> {
         let mut out = Vec::new();
         let mut after = i64::MIN;
+        let mut bodies = super::versions::BodyReader::new();
         loop {
-            let page = self.records_after(after, 10_000)?;
+            let page = self.records_after(after, 10_000, &mut bodies, &|_| true)?;
             let Some(last) = page.last() else {
                 return Ok(out);
             };

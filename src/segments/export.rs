@@ -260,7 +260,6 @@ impl Columns {
     }
 
     fn push(&mut self, line: &Line<'_>, stream: &str, by: Option<&By>) {
-        let object = line.object.as_deref().map(|o| o.get());
         self.seq.append_value(line.seq.unwrap_or_default());
         self.record.append_value(line.record);
         self.cluster.append_value(line.cluster);
@@ -274,11 +273,10 @@ impl Columns {
         self.api_version.append_option(line.api_version.as_deref());
         self.namespace.append_option(line.namespace);
         self.name.append_option(line.name);
-        self.manager
-            .append_option(object.and_then(|o| crate::diff::last_writer(o.as_bytes())));
+        self.manager.append_option(line.manager.as_deref());
         self.actor.append_option(by.and_then(|b| b.0.as_deref()));
         self.actor_match.append_option(by.map(|b| b.1));
-        self.object.append_option(object);
+        self.object.append_option(line.object);
         self.list_resource_version
             .append_option(line.list_resource_version);
         self.list_at.append_option(line.list_at);
@@ -459,15 +457,14 @@ impl Keyframes {
         self.objects
             .iter()
             .map(|(version, row, bytes)| {
-                let object = std::str::from_utf8(bytes)
-                    .ok()
-                    .and_then(|s| serde_json::value::RawValue::from_string(s.to_string()).ok());
+                let facts = crate::diff::ObjectFacts::read(bytes);
                 Line {
                     resource_version: Some(&version.resource_version),
-                    uid: crate::journal::export::uid_of(bytes),
                     namespace: Some(row.namespace.as_str()).filter(|n| !n.is_empty()),
                     name: Some(&row.name),
-                    object,
+                    object: facts.as_ref().map(|f| f.text),
+                    uid: facts.as_ref().and_then(|f| f.uid.clone()),
+                    manager: facts.and_then(|f| f.last_writer),
                     ..common()
                 }
             })
@@ -1037,10 +1034,10 @@ mod tests {
             at: 1_796_130_000_000,
             watch_type: Some("MODIFIED"),
             name: Some("frontend"),
-            object: serde_json::value::RawValue::from_string(
-                r#"{"metadata":{"managedFields":[{"manager":"kubectl-edit","time":"2026-12-01T13:00:00Z"}]}}"#.into(),
-            )
-            .ok(),
+            object: Some(
+                r#"{"metadata":{"managedFields":[{"manager":"kubectl-edit","time":"2026-12-01T13:00:00Z"}]}}"#,
+            ),
+            manager: Some("kubectl-edit".into()),
             ..Line::default()
         };
         columns.push(
