@@ -692,6 +692,14 @@ impl TxWriter<'_, '_> {
 
 impl DirectWriter {
     pub fn new(journal: Journal) -> Result<DirectWriter, JournalError> {
+        // An import's transaction writes thousands of rows of many objects:
+        // the pages they touch (a leaf of `records_object` and of `bodies`
+        // per object) stay cached instead of being read back from the file
+        // for the next transaction. A ceiling, filled only as pages are used.
+        journal
+            .conn()
+            .pragma_update(None, "cache_size", -64_000)
+            .map_err(|e| journal.err(e))?;
         Ok(DirectWriter {
             state: WriterState::new(journal, Arc::new(WriterStats::default()), true)?,
             broken: false,
