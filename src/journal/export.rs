@@ -67,10 +67,10 @@ pub(crate) struct Line<'a> {
     /// Baseline items: when their list completed.
     #[serde(skip)]
     pub(crate) list_at: Option<i64>,
-    /// Who wrote the object last ([`crate::diff::last_writer`]), for the
-    /// Parquet segments.
+    /// The object's bytes as recorded, unchecked: `object` and `uid` are
+    /// read from them where the line is written ([`ObjectFacts`]).
     #[serde(skip)]
-    pub(crate) manager: Option<String>,
+    pub(crate) body: Option<Vec<u8>>,
 }
 
 /// An object's text, already checked to be JSON ([`ObjectFacts::read`]),
@@ -117,8 +117,15 @@ pub fn export(
         source,
     };
     let mut lines = 0u64;
-    visit(journal, opts, &mut |line| {
-        serde_json::to_writer(&mut *out, line).map_err(|e| {
+    visit(journal, opts, &mut |mut line| {
+        let body = line.body.take();
+        let facts = body.as_deref().and_then(ObjectFacts::read);
+        let line = Line {
+            object: facts.as_ref().map(|f| f.text),
+            uid: facts.and_then(|f| f.uid),
+            ..line
+        };
+        serde_json::to_writer(&mut *out, &line).map_err(|e| {
             let kind = e.io_error_kind().unwrap_or(std::io::ErrorKind::Other);
             io(std::io::Error::new(kind, e))
         })?;
@@ -134,7 +141,7 @@ pub fn export(
 pub(crate) fn visit(
     journal: &Journal,
     opts: &ExportOptions,
-    write: &mut dyn FnMut(&Line<'_>) -> Result<(), JournalError>,
+    write: &mut dyn FnMut(Line<'_>) -> Result<(), JournalError>,
 ) -> Result<(), JournalError> {
     let mut streams: HashMap<StreamId, StreamMeta> = HashMap::new();
     // The history recorded here: an imported lane is its source journal's
@@ -191,9 +198,9 @@ pub(crate) fn visit(
         let page = journal.records_after(after, 2_000, &mut bodies, &wanted)?;
         let Some(last) = page.last() else { break };
         after = last.seq;
-        for r in page {
+        for mut r in page {
             while let Some((_, line)) = saved.next_if(|(t, _)| *t <= r.observed_at) {
-                write(&line)?;
+                write(line)?;
             }
             let Some(stream) = streams.get(&r.stream) else {
                 continue;
@@ -201,13 +208,14 @@ pub(crate) fn visit(
             if !in_window(at(stream, &r)) {
                 continue;
             }
+            let body = r.body.take();
             if let Some(line) = record_line(stream, &r) {
-                write(&line)?;
+                write(Line { body, ..line })?;
             }
         }
     }
     for (_, line) in saved {
-        write(&line)?;
+        write(line)?;
     }
     Ok(())
 }
@@ -232,16 +240,10 @@ fn record_line<'a>(stream: &'a StreamMeta, r: &'a RecordView) -> Option<Line<'a>
     let info = || r.info.clone().and_then(|i| RawValue::from_string(i).ok());
     match r.kind {
         kind::EVENT | kind::BASELINE_ITEM => {
-            let object = |line: Line<'a>| {
-                let facts = r.body.as_deref().and_then(ObjectFacts::read);
-                Line {
-                    namespace: r.namespace.as_deref().filter(|n| !n.is_empty()),
-                    name: r.name.as_deref(),
-                    object: facts.as_ref().map(|f| f.text),
-                    uid: facts.as_ref().and_then(|f| f.uid.clone()),
-                    manager: facts.and_then(|f| f.last_writer),
-                    ..line
-                }
+            let object = |line: Line<'a>| Line {
+                namespace: r.namespace.as_deref().filter(|n| !n.is_empty()),
+                name: r.name.as_deref(),
+                ..line
             };
             if r.kind == kind::EVENT {
                 return Some(object(Line {

@@ -12,6 +12,7 @@
 //! whole, which zstd over a column of near-identical JSON keeps small.
 
 use super::ClusterMeta;
+use crate::diff::ObjectFacts;
 use crate::history::History;
 use crate::journal::export::{ExportOptions, Line, visit};
 use crate::journal::read::{Coverage, GapWindow, StreamInfo};
@@ -30,7 +31,8 @@ use parquet::file::properties::WriterProperties;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Mutex};
 
 const DAY: i64 = 86_400_000;
 /// Rows buffered per file before they become a record batch.
@@ -210,21 +212,21 @@ struct Columns {
     watch_type: StringBuilder,
     synthetic: BooleanBuilder,
     resource_version: StringBuilder,
-    uid: StringBuilder,
     kind: StringBuilder,
     api_version: StringBuilder,
     namespace: StringBuilder,
     name: StringBuilder,
-    manager: StringBuilder,
     actor: StringBuilder,
     actor_match: StringBuilder,
-    object: StringBuilder,
     list_resource_version: StringBuilder,
     list_at: TimestampMillisecondBuilder,
     gap_from: TimestampMillisecondBuilder,
     gap_to: TimestampMillisecondBuilder,
     reason: StringBuilder,
     info: StringBuilder,
+    /// Each row's object as recorded: its uid, last writer and checked
+    /// text are read from it by the encoder ([`Pending::complete`]).
+    bodies: Vec<Option<Vec<u8>>>,
     rows: usize,
 }
 
@@ -240,26 +242,24 @@ impl Columns {
             watch_type: StringBuilder::new(),
             synthetic: BooleanBuilder::new(),
             resource_version: StringBuilder::new(),
-            uid: StringBuilder::new(),
             kind: StringBuilder::new(),
             api_version: StringBuilder::new(),
             namespace: StringBuilder::new(),
             name: StringBuilder::new(),
-            manager: StringBuilder::new(),
             actor: StringBuilder::new(),
             actor_match: StringBuilder::new(),
-            object: StringBuilder::new(),
             list_resource_version: StringBuilder::new(),
             list_at: ts(),
             gap_from: ts(),
             gap_to: ts(),
             reason: StringBuilder::new(),
             info: StringBuilder::new(),
+            bodies: Vec::new(),
             rows: 0,
         }
     }
 
-    fn push(&mut self, line: &Line<'_>, stream: &str, by: Option<&By>) {
+    fn push(&mut self, line: Line<'_>, stream: &str, by: Option<&By>) {
         self.seq.append_value(line.seq.unwrap_or_default());
         self.record.append_value(line.record);
         self.cluster.append_value(line.cluster);
@@ -268,15 +268,12 @@ impl Columns {
         self.watch_type.append_option(line.watch_type);
         self.synthetic.append_value(line.synthetic);
         self.resource_version.append_option(line.resource_version);
-        self.uid.append_option(line.uid.as_deref());
         self.kind.append_option(line.kind);
         self.api_version.append_option(line.api_version.as_deref());
         self.namespace.append_option(line.namespace);
         self.name.append_option(line.name);
-        self.manager.append_option(line.manager.as_deref());
         self.actor.append_option(by.and_then(|b| b.0.as_deref()));
         self.actor_match.append_option(by.map(|b| b.1));
-        self.object.append_option(line.object);
         self.list_resource_version
             .append_option(line.list_resource_version);
         self.list_at.append_option(line.list_at);
@@ -285,36 +282,80 @@ impl Columns {
         self.reason.append_option(line.reason.as_deref());
         self.info
             .append_option(line.info.as_deref().map(|i| i.get()));
+        self.bodies.push(line.body);
         self.rows += 1;
     }
 
-    fn finish(&mut self, schema: &SchemaRef) -> RecordBatch {
+    /// The rows pushed since the last call, as a batch the encoder
+    /// completes.
+    fn finish(&mut self) -> Pending {
         self.rows = 0;
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(self.seq.finish()),
-            Arc::new(self.record.finish()),
-            Arc::new(self.cluster.finish()),
-            Arc::new(self.stream.finish()),
-            Arc::new(self.observed_at.finish()),
-            Arc::new(self.watch_type.finish()),
-            Arc::new(self.synthetic.finish()),
-            Arc::new(self.resource_version.finish()),
-            Arc::new(self.uid.finish()),
-            Arc::new(self.kind.finish()),
-            Arc::new(self.api_version.finish()),
-            Arc::new(self.namespace.finish()),
-            Arc::new(self.name.finish()),
-            Arc::new(self.manager.finish()),
-            Arc::new(self.actor.finish()),
-            Arc::new(self.actor_match.finish()),
-            Arc::new(self.object.finish()),
-            Arc::new(self.list_resource_version.finish()),
-            Arc::new(self.list_at.finish()),
-            Arc::new(self.gap_from.finish()),
-            Arc::new(self.gap_to.finish()),
-            Arc::new(self.reason.finish()),
-            Arc::new(self.info.finish()),
-        ];
+        Pending {
+            // In the schema's order, without `uid`, `manager` and `object`.
+            columns: vec![
+                Arc::new(self.seq.finish()),
+                Arc::new(self.record.finish()),
+                Arc::new(self.cluster.finish()),
+                Arc::new(self.stream.finish()),
+                Arc::new(self.observed_at.finish()),
+                Arc::new(self.watch_type.finish()),
+                Arc::new(self.synthetic.finish()),
+                Arc::new(self.resource_version.finish()),
+                Arc::new(self.kind.finish()),
+                Arc::new(self.api_version.finish()),
+                Arc::new(self.namespace.finish()),
+                Arc::new(self.name.finish()),
+                Arc::new(self.actor.finish()),
+                Arc::new(self.actor_match.finish()),
+                Arc::new(self.list_resource_version.finish()),
+                Arc::new(self.list_at.finish()),
+                Arc::new(self.gap_from.finish()),
+                Arc::new(self.gap_to.finish()),
+                Arc::new(self.reason.finish()),
+                Arc::new(self.info.finish()),
+            ],
+            bodies: std::mem::take(&mut self.bodies),
+        }
+    }
+}
+
+/// A batch of rows but for the columns read from their objects' bytes.
+struct Pending {
+    columns: Vec<ArrayRef>,
+    bodies: Vec<Option<Vec<u8>>>,
+}
+
+impl Pending {
+    /// The batch, with each object's uid, last writer and text, checked to
+    /// be JSON (a body that is not has none of the three).
+    fn complete(self, schema: &SchemaRef) -> RecordBatch {
+        let (mut uid, mut manager, mut object) = (
+            StringBuilder::new(),
+            StringBuilder::new(),
+            StringBuilder::new(),
+        );
+        for body in &self.bodies {
+            let facts = body.as_deref().and_then(ObjectFacts::read);
+            uid.append_option(facts.as_ref().and_then(|f| f.uid.as_deref()));
+            manager.append_option(facts.as_ref().and_then(|f| f.last_writer.as_deref()));
+            object.append_option(facts.as_ref().map(|f| f.text));
+        }
+        let (uid, manager, object): (ArrayRef, ArrayRef, ArrayRef) = (
+            Arc::new(uid.finish()),
+            Arc::new(manager.finish()),
+            Arc::new(object.finish()),
+        );
+        let mut rest = self.columns.into_iter();
+        let columns: Vec<ArrayRef> = schema
+            .fields()
+            .iter()
+            .filter_map(|f| match f.name().as_str() {
+                "uid" => Some(uid.clone()),
+                "manager" => Some(manager.clone()),
+                "object" => Some(object.clone()),
+                _ => rest.next(),
+            })
+            .collect();
         RecordBatch::try_new(schema.clone(), columns).expect("columns match the schema")
     }
 }
@@ -325,21 +366,14 @@ struct Open {
     meta: SegmentMeta,
     tmp: PathBuf,
     dest: PathBuf,
-    writer: ArrowWriter<std::fs::File>,
+    writer: ParquetFile,
     columns: Columns,
     runs: CheckpointRuns,
 }
 
 impl Open {
     /// Writes one row, and a record batch when enough are buffered.
-    fn write(
-        &mut self,
-        line: &Line<'_>,
-        stream: &str,
-        by: Option<&By>,
-        schema: &SchemaRef,
-    ) -> Result<(), SegmentError> {
-        self.columns.push(line, stream, by);
+    fn write(&mut self, line: Line<'_>, stream: &str, by: Option<&By>) -> Result<(), SegmentError> {
         self.entry.rows += 1;
         self.meta.rows += 1;
         // A keyframe is a version from before the slice, under its own seq:
@@ -349,16 +383,166 @@ impl Open {
             self.meta.last_seq = line.seq.or(self.meta.last_seq);
         }
         *self.entry.records.entry(line.record).or_default() += 1;
+        self.columns.push(line, stream, by);
         if self.columns.rows >= BATCH {
-            let batch = self.columns.finish(schema);
-            self.writer
-                .write(&batch)
-                .map_err(|source| SegmentError::Parquet {
-                    path: self.dest.clone(),
-                    source,
-                })?;
+            self.writer.write(self.columns.finish())?;
         }
         Ok(())
+    }
+}
+
+/// The second half of an export, on a thread of its own while the journal
+/// is read and its bodies decoded on this one: each batch's objects read
+/// ([`Pending::complete`]), then encoded and compressed as Parquet.
+struct Encoder {
+    jobs: Option<SyncSender<Job>>,
+    /// The first error of the encoding thread, which then stops.
+    failed: Failed,
+    thread: Option<std::thread::JoinHandle<()>>,
+    files: usize,
+}
+
+type Failed = Arc<Mutex<Option<(PathBuf, parquet::errors::ParquetError)>>>;
+
+enum Job {
+    Open(usize, PathBuf, Box<ArrowWriter<std::fs::File>>),
+    Write(usize, Pending),
+    /// The file's metadata, then its footer.
+    Close(usize, String),
+}
+
+/// Batches handed to the encoding thread before this one waits for it.
+const ENCODE_AHEAD: usize = 4;
+
+impl Encoder {
+    fn new(schema: SchemaRef) -> Result<Encoder, SegmentError> {
+        let (jobs, rx) = std::sync::mpsc::sync_channel::<Job>(ENCODE_AHEAD);
+        let failed = Failed::default();
+        let slot = failed.clone();
+        let thread = std::thread::Builder::new()
+            .name("parquet-encoder".into())
+            .spawn(move || {
+                let mut open: HashMap<usize, (PathBuf, ArrowWriter<std::fs::File>)> =
+                    HashMap::new();
+                for job in rx {
+                    let (dest, done) = match job {
+                        Job::Open(id, dest, writer) => {
+                            open.insert(id, (dest, *writer));
+                            continue;
+                        }
+                        Job::Write(id, batch) => match open.get_mut(&id) {
+                            Some((dest, writer)) => {
+                                (dest.clone(), writer.write(&batch.complete(&schema)))
+                            }
+                            None => continue,
+                        },
+                        Job::Close(id, meta) => match open.remove(&id) {
+                            Some((dest, mut writer)) => {
+                                writer.append_key_value_metadata(
+                                    parquet::file::metadata::KeyValue::new(
+                                        META_KEY.to_string(),
+                                        meta,
+                                    ),
+                                );
+                                (dest, writer.close().map(|_| ()))
+                            }
+                            None => continue,
+                        },
+                    };
+                    if let Err(e) = done {
+                        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some((dest, e));
+                        return;
+                    }
+                }
+            })
+            .map_err(|source| SegmentError::Io {
+                path: "parquet-encoder".into(),
+                source,
+            })?;
+        Ok(Encoder {
+            jobs: Some(jobs),
+            failed,
+            thread: Some(thread),
+            files: 0,
+        })
+    }
+
+    /// Hands `writer`, the file going to `dest`, to the encoding thread.
+    fn open(
+        &mut self,
+        writer: ArrowWriter<std::fs::File>,
+        dest: &Path,
+    ) -> Result<ParquetFile, SegmentError> {
+        let jobs = self.jobs.clone().expect("open until finished");
+        let id = self.files;
+        self.files += 1;
+        let file = ParquetFile {
+            id,
+            dest: dest.to_path_buf(),
+            jobs,
+            failed: self.failed.clone(),
+        };
+        file.send(Job::Open(id, dest.to_path_buf(), Box::new(writer)))?;
+        Ok(file)
+    }
+
+    /// Waits for every batch handed over to be written and every file
+    /// closed; the encoding thread's error, if it stopped on one.
+    fn finish(&mut self) -> Result<(), SegmentError> {
+        drop(self.jobs.take());
+        if let Some(thread) = self.thread.take()
+            && thread.join().is_err()
+        {
+            return Err(SegmentError::Io {
+                path: "parquet-encoder".into(),
+                source: std::io::Error::other("the Parquet encoder stopped"),
+            });
+        }
+        match self.failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some((path, source)) => Err(SegmentError::Parquet { path, source }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Encoder {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+/// A file being written by the [`Encoder`].
+struct ParquetFile {
+    id: usize,
+    dest: PathBuf,
+    jobs: SyncSender<Job>,
+    failed: Failed,
+}
+
+impl ParquetFile {
+    fn write(&self, batch: Pending) -> Result<(), SegmentError> {
+        self.send(Job::Write(self.id, batch))
+    }
+
+    /// Ends the file with its metadata.
+    fn close(self, meta: String) -> Result<(), SegmentError> {
+        self.send(Job::Close(self.id, meta))
+    }
+
+    /// Hands a job over; when the encoding thread stopped, its error.
+    fn send(&self, job: Job) -> Result<(), SegmentError> {
+        if self.jobs.send(job).is_ok() {
+            return Ok(());
+        }
+        Err(
+            match self.failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                Some((path, source)) => SegmentError::Parquet { path, source },
+                None => SegmentError::Io {
+                    path: self.dest.clone(),
+                    source: std::io::Error::other("the Parquet encoder stopped"),
+                },
+            },
+        )
     }
 }
 
@@ -456,17 +640,12 @@ impl Keyframes {
         }
         self.objects
             .iter()
-            .map(|(version, row, bytes)| {
-                let facts = crate::diff::ObjectFacts::read(bytes);
-                Line {
-                    resource_version: Some(&version.resource_version),
-                    namespace: Some(row.namespace.as_str()).filter(|n| !n.is_empty()),
-                    name: Some(&row.name),
-                    object: facts.as_ref().map(|f| f.text),
-                    uid: facts.as_ref().and_then(|f| f.uid.clone()),
-                    manager: facts.and_then(|f| f.last_writer),
-                    ..common()
-                }
+            .map(|(version, row, bytes)| Line {
+                resource_version: Some(&version.resource_version),
+                namespace: Some(row.namespace.as_str()).filter(|n| !n.is_empty()),
+                name: Some(&row.name),
+                body: Some(bytes.clone()),
+                ..common()
             })
             .collect()
     }
@@ -617,11 +796,12 @@ pub fn export_segments(
             (c.id, meta)
         })
         .collect();
+    let mut encoder = Encoder::new(schema.clone())?;
     let mut open: BTreeMap<(String, String, i64), Open> = BTreeMap::new();
     let mut histories: HashMap<String, History<'_>> = HashMap::new();
     let mut failed: Option<SegmentError> = None;
-    visit(journal, &opts.records, &mut |line| {
-        let Some(stream_name) = &line.stream else {
+    visit(journal, &opts.records, &mut |mut line| {
+        let Some(stream_name) = &line.stream.take() else {
             // Saved snapshots and plans are not stream records.
             return Ok(());
         };
@@ -662,30 +842,41 @@ pub fn export_segments(
                 prev_seq: prev,
                 rows: 0,
             };
-            let started = start(journal, info, meta, dir, day, opts, now, &schema, &props)
-                .and_then(|(mut file, coverage)| {
-                    let history = match histories.entry(info.cluster.clone()) {
-                        std::collections::hash_map::Entry::Occupied(h) => h.into_mut(),
-                        std::collections::hash_map::Entry::Vacant(v) => {
-                            v.insert(History::load(journal, &info.cluster, now)?)
-                        }
-                    };
-                    let slice_from = (day * DAY).max(opts.records.since.unwrap_or(i64::MIN));
-                    if let Some(k) = Keyframes::of(
-                        journal,
-                        history,
-                        info,
-                        &coverage,
-                        slice_from,
-                        opts.namespace.as_deref(),
-                    )? {
-                        let name = info.name();
-                        for line in k.lines(info, line.seq.map(|seq| seq - 1)) {
-                            file.write(&line, &name, None, &schema)?;
-                        }
+            let started = start(
+                journal,
+                info,
+                meta,
+                dir,
+                day,
+                opts,
+                now,
+                &schema,
+                &props,
+                &mut encoder,
+            )
+            .and_then(|(mut file, coverage)| {
+                let history = match histories.entry(info.cluster.clone()) {
+                    std::collections::hash_map::Entry::Occupied(h) => h.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(History::load(journal, &info.cluster, now)?)
                     }
-                    Ok(file)
-                });
+                };
+                let slice_from = (day * DAY).max(opts.records.since.unwrap_or(i64::MIN));
+                if let Some(k) = Keyframes::of(
+                    journal,
+                    history,
+                    info,
+                    &coverage,
+                    slice_from,
+                    opts.namespace.as_deref(),
+                )? {
+                    let name = info.name();
+                    for line in k.lines(info, line.seq.map(|seq| seq - 1)) {
+                        file.write(line, &name, None)?;
+                    }
+                }
+                Ok(file)
+            });
             match started {
                 Ok(file) => {
                     open.insert(key.clone(), file);
@@ -704,13 +895,13 @@ pub fn export_segments(
             .seq
             .filter(|_| line.record == "event")
             .and_then(|seq| actors.get(&(line.cluster.to_string(), seq)));
-        let written = match file.runs.take(line) {
+        let written = match file.runs.take(&line) {
             Take::Hold => Ok(()),
             Take::Write(held) => held
                 .map_or(Ok(()), |h| {
-                    file.write(&h.line(stream_name), stream_name, None, &schema)
+                    file.write(h.line(stream_name), stream_name, None)
                 })
-                .and_then(|()| file.write(line, stream_name, by, &schema)),
+                .and_then(|()| file.write(line, stream_name, by)),
         };
         if let Err(e) = written {
             let path = file.dest.clone();
@@ -724,28 +915,24 @@ pub fn export_segments(
     })
     .map_err(|e| failed.take().unwrap_or(SegmentError::Journal(e)))?;
     let mut files = Vec::new();
+    let mut written = Vec::new();
     for (_, mut file) in open {
         if let Some(held) = file.runs.end() {
             let stream = file.entry.stream.clone();
-            file.write(&held.line(&stream), &stream, None, &schema)?;
+            file.write(held.line(&stream), &stream, None)?;
         }
-        let parquet = |source| SegmentError::Parquet {
-            path: file.dest.clone(),
-            source,
-        };
         if file.columns.rows > 0 {
-            let batch = file.columns.finish(&schema);
-            file.writer.write(&batch).map_err(parquet)?;
+            file.writer.write(file.columns.finish())?;
         }
         let meta = serde_json::to_string(&file.meta).expect("segment metadata serializes");
-        file.writer
-            .append_key_value_metadata(parquet::file::metadata::KeyValue::new(
-                META_KEY.to_string(),
-                meta,
-            ));
-        file.writer.close().map_err(parquet)?;
-        std::fs::rename(&file.tmp, &file.dest).map_err(io(&file.dest))?;
+        file.writer.close(meta)?;
+        written.push((file.tmp, file.dest));
         files.push(file.entry);
+    }
+    // Renamed into place once the encoder wrote them whole.
+    encoder.finish()?;
+    for (tmp, dest) in written {
+        std::fs::rename(&tmp, &dest).map_err(io(&dest))?;
     }
     let mut audit = Vec::new();
     for cluster in clusters.values().filter(|c| {
@@ -876,6 +1063,7 @@ fn start(
     now: i64,
     schema: &SchemaRef,
     props: &WriterProperties,
+    encoder: &mut Encoder,
 ) -> Result<(Open, Coverage), SegmentError> {
     let from = (day * DAY).max(opts.records.since.unwrap_or(i64::MIN));
     let to = ((day + 1) * DAY).min(opts.records.until.map_or(i64::MAX, |u| u + 1));
@@ -903,6 +1091,7 @@ fn start(
                 source,
             }
         })?;
+    let writer = encoder.open(writer, &dest)?;
     let coverage = journal.coverage(info, now, false)?;
     let clip = |t: i64| t.clamp(from, to);
     let covered = match (coverage.from, coverage.to) {
@@ -1027,33 +1216,45 @@ mod tests {
     #[test]
     fn every_column_of_the_schema_is_filled() {
         let mut columns = Columns::new();
-        let line = Line {
+        let body = r#"{"metadata":{"uid":"u-1","managedFields":[{"manager":"kubectl-edit","time":"2026-12-01T13:00:00Z"}]}}"#;
+        let line = |body: Option<&str>| Line {
             seq: Some(7),
             record: "event",
             cluster: "c",
             at: 1_796_130_000_000,
             watch_type: Some("MODIFIED"),
             name: Some("frontend"),
-            object: Some(
-                r#"{"metadata":{"managedFields":[{"manager":"kubectl-edit","time":"2026-12-01T13:00:00Z"}]}}"#,
-            ),
-            manager: Some("kubectl-edit".into()),
+            body: body.map(|b| b.as_bytes().to_vec()),
             ..Line::default()
         };
+        let by = (Some("alice".into()), "exact");
+        columns.push(line(Some(body)), "deployments.v1.apps@shop", Some(&by));
+        // Bytes that are not JSON: no object, uid or manager.
         columns.push(
-            &line,
+            line(Some("{\"metadata\":")),
             "deployments.v1.apps@shop",
-            Some(&(Some("alice".into()), "exact")),
+            None,
         );
-        let batch = columns.finish(&schema());
-        assert_eq!(batch.num_rows(), 1);
+        columns.push(line(None), "deployments.v1.apps@shop", None);
+        let batch = columns.finish().complete(&schema());
+        assert_eq!(batch.num_rows(), 3);
         assert_eq!(batch.num_columns(), schema().fields().len());
-        let manager = batch
-            .column_by_name("manager")
-            .unwrap()
-            .as_any()
-            .downcast_ref::<arrow_array::StringArray>()
-            .unwrap();
-        assert_eq!(manager.value(0), "kubectl-edit");
+        let text = |name: &str| {
+            let c = batch
+                .column_by_name(name)
+                .unwrap()
+                .as_any()
+                .downcast_ref::<arrow_array::StringArray>()
+                .unwrap()
+                .clone();
+            (0..3)
+                .map(|i| arrow_array::Array::is_valid(&c, i).then(|| c.value(i).to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(text("manager"), [Some("kubectl-edit".into()), None, None]);
+        assert_eq!(text("uid"), [Some("u-1".into()), None, None]);
+        assert_eq!(text("object"), [Some(body.into()), None, None]);
+        assert_eq!(text("actor"), [Some("alice".into()), None, None]);
+        assert_eq!(text("name"), vec![Some("frontend".to_string()); 3]);
     }
 }
