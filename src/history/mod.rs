@@ -155,6 +155,9 @@ pub struct History<'j> {
     /// The reader's clock.
     pub now: i64,
     bodies: std::cell::RefCell<BodyReader>,
+    /// The decoder timelines compared on this thread use, made once
+    /// (`log` reads a timeline per object).
+    decoder: std::cell::RefCell<Option<crate::journal::versions::Decoder>>,
     /// Where object records stop being early enough for a time (the zones, read
     /// in the same snapshot as the streams).
     bounds: crate::journal::zones::SeqBounds,
@@ -214,6 +217,7 @@ impl<'j> History<'j> {
             streams,
             now,
             bodies: std::cell::RefCell::new(BodyReader::new()),
+            decoder: Default::default(),
             bounds: journal.seq_bounds()?,
             audit_covered: crate::audit::join::merge(&journal.audit_coverage(cluster)?),
             who_cache: Default::default(),

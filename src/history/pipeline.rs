@@ -84,19 +84,20 @@ where
 /// to share (one run of a timeline), where starting and joining a thread per
 /// core would cost more than the work. `log` builds a timeline per object:
 /// 20,000 objects of a few versions each took 40,000 thread starts.
+/// `state` is the caller's, kept from one call to the next (a decoder and
+/// its contexts, made once per `log` rather than once per object).
 pub(super) fn inline<J, R, S>(
     read: impl FnOnce(&mut dyn FnMut(J) -> bool) -> Result<(), HistoryError>,
-    state: impl Fn() -> S,
+    state: &mut S,
     work: impl Fn(&mut S, J, &mut Vec<R>) -> Result<(), HistoryError>,
 ) -> Result<Vec<R>, HistoryError> {
-    let mut state = state();
     let mut out = Vec::new();
     let mut failed = None;
     let read = read(&mut |job| {
         if failed.is_some() {
             return false;
         }
-        match work(&mut state, job, &mut out) {
+        match work(state, job, &mut out) {
             Ok(()) => true,
             Err(e) => {
                 failed = Some(e);
@@ -170,7 +171,7 @@ mod tests {
                 }
                 Ok(())
             },
-            || (),
+            &mut (),
             |_, job, out| {
                 out.push(job * 2);
                 Ok(())
@@ -186,7 +187,7 @@ mod tests {
                 }
                 Ok(())
             },
-            || (),
+            &mut (),
             |_, job: u32, _| if job == 3 { Err(failure()) } else { Ok(()) },
         );
         assert!(matches!(result, Err(HistoryError::Body { .. })));
@@ -199,7 +200,7 @@ mod tests {
                     detail: "bad".into(),
                 })
             },
-            || (),
+            &mut (),
             |_, _: u32, _| Err(failure()),
         );
         assert!(matches!(result, Err(HistoryError::Body { object, .. }) if object == "reader"));

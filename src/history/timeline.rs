@@ -270,7 +270,10 @@ impl History<'_> {
             compare_run(decoder, &run, opts, &defaults, &what, out)
         };
         let compared = if reading <= TIMELINE_RUN {
-            inline(read, Decoder::default, work)?
+            let mut decoder = self.decoder.take().unwrap_or_default();
+            let compared = inline(read, &mut decoder, work);
+            *self.decoder.borrow_mut() = Some(decoder);
+            compared?
         } else {
             pipeline(&what, read, Decoder::default, work)?
         };
@@ -483,7 +486,7 @@ impl History<'_> {
             detail,
         };
         let asked = |at: i64| window.is_none_or(|(since, until)| at > since && at <= until);
-        let mut decoder = Decoder::default();
+        let mut decoder = self.decoder.take().unwrap_or_default();
         let mut entries: Vec<Entry> = Vec::with_capacity(merged.seen.len());
         // The previous present version's JSON, when it was read.
         let mut previous: Option<String> = None;
@@ -527,6 +530,7 @@ impl History<'_> {
             previous = Some(text);
             entries.push(e);
         }
+        *self.decoder.borrow_mut() = Some(decoder);
         if self.has_audit() {
             for ((stream, _), versions) in tracked.members.iter().zip(&merged.versions) {
                 let found = self.attribute(stream, versions)?;
