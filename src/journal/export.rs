@@ -73,8 +73,9 @@ pub(crate) struct Line<'a> {
     pub(crate) body: Option<Vec<u8>>,
 }
 
-/// An object's text, already checked to be JSON ([`ObjectFacts::read`]),
-/// written as it is.
+/// An object's text, written as it is. serde_json writes raw text only as a
+/// `RawValue` it checked itself, so a text [`ObjectFacts::read`] checked is
+/// checked once more here (one pass, as `RawValue::from_string` was before).
 fn raw_json<S: serde::Serializer>(text: &Option<&str>, out: S) -> Result<S::Ok, S::Error> {
     match text {
         None => out.serialize_none(),
