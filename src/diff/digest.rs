@@ -4,32 +4,44 @@
 //! default diff ([`DiffOptions`] without `include_status`) reports nothing for
 //! them, yet finding that out means decoding and scanning both versions. The
 //! recorder digests, as it receives each version, every part a default diff
-//! compares, and the writer marks an event whose digest equals that of the
-//! object's previous record; `diff` then leaves such changes out without
-//! reading them (docs/journal.md, "Status-only changes").
+//! compares, and the writer marks each MODIFIED event against the object's
+//! previous record: the same digest, nothing a default diff shows changed
+//! (status-only); another digest, something it shows did (docs/journal.md,
+//! "Status-only changes"). Readers that only count changes (`browse`'s list)
+//! then read neither version.
 //!
-//! The digest covers every member of the object, in document order, except:
-//! - the noise paths of [`is_noise_path`] (status, the server-owned metadata
-//!   and annotations);
-//! - top-level `apiVersion` and `kind`: list items omit them and the differ
-//!   fills in the stream's, which every version of one stream shares.
+//! The digest is of the version as a default diff sees it, not of its bytes:
+//! - members in any order, each name and string as parsed (escapes read);
+//! - numbers as serde_json parses them: `1` and `1.0` differ, `1.0` and `1e0`
+//!   do not (`-0.0` is `0.0`);
+//! - lists in order (a diff reports a moved item as removed and added);
+//! - leaving out the noise paths of [`is_noise_path`] (status, the
+//!   server-owned metadata and annotations), and top-level `apiVersion` and
+//!   `kind` (list items omit them and the differ fills in the stream's, which
+//!   every version of one stream shares);
+//! - `metadata` or `annotations` holding only noise is as if absent, as the
+//!   diff's `without_noise` takes it.
 //!
-//! Equal digests mean the same bytes outside those parts, so a default diff
-//! of the two versions is empty. Unequal ones mean nothing: the versions are
-//! compared as usual. A container that holds noise (the object, `metadata`,
-//! `metadata.annotations`) is walked member by member; anything else is hashed
-//! as its raw bytes.
+//! Two versions with the same digest have an empty default diff, unless two
+//! different versions collide; two with different digests have a change, with
+//! no exception (the digest is a function of what the diff compares). Where
+//! the diff's own answer is not one function of each side, there is no digest
+//! (`None`), and the versions are compared as usual:
+//! - the object, its `metadata` or its `annotations` is not a JSON object, or
+//!   `metadata` or `annotations` is `{}` (the diff takes `{}` as unchanged
+//!   against noise only, noise only as unchanged against absent, but `{}` as
+//!   changed against absent);
+//! - an object has one member twice (or two names share a hash).
 //!
 //! The hasher is keyed at random once per process: digests are compared only
-//! within the writer of one recorder run, never stored, so nobody who writes
-//! objects can choose two that collide.
+//! within one process (the recorder's or an import's writer), never stored, so
+//! nobody who writes objects can choose two that collide.
 
 use super::DiffOptions;
-use super::noise::{holds_noise, is_noise_path};
+use super::noise::is_noise_path;
 use super::path::SegRef;
 use super::reduce::Key;
-use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
-use serde_json::value::RawValue;
+use serde::de::{DeserializeSeed, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::LazyLock;
@@ -37,111 +49,222 @@ use std::sync::LazyLock;
 /// This process's key.
 static KEY: LazyLock<RandomState> = LazyLock::new(RandomState::new);
 
-/// Tags that keep the hashed sequence unambiguous.
-const OPEN: u8 = 1;
-const CLOSE: u8 = 2;
-const RAW: u8 = 3;
+/// Tags that keep the hashed values of different types apart.
+const NULL: u8 = 1;
+const FALSE: u8 = 2;
+const TRUE: u8 = 3;
+const INT: u8 = 4;
+const FLOAT: u8 = 5;
+const STRING: u8 = 6;
+const LIST: u8 = 7;
+const OBJECT: u8 = 8;
+const NAME: u8 = 9;
 
 /// The digest of what a default diff compares in `raw`, a JSON object; `None`
-/// when `raw` is not one, or its object, `metadata` or annotations are not
-/// JSON objects (such a version is compared as usual).
+/// when the diff's answer about it cannot be told from a digest (above), or
+/// `raw` is not one JSON object.
 pub fn compared_digest(raw: &[u8]) -> Option<u64> {
-    let mut hasher = KEY.build_hasher();
     let mut de = serde_json::Deserializer::from_slice(raw);
-    Walk {
-        parents: Parents::Root,
-        hasher: &mut hasher,
+    let mut members = Vec::with_capacity(64);
+    let digest = Walk {
+        at: At::Root,
+        members: &mut members,
     }
     .deserialize(&mut de)
     .ok()?;
     de.end().ok()?;
-    Some(hasher.finish())
+    digest
 }
 
-/// Where a walked container is: only these three hold noise.
-#[derive(Clone, Copy)]
-enum Parents {
+/// Where a walked value is: only the first three hold noise.
+#[derive(Clone, Copy, PartialEq)]
+enum At {
     Root,
     Metadata,
     Annotations,
+    Elsewhere,
 }
 
-impl Parents {
+impl At {
     /// The path of member `key` of this container.
     fn member<'k>(self, key: &'k str) -> ([SegRef<'k>; 3], usize) {
         let k = SegRef::Key(key);
         let (m, a) = (SegRef::Key("metadata"), SegRef::Key("annotations"));
         match self {
-            Parents::Root => ([k, k, k], 1),
-            Parents::Metadata => ([m, k, k], 2),
-            Parents::Annotations => ([m, a, k], 3),
+            At::Root => ([k, k, k], 1),
+            At::Metadata => ([m, k, k], 2),
+            At::Annotations | At::Elsewhere => ([m, a, k], 3),
         }
     }
 
-    /// The container a member at `path` is, when it holds noise itself.
-    fn child(path: &[SegRef<'_>]) -> Option<Parents> {
-        if !holds_noise(path) {
-            return None;
-        }
-        match path.len() {
-            1 => Some(Parents::Metadata),
-            2 => Some(Parents::Annotations),
-            _ => None,
+    /// Where member `key` of this container is.
+    fn child(self, key: &str) -> At {
+        match (self, key) {
+            (At::Root, "metadata") => At::Metadata,
+            (At::Metadata, "annotations") => At::Annotations,
+            _ => At::Elsewhere,
         }
     }
 }
 
-/// Hashes one container's members that a default diff compares.
-struct Walk<'h, H> {
-    parents: Parents,
-    hasher: &'h mut H,
+fn hash(write: impl FnOnce(&mut dyn Hasher)) -> u64 {
+    let mut h = KEY.build_hasher();
+    write(&mut h);
+    h.finish()
 }
 
-impl<'de, H: Hasher> DeserializeSeed<'de> for Walk<'_, H> {
-    type Value = ();
+/// Walks one value: `Some(digest)`, or `None` for a `metadata` or
+/// `annotations` that holds only noise (as if absent). Anything without a
+/// digest is an error, which ends the walk.
+struct Walk<'m> {
+    at: At,
+    /// `(name, value)` digests of the members of the objects being walked, the
+    /// innermost last (one allocation for the whole walk).
+    members: &'m mut Vec<(u64, u64)>,
+}
 
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
+impl<'de> DeserializeSeed<'de> for Walk<'_> {
+    type Value = Option<u64>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Option<u64>, D::Error> {
+        match self.at {
+            At::Elsewhere => d.deserialize_any(self),
+            _ => d.deserialize_map(self),
+        }
     }
 }
 
-impl<'de, H: Hasher> Visitor<'de> for Walk<'_, H> {
-    type Value = ();
+impl<'de> Visitor<'de> for Walk<'_> {
+    type Value = Option<u64>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON object")
+        f.write_str("a JSON value")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+    fn visit_unit<E>(self) -> Result<Option<u64>, E> {
+        Ok(Some(hash(|h| h.write_u8(NULL))))
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Option<u64>, E> {
+        Ok(Some(hash(|h| h.write_u8(if v { TRUE } else { FALSE }))))
+    }
+
+    // serde_json hands non-negative integers to `visit_u64`, negative ones to
+    // `visit_i64`, and a `Value` keeps them apart from floats the same way.
+    fn visit_u64<E>(self, v: u64) -> Result<Option<u64>, E> {
+        Ok(Some(hash(|h| {
+            h.write_u8(INT);
+            h.write_i128(i128::from(v));
+        })))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Option<u64>, E> {
+        Ok(Some(hash(|h| {
+            h.write_u8(INT);
+            h.write_i128(i128::from(v));
+        })))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Option<u64>, E> {
+        // Equal floats compare equal in a `Value`: `-0.0` is `0.0`.
+        let v = if v == 0.0 { 0.0 } else { v };
+        Ok(Some(hash(|h| {
+            h.write_u8(FLOAT);
+            h.write_u64(v.to_bits());
+        })))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Option<u64>, E> {
+        Ok(Some(hash(|h| {
+            h.write_u8(STRING);
+            h.write_usize(v.len());
+            h.write(v.as_bytes());
+        })))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<u64>, A::Error> {
+        let mut h = KEY.build_hasher();
+        h.write_u8(LIST);
+        let mut len = 0usize;
+        while let Some(item) = seq.next_element_seed(Walk {
+            at: At::Elsewhere,
+            members: &mut *self.members,
+        })? {
+            // Items are never `metadata` or `annotations`: always a digest.
+            h.write_u64(item.unwrap_or_default());
+            len += 1;
+        }
+        h.write_usize(len);
+        Ok(Some(h.finish()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<u64>, A::Error> {
         let opts = DiffOptions::default();
-        self.hasher.write_u8(OPEN);
+        let holds_noise = self.at != At::Elsewhere;
+        let start = self.members.len();
+        // In a container that holds noise, the names of members walked but
+        // left out (noise only): one named twice is an error even then.
+        let mut left_out: Vec<u64> = Vec::new();
+        let mut any = false;
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            let (path, len) = self.parents.member(&key);
-            let path = &path[..len];
-            let filled =
-                matches!(self.parents, Parents::Root) && (key == "apiVersion" || key == "kind");
-            if filled || is_noise_path(path, &opts) {
-                map.next_value::<IgnoredAny>()?;
-                continue;
-            }
-            self.hasher.write(key.as_bytes());
-            // No member name holds 0xff: it is not UTF-8.
-            self.hasher.write_u8(0xff);
-            match Parents::child(path) {
-                Some(parents) => map.next_value_seed(Walk {
-                    parents,
-                    hasher: &mut *self.hasher,
-                })?,
-                None => {
-                    let raw: &RawValue = map.next_value()?;
-                    self.hasher.write_u8(RAW);
-                    self.hasher.write_usize(raw.get().len());
-                    self.hasher.write(raw.get().as_bytes());
+            any = true;
+            if holds_noise {
+                let (path, len) = self.at.member(&key);
+                let filled = self.at == At::Root && (key == "apiVersion" || key == "kind");
+                if filled || is_noise_path(&path[..len], &opts) {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
                 }
             }
+            let name = hash(|h| {
+                h.write_u8(NAME);
+                h.write(key.as_bytes());
+                h.write_u8(0xff);
+            });
+            let at = if holds_noise {
+                self.at.child(&key)
+            } else {
+                At::Elsewhere
+            };
+            match map.next_value_seed(Walk {
+                at,
+                members: &mut *self.members,
+            })? {
+                Some(value) => self.members.push((name, value)),
+                None => left_out.push(name),
+            }
         }
-        self.hasher.write_u8(CLOSE);
-        Ok(())
+        let members = &mut self.members[start..];
+        members.sort_unstable_by_key(|m| m.0);
+        let twice = members.windows(2).any(|w| w[0].0 == w[1].0)
+            || left_out
+                .iter()
+                .any(|n| members.binary_search_by_key(n, |m| m.0).is_ok())
+            || {
+                left_out.sort_unstable();
+                left_out.windows(2).any(|w| w[0] == w[1])
+            };
+        if twice {
+            return Err(A::Error::custom("a member named twice"));
+        }
+        let digest = match self.at {
+            At::Metadata | At::Annotations if !any => {
+                return Err(A::Error::custom("an empty container that holds noise"));
+            }
+            At::Metadata | At::Annotations if members.is_empty() => None,
+            _ => {
+                let mut h = KEY.build_hasher();
+                h.write_u8(OBJECT);
+                h.write_usize(members.len());
+                for &(name, value) in members.iter() {
+                    h.write_u64(name);
+                    h.write_u64(value);
+                }
+                Some(h.finish())
+            }
+        };
+        self.members.truncate(start);
+        Ok(digest)
     }
 }
 
@@ -282,15 +405,102 @@ mod tests {
     }
 
     #[test]
-    fn order_and_spacing_count_as_different() {
-        // The digest is of bytes: a reordered or reformatted version is
-        // compared as usual, never taken as unchanged by mistake.
-        let a = br#"{"metadata":{"name":"a"},"spec":{"x":1,"y":2}}"#;
-        let b = br#"{"metadata":{"name":"a"},"spec":{"y":2,"x":1}}"#;
-        let c = br#"{"metadata":{"name":"a"},"spec":{"x":1, "y":2}}"#;
-        assert_ne!(compared_digest(a), compared_digest(b));
-        assert_ne!(compared_digest(a), compared_digest(c));
-        assert_eq!(compared_digest(a), compared_digest(a));
+    fn order_spacing_and_escapes_do_not_count() {
+        // A diff compares what the JSON says, not how it is written.
+        let a = br#"{"metadata":{"name":"a"},"spec":{"x":1,"y":[2,"b"]}}"#;
+        for same in [
+            &br#"{"spec":{"y":[2,"b"],"x":1},"metadata":{"name":"a"}}"#[..],
+            br#"{"metadata":{"name":"a"},"spec":{"x":1, "y":[ 2 , "b" ]}}"#,
+            br#"{"metadata":{"n\u0061me":"\u0061"},"spec":{"x":1,"y":[2,"\u0062"]}}"#,
+        ] {
+            assert_eq!(compared_digest(a), compared_digest(same));
+        }
+        // A list's order does count: a moved item is removed and added.
+        let moved = br#"{"metadata":{"name":"a"},"spec":{"x":1,"y":["b",2]}}"#;
+        assert_ne!(compared_digest(a), compared_digest(moved));
+    }
+
+    #[test]
+    fn numbers_are_equal_as_a_diff_takes_them() {
+        let parsed = |n: &str| {
+            let raw = format!(r#"{{"metadata":{{"name":"a"}},"spec":{{"n":{n}}}}}"#);
+            let value: Value = serde_json::from_str(&raw).unwrap();
+            (compared_digest(raw.as_bytes()).unwrap(), value)
+        };
+        let numbers = [
+            "1",
+            "1.0",
+            "1e0",
+            "10e-1",
+            "-1",
+            "-1.0",
+            "0",
+            "-0",
+            "0.0",
+            "-0.0",
+            "1e2",
+            "100",
+            "100.0",
+            "18446744073709551615",
+            "-9223372036854775808",
+        ];
+        for a in numbers {
+            for b in numbers {
+                let ((da, va), (db, vb)) = (parsed(a), parsed(b));
+                assert_eq!(
+                    da == db,
+                    diff_objects(&va, &vb, &DiffOptions::default()).is_empty(),
+                    "{a} against {b}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn metadata_or_annotations_with_only_noise_are_as_if_absent() {
+        let base = deployment();
+        let cases = [
+            edited(|v| {
+                v["metadata"]["annotations"] = json!({"deployment.kubernetes.io/revision": "2"});
+            }),
+            edited(|v| {
+                v["metadata"]
+                    .as_object_mut()
+                    .unwrap()
+                    .shift_remove("annotations");
+            }),
+        ];
+        let [a, b] = &cases;
+        assert_eq!(digest(a), digest(b));
+        assert!(diff_objects(a, b, &DiffOptions::default()).is_empty());
+        assert!(diff_objects(b, a, &DiffOptions::default()).is_empty());
+        assert_ne!(digest(a), digest(&base));
+        // `{}` is unchanged against noise only, but changed against absent:
+        // no digest can say both.
+        let empty = edited(|v| v["metadata"]["annotations"] = json!({}));
+        assert_eq!(digest(&empty), None);
+        assert!(diff_objects(a, &empty, &DiffOptions::default()).is_empty());
+        assert!(!diff_objects(b, &empty, &DiffOptions::default()).is_empty());
+        let only_noise = json!({"metadata": {"uid": "u", "annotations": {"deployment.kubernetes.io/revision": "1"}}, "spec": {}});
+        let none = json!({"spec": {}});
+        assert_eq!(digest(&only_noise), digest(&none));
+        assert!(diff_objects(&none, &only_noise, &DiffOptions::default()).is_empty());
+    }
+
+    #[test]
+    fn a_member_named_twice_has_no_digest() {
+        // Parsers keep the last; rather than follow that, such a version is
+        // compared as usual.
+        for raw in [
+            &br#"{"metadata":{"name":"a"},"spec":{"x":1,"x":2}}"#[..],
+            br#"{"metadata":{"name":"a","annotations":{"t":"1"},"annotations":{"deployment.kubernetes.io/revision":"1"}}}"#,
+            br#"{"metadata":{"name":"a"},"metadata":{"uid":"u"}}"#,
+        ] {
+            assert_eq!(compared_digest(raw), None, "{}", String::from_utf8_lossy(raw));
+        }
+        // Noise named twice is left out twice.
+        let raw = br#"{"metadata":{"name":"a","uid":"1","uid":"2"},"status":1,"status":2}"#;
+        assert!(compared_digest(raw).is_some());
     }
 
     #[test]
@@ -300,7 +510,8 @@ mod tests {
             b"\"x\"",
             br#"{"metadata":"x"}"#,
             br#"{"metadata":{"annotations":[1]}}"#,
-            br#"{"metadata":{}} trailing"#,
+            br#"{"metadata":{"name":"a"}} trailing"#,
+            br#"{"metadata":{}}"#,
             b"{",
         ] {
             assert_eq!(

@@ -185,6 +185,9 @@ pub struct Stored {
     /// Whether a default diff finds nothing changed since the object's
     /// previous version: both digests known and equal.
     pub same_for_diff: bool,
+    /// Whether a default diff finds something changed since the object's
+    /// previous version: both digests known and different.
+    pub changed_for_diff: bool,
 }
 
 impl BodyStore {
@@ -258,8 +261,11 @@ impl BodyStore {
         // Taken out and put back: no copy of the state per event.
         let state = self.objects.remove(&object);
         let previous = state.as_ref().map(|s| s.body);
-        let same_for_diff =
-            diff_digest.is_some() && state.as_ref().is_some_and(|s| s.diff_digest == diff_digest);
+        let previous_digest = state.as_ref().and_then(|s| s.diff_digest);
+        let (same_for_diff, changed_for_diff) = match (previous_digest, diff_digest) {
+            (Some(before), Some(after)) => (before == after, before != after),
+            _ => (false, false),
+        };
         if let Some(mut s) = state {
             // A new resourceVersion always means new bytes, so only a relist
             // compares.
@@ -271,6 +277,7 @@ impl BodyStore {
                     body,
                     previous,
                     same_for_diff,
+                    changed_for_diff,
                 });
             }
             let base = self.keyframe_raw(tx, &s.keyframe)?;
@@ -315,6 +322,7 @@ impl BodyStore {
                     body: id,
                     previous,
                     same_for_diff,
+                    changed_for_diff,
                 });
             }
         }
@@ -347,6 +355,7 @@ impl BodyStore {
             body: id,
             previous,
             same_for_diff,
+            changed_for_diff,
         })
     }
 

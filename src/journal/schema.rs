@@ -40,6 +40,17 @@ pub mod kind {
     pub const META: &str = "kind <> 1";
 }
 
+/// What `aux` says of a MODIFIED event (docs/journal.md, "Status-only
+/// changes"): how it compares, for a default diff, with the object's record
+/// just before it. `NULL` when the writer could not tell. SQLite stores 0 and
+/// 1 in the record header: neither costs a byte.
+pub mod mark {
+    /// Nothing a default diff compares changed.
+    pub const STATUS_ONLY: i64 = 1;
+    /// Something a default diff compares changed.
+    pub const CHANGED: i64 = 0;
+}
+
 /// Version 1 of the schema.
 ///
 /// - `streams` hold what a recorder watched, with enough discovery metadata

@@ -13,7 +13,7 @@
 
 use super::bodies::{BodyStore, is_surely_new};
 use super::records::{BaselineInfo, CheckpointInfo, CheckpointReason, CoverageInfo, GapInfo};
-use super::schema::kind;
+use super::schema::{kind, mark};
 use super::zones::{self, Zone};
 use super::{IdMap, Journal, JournalError, StreamId};
 use crate::model::{ObjectMeta, WatchType};
@@ -981,9 +981,13 @@ fn apply_event(
     }
     let seq = take_seq(&mut cx.caches.next_seq);
     cx.tx.zone.add(seq, at);
-    // A change a default diff does not see is marked (docs/journal.md,
-    // "Status-only changes"): 1 costs no byte more than NULL.
-    let status_only = (watch_type == WatchType::Modified && stored.same_for_diff).then_some(1);
+    // Whether a default diff sees the change is marked (docs/journal.md,
+    // "Status-only changes"), where the writer can tell.
+    let mark = match watch_type {
+        WatchType::Modified if stored.same_for_diff => Some(mark::STATUS_ONLY),
+        WatchType::Modified if stored.changed_for_diff => Some(mark::CHANGED),
+        _ => None,
+    };
     tx.prepare_cached(
         "INSERT INTO records(seq, stream_id, kind, observed_at, watch_type, object_id,
                              body_id, resource_version, aux)
@@ -999,7 +1003,7 @@ fn apply_event(
             object,
             stored.body,
             meta.resource_version,
-            status_only,
+            mark,
         ])
     })
     .map_err(err)?;
@@ -1960,7 +1964,7 @@ mod tests {
     }
 
     #[test]
-    fn a_status_only_change_is_marked_against_the_record_before_it() {
+    fn a_change_is_marked_against_the_record_before_it() {
         let (dir, stream) = configmap_stream();
         let path = dir.path().join("journal.db");
         let item = |name: &str, rv: &str, data: &str| listed(stream, name, rv, data);
@@ -1982,7 +1986,8 @@ mod tests {
                 // Status only, against the list item, then against the event.
                 change(2, m, "a", "3", "x"),
                 change(3, m, "a", "4", "x"),
-                // Data changed; then status only against the changed data.
+                // Data changed (marked 0); then status only against the
+                // changed data.
                 change(4, m, "b", "5", "y"),
                 change(5, m, "b", "6", "y"),
                 // Without a digest: compared as usual.
@@ -2011,7 +2016,7 @@ mod tests {
             vec![
                 mark("a", "3", Some(1)),
                 mark("a", "4", Some(1)),
-                mark("b", "5", None),
+                mark("b", "5", Some(0)),
                 mark("b", "6", Some(1)),
                 mark("a", "7", None),
                 mark("a", "8", None),
