@@ -12,7 +12,8 @@
 //! - **actors exact**: a watched change names the user who made it;
 //! - **coverage true**: no time `coverage` claims holds an unwatched write;
 //! - **plans whole**: a `replay plan` made holds exactly what existed;
-//! - **browse agrees**: browse lists what `log` names, marked alike.
+//! - **browse agrees**: browse lists what `log` names, marked and counted
+//!   alike.
 
 use super::histories::{Key, Kind, NAMESPACES, Op, Rng, USERS};
 use super::oracle::Oracle;
@@ -567,7 +568,7 @@ fn judge_entries(oracle: &Oracle<'_>, q: &str, entries: &[Entry], f: &mut Findin
                 }
                 let expected: &[&str] = match w.op {
                     Op::Create { .. } => &["ADDED"],
-                    Op::Update => &["MODIFIED"],
+                    Op::Update | Op::Touch => &["MODIFIED"],
                     Op::Relabel { .. } => &["ADDED", "MODIFIED", "DELETED"],
                     Op::Delete => &["DELETED"],
                 };
@@ -625,6 +626,23 @@ fn log(
         .iter()
         .filter(|w| in_scope(&w.key, ns) && since < w.t0 && w.t1 < until)
         .collect();
+    // A controller's write changes nothing a default log shows.
+    for e in &es {
+        if let Some(rv) = &e.rv
+            && e.relist.is_none()
+            && oracle.write(&e.key, rv).is_some_and(|w| w.op == Op::Touch)
+        {
+            f.wrong(
+                &q,
+                format!(
+                    "{:?} rv {rv} changed only what the server owns, and is shown",
+                    e.key
+                ),
+            );
+        }
+    }
+    let inside: Vec<&super::run::Written> =
+        inside.into_iter().filter(|w| w.op != Op::Touch).collect();
     let watched: BTreeSet<(Key, String)> = es
         .iter()
         .filter(|e| e.relist.is_none())
@@ -665,7 +683,7 @@ fn log(
 /// `browse`'s list of changed objects, read through its data source as the
 /// browser reads it: the objects `log` names (whose truth is judged above),
 /// each once, marked found by a relist exactly where `log` has a RELIST line
-/// for it.
+/// for it, with as many changes as `log` has lines for it.
 fn browse(play: &Play, store: &Path, ns: Option<&str>, since: i64, until: i64, f: &mut Findings) {
     f.questions += 1;
     let q = format!("browse's objects of {ns:?} in {since}..{until}");
@@ -681,7 +699,9 @@ fn browse(play: &Play, store: &Path, ns: Option<&str>, since: i64, until: i64, f
     let (_, Some(log), _) = ask(play, store, &args) else {
         return;
     };
-    let mut want: BTreeMap<(String, String, String), bool> = BTreeMap::new();
+    // Per object: whether a relist found a change, and how many changes
+    // (browse counts them without reading what the writer marked).
+    let mut want: BTreeMap<(String, String, String), (bool, usize)> = BTreeMap::new();
     for e in log["entries"].as_array().into_iter().flatten() {
         if e["type"] == "GAP" {
             continue;
@@ -691,7 +711,9 @@ fn browse(play: &Play, store: &Path, ns: Option<&str>, since: i64, until: i64, f
             e["namespace"].as_str().unwrap_or_default().to_string(),
             e["name"].as_str().unwrap_or_default().to_string(),
         );
-        *want.entry(key).or_default() |= e["type"] == "RELIST";
+        let line = want.entry(key).or_default();
+        line.0 |= e["type"] == "RELIST";
+        line.1 += 1;
     }
     let Ok(journal) = krply::journal::Journal::open(store) else {
         f.wrong(&q, "the journal does not open".into());
@@ -720,10 +742,10 @@ fn browse(play: &Play, store: &Path, ns: Option<&str>, since: i64, until: i64, f
             return;
         }
     };
-    let mut got: BTreeMap<(String, String, String), bool> = BTreeMap::new();
+    let mut got: BTreeMap<(String, String, String), (bool, usize)> = BTreeMap::new();
     for l in lines {
         let key = (l.kind, l.namespace, l.name);
-        if got.insert(key.clone(), l.relist).is_some() {
+        if got.insert(key.clone(), (l.relist, l.changes)).is_some() {
             f.wrong(&q, format!("{key:?} is listed twice"));
         }
     }
@@ -909,7 +931,9 @@ fn diff(
                     if x.rv != y.rv
                         && (x.tier_after != y.tier_after
                             || oracle.writes_of(&key).any(|w| {
-                                since <= w.t1 && w.t1 < until && !matches!(w.op, Op::Relabel { .. })
+                                since <= w.t1
+                                    && w.t1 < until
+                                    && !matches!(w.op, Op::Relabel { .. } | Op::Touch)
                             })) =>
                 {
                     "modified"

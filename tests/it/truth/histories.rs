@@ -140,7 +140,15 @@ pub enum Op {
         tier: &'static str,
     },
     Delete,
+    /// A controller's write of what the server owns (the Deployment
+    /// revision annotation): a new version that a default `diff` or `log`
+    /// does not show (status-only). Only in histories from [`TOUCHING_FROM`].
+    Touch,
 }
+
+/// The first seed whose histories have [`Op::Touch`] writes too. Earlier
+/// seeds (and every kept one) stay as they were.
+pub const TOUCHING_FROM: u64 = 1_000_000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
@@ -218,6 +226,8 @@ pub fn history(seed: u64) -> History {
     // Choices added later draw from their own sequence, so that every
     // earlier seed's history stays what it was.
     let mut later = Rng::new(seed ^ 0x7e7a_1e55_0000_0031);
+    // Which updates are a controller's, from a generator of their own.
+    let mut touches = (seed >= TOUCHING_FROM).then(|| Rng::new(seed ^ 0x70c4_e500));
     let mut steps = Vec::new();
     let mut running: [Option<Scope>; SLOTS] = [None, None, None];
     // Which objects exist, and their tier.
@@ -266,6 +276,7 @@ pub fn history(seed: u64) -> History {
                     Op::Create { tier }
                 }
                 Some(&tier) => match rng.below(10) {
+                    0..=5 if touches.as_mut().is_some_and(|t| t.chance(40)) => Op::Touch,
                     0..=5 => Op::Update,
                     6 | 7 => {
                         let other = if tier == TIERS[0] { TIERS[1] } else { TIERS[0] };

@@ -1,7 +1,8 @@
 //! A randomized truth checker, in the spirit of Jepsen's: random histories of
 //! recorders (random scopes, two journals, clean stops, SIGKILL, SIGSTOP and
 //! SIGCONT), users'
-//! writes (create, update, relabel, delete, re-create under the same name),
+//! writes (create, update, relabel, delete, re-create under the same name,
+//! a controller's write of what the server owns),
 //! compactions (410s) and a teammate's segments imported; then every kind of
 //! question, each answer judged against an oracle built from the server's own
 //! record of writes (docs/truth.md).
@@ -27,6 +28,11 @@ use std::time::{Duration, Instant};
 
 /// Histories of a run in the test command.
 const HISTORIES: u64 = 200;
+
+/// Histories in the test command whose writes are a controller's too
+/// ([`histories::TOUCHING_FROM`]): status-only versions, which the writer
+/// marks and `browse` counts by their marks.
+const TOUCHING_HISTORIES: u64 = 40;
 
 /// Histories on the real control plane in the test command.
 const REAL_HISTORIES: u64 = 5;
@@ -290,6 +296,20 @@ fn the_journal_tells_the_truth_in_random_histories() {
         Some(d) => check_all(first.., Some(d), On::Simulator),
         None => check_all(first..first + histories, None, On::Simulator),
     }
+}
+
+/// Histories where a controller writes what the server owns too: versions a
+/// default `diff`, `log` and `browse` leave out (`KRPLY_TRUTH_HISTORIES` for
+/// more; `KRPLY_TRUTH_FIRST` at or above [`histories::TOUCHING_FROM`] takes
+/// the long mode through them).
+#[test]
+fn the_journal_tells_the_truth_when_controllers_write_too() {
+    let histories = std::env::var("KRPLY_TRUTH_HISTORIES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map_or(TOUCHING_HISTORIES, |n: u64| n / 5);
+    let first = histories::TOUCHING_FROM;
+    check_all(first..first + histories, None, On::Simulator);
 }
 
 /// A handful of histories on the real control plane, judged against its

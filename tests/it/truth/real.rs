@@ -198,7 +198,7 @@ impl RealServer {
         };
         let verb = match op {
             Op::Create { .. } => "create",
-            Op::Update | Op::Relabel { .. } => "replace",
+            Op::Update | Op::Relabel { .. } | Op::Touch => "replace",
             Op::Delete => "delete",
         };
         let mut args = vec![
@@ -435,6 +435,18 @@ pub fn for_real(mut history: super::histories::History) -> super::histories::His
                 steps.push(Step::Kill { slot });
             }
             Step::Write { ref key, .. } if key.kind != Kind::ConfigMap => {}
+            // What was written is read back from the audit log, which tells
+            // a controller's write from a user's update only by comparing
+            // versions: the real histories have updates only.
+            Step::Write {
+                key,
+                op: Op::Touch,
+                user,
+            } => steps.push(Step::Write {
+                key,
+                op: Op::Update,
+                user,
+            }),
             other => steps.push(other),
         }
     }

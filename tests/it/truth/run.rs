@@ -400,6 +400,7 @@ impl Play {
             (Op::Create { .. }, Some(obj)) => sim.create_as(obj, "kubectl-create", &who),
             (Op::Update, Some(obj)) => sim.update_as(obj, "kubectl-edit", &who),
             (Op::Relabel { .. }, Some(obj)) => sim.update_as(obj, "kubectl-label", &who),
+            (Op::Touch, Some(obj)) => sim.update_as(obj, "deployment-controller", &who),
             _ => sim.delete_as(
                 key.kind.api_version(),
                 key.kind.name(),
@@ -437,6 +438,14 @@ impl Play {
             }
             (Op::Relabel { tier }, Some(mut obj)) => {
                 obj["metadata"]["labels"]["tier"] = json!(tier);
+                Some(obj)
+            }
+            (Op::Touch, Some(mut obj)) => {
+                // Always a new value, so always a new version: no revision
+                // a Deployment reaches (the simulator's controller keeps a
+                // number it is given).
+                obj["metadata"]["annotations"]["deployment.kubernetes.io/revision"] =
+                    json!((1_000 + counter).to_string());
                 Some(obj)
             }
             (Op::Delete, Some(_)) => None,
