@@ -647,6 +647,7 @@ pub(crate) mod tests {
             resource_version: rv.into(),
             body: seq,
             list_token: None,
+            mark: None,
         }
     }
 
@@ -710,6 +711,7 @@ pub(crate) mod tests {
             }),
             found_by_relist: None,
             by: Default::default(),
+            changed_unread: false,
             stream: String::new(),
             seq: at,
         }

@@ -6,7 +6,7 @@
 use super::app::{Detail, ObjectLine, StreamLine};
 use crate::diff::DiffOptions;
 use crate::history::diff::NameFilter;
-use crate::history::log::{LogType, RelistFinding};
+use crate::history::log::{LogEntry, LogType, RelistFinding};
 use crate::history::state::ObjectState;
 use crate::history::timeline::TimelineAnswer;
 use crate::history::{History, HistoryError, Scope};
@@ -49,12 +49,9 @@ pub fn objects(
         return Ok(Vec::new());
     };
     let streams = history.streams_for(scope);
-    let log = history.log(
-        scope,
-        &NameFilter::default(),
-        &window,
-        &DiffOptions::default(),
-    )?;
+    // Counted as `log` counts, without the fields: changes the writer
+    // marked are not read.
+    let counts = history.log_counts(scope, &NameFilter::default(), &window)?;
     let gap = |stream: &crate::history::StreamHistory| {
         stream
             .coverage
@@ -62,43 +59,50 @@ pub fn objects(
             .iter()
             .any(|w| w.from < until && w.to.is_none_or(|to| to > since))
     };
-    // By kind, namespace and name, as `log` names them: how many entries,
-    // whether a relist found one, whether every stream they came from had a
-    // gap, and the last of them (whose place in the log orders the lines).
-    struct Named {
-        changes: usize,
-        relist: bool,
-        gap: bool,
-        last: usize,
-    }
     // Log entries name their stream; named once here, not per entry.
     let by_name: std::collections::HashMap<String, &crate::history::StreamHistory> =
         streams.iter().map(|s| (s.info.name(), *s)).collect();
-    let mut named: std::collections::BTreeMap<(&str, &str, &str), Named> = Default::default();
-    for (at, e) in log.entries.iter().enumerate() {
-        if e.kind == LogType::Gap {
+    // By kind, namespace and name, as `log` names them: how many entries,
+    // whether a relist found one, whether every stream they came from had a
+    // gap, and the last of them (whose place in the log orders the lines).
+    struct Named<'c> {
+        changes: usize,
+        relist: bool,
+        gap: bool,
+        last: &'c LogEntry,
+    }
+    let mut named: std::collections::HashMap<(&str, &str, &str), Named<'_>> =
+        std::collections::HashMap::with_capacity(counts.len());
+    for c in &counts {
+        let mut gapped = true;
+        let mut known = false;
+        for s in &c.streams {
+            if let Some(&stream) = by_name.get(s) {
+                known = true;
+                gapped &= gap(stream);
+            }
+        }
+        if !known {
             continue;
         }
-        let Some(&stream) = by_name.get(&e.stream) else {
-            continue;
-        };
-        let relist = matches!(e.kind, LogType::Relist(_));
         let n = named
-            .entry((&e.object_kind, &e.namespace, &e.name))
+            .entry((&c.object_kind, &c.namespace, &c.name))
             .or_insert(Named {
                 changes: 0,
                 relist: false,
                 gap: true,
-                last: at,
+                last: &c.last,
             });
-        n.changes += 1;
-        n.relist |= relist;
-        n.gap &= gap(stream);
-        n.last = at;
+        n.changes += c.changes;
+        n.relist |= c.relist;
+        n.gap &= gapped;
+        if n.last.order() <= c.last.order() {
+            n.last = &c.last;
+        }
     }
-    let mut out: Vec<(usize, ObjectLine)> = Vec::with_capacity(named.len());
+    let mut out: Vec<(&LogEntry, ObjectLine)> = Vec::with_capacity(named.len());
     for n in named.into_values() {
-        let e = &log.entries[n.last];
+        let e = n.last;
         let Some(&entry_stream) = by_name.get(&e.stream) else {
             continue;
         };
@@ -109,7 +113,7 @@ pub fn objects(
             continue;
         };
         out.push((
-            n.last,
+            e,
             ObjectLine {
                 object: last.object,
                 kind: e.object_kind.clone(),
@@ -125,7 +129,8 @@ pub fn objects(
             },
         ));
     }
-    out.sort_by_key(|l| std::cmp::Reverse(l.0));
+    // The latest change first, in the log's order.
+    out.sort_by(|a, b| b.0.order().cmp(&a.0.order()));
     Ok(out.into_iter().map(|(_, l)| l).collect())
 }
 

@@ -9,7 +9,7 @@
 
 use super::complete::Completeness;
 use super::diff::{Field, NameFilter};
-use super::timeline::EntryType;
+use super::timeline::{Entry, EntryType, Reading};
 use super::tracked::Tracked;
 use super::{Between, History, HistoryError, Scope, StreamHistory};
 use crate::diff::DiffOptions;
@@ -87,6 +87,40 @@ pub struct LogEntry {
     /// there; a gap that no record opened comes last within its millisecond.
     pub stream: String,
     pub seq: i64,
+}
+
+impl LogEntry {
+    /// The log's order: time, then stream, then the stream's own order, then
+    /// the object.
+    pub fn order(&self) -> (i64, &str, i64, &str, &str, &str) {
+        (
+            self.observed_at,
+            &self.stream,
+            self.seq,
+            &self.namespace,
+            &self.object_kind,
+            &self.name,
+        )
+    }
+}
+
+impl Default for LogEntry {
+    fn default() -> LogEntry {
+        LogEntry {
+            observed_at: 0,
+            kind: LogType::Gap,
+            object_kind: String::new(),
+            namespace: String::new(),
+            name: String::new(),
+            resource_version: None,
+            between: None,
+            fields: Vec::new(),
+            gap: None,
+            by: crate::audit::By::default(),
+            stream: String::new(),
+            seq: 0,
+        }
+    }
 }
 
 pub struct LogAnswer {
@@ -259,8 +293,61 @@ impl History<'_> {
         let (since, until) = (window.since().as_ms(), window.until().as_ms());
         let all = self.streams_for(scope);
         let completeness = self.completeness(scope, &all, Some(since), until);
-        let (alone, shared) = super::diff::alone_and_shared(&all);
         let mut entries = Vec::new();
+        self.log_timelines(scope, names, window, opts, Reading::Fields, &mut |t| {
+            entries.extend(changes_of(t, since, until));
+        })?;
+        entries.extend(gaps(&completeness, since, until));
+        // Within one instant, stream by stream (by name), each in its
+        // journal's order: a gap comes after what was recorded before it and
+        // before the list that ended it. Streams' `seq`s interleave
+        // differently in a journal their segments were imported into, so
+        // they never order two streams (seed 1309 of the truth checker).
+        entries.sort_by(|a, b| a.order().cmp(&b.order()));
+        Ok(LogAnswer {
+            entries,
+            completeness,
+        })
+    }
+
+    /// A default [`History::log`] counted object by object, without the
+    /// entries' fields and who made them: where the writer marked a change,
+    /// neither version is read (`browse`'s list). One [`LogCount`] per
+    /// object timeline with an entry, in no particular order; an object two
+    /// unrelated streams hold may have one of each.
+    pub fn log_counts(
+        &self,
+        scope: &Scope,
+        names: &NameFilter,
+        window: &TimeWindow,
+    ) -> Result<Vec<LogCount>, HistoryError> {
+        let (since, until) = (window.since().as_ms(), window.until().as_ms());
+        let mut out = Vec::new();
+        self.log_timelines(
+            scope,
+            names,
+            window,
+            &DiffOptions::default(),
+            Reading::Counts,
+            &mut |t| out.extend(count_of(t, since, until)),
+        )?;
+        Ok(out)
+    }
+
+    /// The timeline of every object in scope with a record in the window,
+    /// or present before a list in it, read for `reading`, handed to `visit`.
+    fn log_timelines(
+        &self,
+        scope: &Scope,
+        names: &NameFilter,
+        window: &TimeWindow,
+        opts: &DiffOptions,
+        reading: Reading,
+        visit: &mut dyn FnMut(super::timeline::TimelineAnswer),
+    ) -> Result<(), HistoryError> {
+        let (since, until) = (window.since().as_ms(), window.until().as_ms());
+        let all = self.streams_for(scope);
+        let (alone, shared) = super::diff::alone_and_shared(&all);
         for streams in alone
             .iter()
             .map(std::slice::from_ref)
@@ -323,38 +410,10 @@ impl History<'_> {
                 } else {
                     self.track_row(stream, o)?
                 };
-                let t = self.timeline_within(&tracked, opts, Some((since, until)))?;
-                entries.extend(changes_of(t, since, until));
+                visit(self.timeline_within(&tracked, opts, Some((since, until)), reading)?);
             }
         }
-        entries.extend(gaps(&completeness, since, until));
-        // Within one instant, stream by stream (by name), each in its
-        // journal's order: a gap comes after what was recorded before it and
-        // before the list that ended it. Streams' `seq`s interleave
-        // differently in a journal their segments were imported into, so
-        // they never order two streams (seed 1309 of the truth checker).
-        entries.sort_by(|a, b| {
-            (
-                a.observed_at,
-                &a.stream,
-                a.seq,
-                &a.namespace,
-                &a.object_kind,
-                &a.name,
-            )
-                .cmp(&(
-                    b.observed_at,
-                    &b.stream,
-                    b.seq,
-                    &b.namespace,
-                    &b.object_kind,
-                    &b.name,
-                ))
-        });
-        Ok(LogAnswer {
-            entries,
-            completeness,
-        })
+        Ok(())
     }
 }
 
@@ -363,30 +422,9 @@ impl History<'_> {
 /// changed nothing asked about, are none.
 fn changes_of(t: super::timeline::TimelineAnswer, since: i64, until: i64) -> Vec<LogEntry> {
     let mut out = Vec::new();
-    // Whether the object existed just before an entry.
-    let mut present = false;
-    for e in t.entries {
-        if e.kind == EntryType::Gap {
-            continue;
-        }
-        let existed = std::mem::replace(&mut present, e.kind != EntryType::Deleted);
-        if e.observed_at <= since || e.observed_at > until {
-            continue;
-        }
-        let kind = match (e.kind, e.found_by_relist) {
-            (EntryType::Gap, _) => continue,
-            (EntryType::Deleted, Some(_)) => LogType::Relist(RelistFinding::Gone),
-            (_, Some(_)) if !existed => LogType::Relist(RelistFinding::Appeared),
-            // Changed only where nobody asked to look (status).
-            (_, Some(_)) if e.fields.is_empty() => continue,
-            (_, Some(_)) => LogType::Relist(RelistFinding::Changed),
-            // A list that found nothing new.
-            (EntryType::Baseline, None) => continue,
-            (EntryType::Modified, None) if e.fields.is_empty() => continue,
-            (EntryType::Added, None) => LogType::Added,
-            (EntryType::Modified, None) => LogType::Modified,
-            (EntryType::Deleted, None) => LogType::Deleted,
-        };
+    let types = log_types(&t.entries, since, until);
+    for (e, kind) in t.entries.into_iter().zip(types) {
+        let Some(kind) = kind else { continue };
         out.push(LogEntry {
             observed_at: e.observed_at,
             kind,
@@ -403,6 +441,105 @@ fn changes_of(t: super::timeline::TimelineAnswer, since: i64, until: i64) -> Vec
         });
     }
     out
+}
+
+/// What each entry of a timeline is in the log of `(since, until)`: `None`
+/// for none (outside the window, a gap, a list that found nothing new, a
+/// version that changed nothing asked about).
+fn log_types(entries: &[Entry], since: i64, until: i64) -> Vec<Option<LogType>> {
+    // Whether the object existed just before an entry.
+    let mut present = false;
+    entries
+        .iter()
+        .map(|e| {
+            if e.kind == EntryType::Gap {
+                return None;
+            }
+            let existed = std::mem::replace(&mut present, e.kind != EntryType::Deleted);
+            if e.observed_at <= since || e.observed_at > until {
+                return None;
+            }
+            let changed = !e.fields.is_empty() || e.changed_unread;
+            Some(match (e.kind, e.found_by_relist) {
+                (EntryType::Gap, _) => return None,
+                (EntryType::Deleted, Some(_)) => LogType::Relist(RelistFinding::Gone),
+                (_, Some(_)) if !existed => LogType::Relist(RelistFinding::Appeared),
+                // Changed only where nobody asked to look (status).
+                (_, Some(_)) if !changed => return None,
+                (_, Some(_)) => LogType::Relist(RelistFinding::Changed),
+                // A list that found nothing new.
+                (EntryType::Baseline, None) => return None,
+                (EntryType::Modified, None) if !changed => return None,
+                (EntryType::Added, None) => LogType::Added,
+                (EntryType::Modified, None) => LogType::Modified,
+                (EntryType::Deleted, None) => LogType::Deleted,
+            })
+        })
+        .collect()
+}
+
+/// One object timeline's entries in a log, counted ([`History::log_counts`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogCount {
+    pub object_kind: String,
+    pub namespace: String,
+    pub name: String,
+    /// How many entries.
+    pub changes: usize,
+    /// Whether a relist found one of them.
+    pub relist: bool,
+    /// The streams the entries came from, each once.
+    pub streams: Vec<String>,
+    /// The last entry, in the log's order; without fields, nor who made it.
+    pub last: LogEntry,
+}
+
+/// The entries of one object's timeline in the log of `(since, until)`,
+/// counted; `None` when it has none.
+fn count_of(t: super::timeline::TimelineAnswer, since: i64, until: i64) -> Option<LogCount> {
+    let types = log_types(&t.entries, since, until);
+    let mut counted: Option<LogCount> = None;
+    let mut last: Option<(usize, LogType)> = None;
+    for (i, (e, kind)) in t.entries.iter().zip(&types).enumerate() {
+        let Some(kind) = *kind else { continue };
+        let c = counted.get_or_insert_with(|| LogCount {
+            object_kind: String::new(),
+            namespace: String::new(),
+            name: String::new(),
+            changes: 0,
+            relist: false,
+            streams: Vec::new(),
+            last: LogEntry::default(),
+        });
+        c.changes += 1;
+        c.relist |= matches!(kind, LogType::Relist(_));
+        if !c.streams.contains(&e.stream) {
+            c.streams.push(e.stream.clone());
+        }
+        // The timeline is in the log's order within one object.
+        if last.is_none_or(|(j, _)| t.entries[j].order() <= e.order()) {
+            last = Some((i, kind));
+        }
+    }
+    let mut c = counted?;
+    let (i, kind) = last?;
+    let e = &t.entries[i];
+    c.last = LogEntry {
+        observed_at: e.observed_at,
+        kind,
+        object_kind: t.kind.clone(),
+        namespace: t.namespace.clone(),
+        name: t.name.clone(),
+        resource_version: e.resource_version.clone(),
+        between: e.found_by_relist,
+        fields: Vec::new(),
+        gap: None,
+        by: crate::audit::By::default(),
+        stream: e.stream.clone(),
+        seq: e.seq,
+    };
+    (c.object_kind, c.namespace, c.name) = (t.kind, t.namespace, t.name);
+    Some(c)
 }
 
 /// What the answer does not cover, as log entries where each stretch starts:

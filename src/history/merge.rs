@@ -265,6 +265,8 @@ pub fn merge(members: &[Member<'_>]) -> Vec<Seen> {
                                         observed_at: v.observed_at,
                                         watch_type: Some(WatchType::Modified),
                                         list_token: None,
+                                        // Its mark links another record.
+                                        mark: None,
                                         ..row.clone()
                                     }),
                                     observed: Observed::Watch,
@@ -395,6 +397,7 @@ mod tests {
             resource_version: rv.into(),
             body: seq,
             list_token: list,
+            mark: None,
         }
     }
 

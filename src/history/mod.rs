@@ -301,12 +301,10 @@ impl<'j> History<'j> {
         stream: &StreamHistory,
         object: i64,
     ) -> Result<Vec<VersionRow>, JournalError> {
-        Ok(self
-            .journal
-            .object_versions(object)?
-            .into_iter()
-            .filter(|v| v.list_token.is_none_or(|t| stream.lists.contains(&t)))
-            .collect())
+        Ok(VersionRow::kept(
+            self.journal.object_versions(object)?,
+            |v| v.list_token.is_none_or(|t| stream.lists.contains(&t)),
+        ))
     }
 
     /// [`History::versions`] from the last one observed at or before `at`
@@ -323,12 +321,10 @@ impl<'j> History<'j> {
             .journal
             .object_version_at(object, at, self.bounds.at(at), &stream.lists)?
             .map_or(i64::MIN, |v| v.seq);
-        Ok(self
-            .journal
-            .object_versions_from(object, from)?
-            .into_iter()
-            .filter(|v| v.list_token.is_none_or(|t| stream.lists.contains(&t)))
-            .collect())
+        Ok(VersionRow::kept(
+            self.journal.object_versions_from(object, from)?,
+            |v| v.list_token.is_none_or(|t| stream.lists.contains(&t)),
+        ))
     }
 
     /// Objects by id with their streams.

@@ -47,13 +47,10 @@ impl Reading<'_> {
         stream: &StreamHistory,
         object: i64,
     ) -> Result<Vec<VersionRow>, HistoryError> {
-        Ok(self
-            .journal
-            .object_versions(object)?
-            .into_iter()
-            .filter(|v| v.seq <= self.highest)
-            .filter(|v| v.list_token.is_none_or(|t| stream.lists.contains(&t)))
-            .collect())
+        Ok(VersionRow::kept(
+            self.journal.object_versions(object)?,
+            |v| v.seq <= self.highest && v.list_token.is_none_or(|t| stream.lists.contains(&t)),
+        ))
     }
 
     /// The state of one object of `stream` at `at`.

@@ -15,9 +15,21 @@ use crate::audit::By;
 use crate::audit::join::Kind;
 use crate::diff::DiffOptions;
 use crate::journal::read::GapWindow;
-use crate::journal::versions::{BaselineRef, Decoder, ObjectRow, StoredBody, VersionRow};
+use crate::journal::versions::{BaselineRef, Decoder, Mark, ObjectRow, StoredBody, VersionRow};
 use crate::model::WatchType;
 use std::sync::Arc;
+
+/// What a timeline is read for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reading {
+    /// Every change with its fields and who made it.
+    Fields,
+    /// Which versions changed what a default diff compares, and no more
+    /// (`browse`'s list): a MODIFIED event the writer marked is taken at its
+    /// mark, unread ([`Entry::changed_unread`]), and nobody is looked up in
+    /// audit logs.
+    Counts,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryType {
@@ -67,6 +79,10 @@ pub struct Entry {
     pub found_by_relist: Option<Between>,
     /// Who made this change, when audit logs were imported.
     pub by: By,
+    /// In a timeline read for counting ([`Reading::Counts`]): a MODIFIED
+    /// event the writer marked as a change a default diff sees, its fields
+    /// not read.
+    pub changed_unread: bool,
     /// Where it falls in the journal's order: the stream that recorded it
     /// (its name) and the record's `seq` (for a gap, the record that opened
     /// it). Entries of one time are ordered by them: within a stream a gap
@@ -103,6 +119,7 @@ impl Entry {
     pub fn is_status_only(&self) -> bool {
         self.kind == EntryType::Modified
             && self.fields.is_empty()
+            && !self.changed_unread
             && self.gap.is_none()
             && self.found_by_relist.is_none()
             && !self.synthetic
@@ -125,22 +142,25 @@ impl History<'_> {
         tracked: &Tracked<'_>,
         opts: &DiffOptions,
     ) -> Result<TimelineAnswer, HistoryError> {
-        self.timeline_within(tracked, opts, None)
+        self.timeline_within(tracked, opts, None, Reading::Fields)
     }
 
     /// [`History::timeline`]; with a `window` `(since, until]`, the field
     /// changes only of the entries observed in it (`log` reads no others; the
     /// rest are left without fields). A version's body is then read only when
     /// it or the version after it is in the window: a window of 30 minutes
-    /// does not decode an object's whole history.
+    /// does not decode an object's whole history. Read for
+    /// [`Reading::Counts`], an object one stream covers reads only the bodies
+    /// that no mark answers for.
     pub(super) fn timeline_within(
         &self,
         tracked: &Tracked<'_>,
         opts: &DiffOptions,
         window: Option<(i64, i64)>,
+        reading: Reading,
     ) -> Result<TimelineAnswer, HistoryError> {
         match tracked.single() {
-            Some((stream, object)) => self.stream_timeline(stream, object, opts, window),
+            Some((stream, object)) => self.stream_timeline(stream, object, opts, window, reading),
             None => self.merged_timeline(tracked, opts, window),
         }
     }
@@ -153,7 +173,12 @@ impl History<'_> {
         tracked: &Tracked<'_>,
         window: (i64, i64),
     ) -> Result<Option<Entry>, HistoryError> {
-        let t = self.timeline_within(tracked, &DiffOptions::default(), Some(window))?;
+        let t = self.timeline_within(
+            tracked,
+            &DiffOptions::default(),
+            Some(window),
+            Reading::Fields,
+        )?;
         Ok(t.entries.into_iter().rev().find(|e| {
             e.kind != EntryType::Gap
                 && e.observed_at > window.0
@@ -173,23 +198,43 @@ impl History<'_> {
         object: &ObjectRow,
         opts: &DiffOptions,
         window: Option<(i64, i64)>,
+        reading: Reading,
     ) -> Result<TimelineAnswer, HistoryError> {
+        // Marks say what a default diff sees, nothing else.
+        let counts = reading == Reading::Counts && *opts == DiffOptions::default();
+        // Who made each change is asked only for its fields.
+        let attribute = self.has_audit() && !counts;
         // A window needs the object's past from the version it began with;
         // who made each change is decided over the whole (the audit join
         // weighs every change against every write near it).
         let versions = match window {
-            Some((since, _)) if !self.has_audit() => {
-                self.versions_from(stream, object.id, since)?
-            }
+            Some((since, _)) if !attribute => self.versions_from(stream, object.id, since)?,
             _ => self.versions(stream, object.id)?,
         };
         let asked = |v: &VersionRow| {
             window.is_none_or(|(since, until)| v.observed_at > since && v.observed_at <= until)
         };
+        // In a count, the versions whose mark answers for their comparison
+        // with the version before them (docs/journal.md, "Status-only
+        // changes"): the mark links the record just before, which is the
+        // version before unless a deletion or a list that did not see the
+        // object came between (then there is nothing to compare with, and
+        // the writer forgot the digest).
+        let vouched: Vec<bool> = (0..versions.len())
+            .map(|i| {
+                counts
+                    && i > 0
+                    && versions[i].mark.is_some()
+                    && asked(&versions[i])
+                    && !versions[i - 1].deleted()
+            })
+            .collect();
         // Whether each version's body is read: its entry is asked about, or
-        // the next version's is (and compares with it).
+        // the next version's is (and compares with it), unless a mark
+        // answers for that comparison.
+        let compared = |i: usize| versions.get(i).is_some_and(|v| asked(v) && !vouched[i]);
         let read_body: Vec<bool> = (0..versions.len())
-            .map(|i| asked(&versions[i]) || versions.get(i + 1).is_some_and(asked))
+            .map(|i| compared(i) || compared(i + 1))
             .collect();
         let reading = read_body.iter().filter(|&&r| r).count();
         let mut entries = Vec::new();
@@ -213,7 +258,7 @@ impl History<'_> {
         // One run is compared here: threads would cost more than it.
         let read = |send: &mut dyn FnMut(Run) -> bool| {
             let mut run = Run::default();
-            for (v, &read_body) in versions.iter().zip(&read_body) {
+            for (i, (v, &read_body)) in versions.iter().zip(&read_body).enumerate() {
                 // A list that started after the previous version and completed
                 // before this one did not see the object: it was gone by then,
                 // whatever happened in the gap.
@@ -229,17 +274,24 @@ impl History<'_> {
                 }
                 let kind = EntryType::of(v.watch_type);
                 last_seq = v.seq;
+                // Present still: nothing came between it and the version
+                // before.
+                let vouched = vouched[i] && present;
+                let entry = |v: &VersionRow| Entry {
+                    changed_unread: vouched && v.mark == Some(Mark::Changed),
+                    ..entry(v, kind, &name)
+                };
                 if kind == EntryType::Deleted {
                     // Nothing to compare, and nothing to compare with next.
-                    entries.push(entry(v, kind, &name));
+                    entries.push(entry(v));
                     present = false;
                     previous = None;
                     continue;
                 }
                 if !read_body {
-                    // Neither this entry nor the next is asked about: the
-                    // next version has no body before it to compare with.
-                    entries.push(entry(v, kind, &name));
+                    // Neither this entry nor the next is compared: the next
+                    // version has no body before it to compare with.
+                    entries.push(entry(v));
                     present = true;
                     previous = None;
                     continue;
@@ -251,9 +303,11 @@ impl History<'_> {
                 if run.versions.is_empty() {
                     run.start = previous.clone();
                 }
+                // A vouched version is read only for the next to compare with.
+                let fill = previous.is_some() && !vouched;
                 run.versions
-                    .push((previous.is_some().then_some(entries.len()), body.clone()));
-                entries.push(entry(v, kind, &name));
+                    .push((fill.then_some(entries.len()), body.clone()));
+                entries.push(entry(v));
                 present = true;
                 previous = Some(body);
                 if run.versions.len() >= TIMELINE_RUN && !send(std::mem::take(&mut run)) {
@@ -280,7 +334,7 @@ impl History<'_> {
         for (entry, fields) in compared {
             entries[entry].fields = fields;
         }
-        if self.has_audit() {
+        if attribute {
             let found = self.attribute(stream, &versions)?;
             let by: std::collections::HashMap<(&str, i64), By> = versions
                 .iter()
@@ -324,7 +378,7 @@ impl History<'_> {
         }
         entries.sort_by(|a, b| a.order().cmp(&b.order()));
         mark_relist_findings(stream, &mut entries);
-        if self.has_audit() {
+        if attribute {
             self.attribute_relist_entries(&[object.id], &mut entries)?;
         }
 
@@ -366,7 +420,7 @@ impl History<'_> {
             return Ok(());
         };
         let tracked = self.track_row(stream, &row)?;
-        let timeline = self.timeline_within(&tracked, opts, Some(window))?;
+        let timeline = self.timeline_within(&tracked, opts, Some(window), Reading::Fields)?;
         d.by = diff_by(&timeline.entries, window, d.change, &mut d.fields);
         Ok(())
     }
@@ -628,6 +682,7 @@ fn merged_gaps_within(streams: &[&StreamHistory], first: i64, end: i64) -> Vec<E
                     gap: Some(piece),
                     found_by_relist: None,
                     by: By::default(),
+                    changed_unread: false,
                 });
             }
         }
@@ -655,6 +710,7 @@ fn gaps_within(stream: &StreamHistory, first: i64, end: i64, deleted: bool) -> V
             gap: Some(w.clone()),
             found_by_relist: None,
             by: By::default(),
+            changed_unread: false,
             stream: stream.info.name(),
             seq: w.seq,
         })
@@ -721,6 +777,7 @@ fn entry(v: &VersionRow, kind: EntryType, stream: &str) -> Entry {
         gap: None,
         found_by_relist: None,
         by: By::default(),
+        changed_unread: false,
         stream: stream.to_string(),
         seq: v.seq,
     }
@@ -770,6 +827,7 @@ fn vanished(b: &BaselineRef, stream: &str) -> Entry {
         gap: None,
         found_by_relist: None,
         by: By::default(),
+        changed_unread: false,
         stream: stream.to_string(),
         seq: b.seq,
     }
@@ -819,6 +877,7 @@ mod diff_by_tests {
                 to: at,
             }),
             by: who,
+            changed_unread: false,
             stream: "configmaps.v1@shop".into(),
             seq: at,
         }
@@ -904,6 +963,7 @@ mod diff_by_tests {
             gap: None,
             found_by_relist: None,
             by: By::default(),
+            changed_unread: false,
             stream: "s".into(),
             seq: 1,
         };

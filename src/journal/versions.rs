@@ -27,9 +27,54 @@ pub struct VersionRow {
     pub body: i64,
     /// The list a baseline item belongs to.
     pub list_token: Option<i64>,
+    /// For a MODIFIED event, whether the writer saw a default diff change
+    /// against the object's record before it (docs/journal.md, "Status-only
+    /// changes"); `None` when it could not tell.
+    pub mark: Option<Mark>,
+}
+
+/// What the writer's mark says of a MODIFIED event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// Nothing a default diff compares changed.
+    StatusOnly,
+    /// Something a default diff compares changed.
+    Changed,
+}
+
+impl Mark {
+    /// The mark in a record's `aux`, for a record of `kind` and `watch_type`.
+    pub fn of(kind_: i64, watch_type: Option<WatchType>, aux: Option<i64>) -> Option<Mark> {
+        if kind_ != kind::EVENT || watch_type != Some(WatchType::Modified) {
+            return None;
+        }
+        match aux? {
+            super::schema::mark::STATUS_ONLY => Some(Mark::StatusOnly),
+            super::schema::mark::CHANGED => Some(Mark::Changed),
+            _ => None,
+        }
+    }
 }
 
 impl VersionRow {
+    /// The versions of one object that `keep` keeps, in order. A version kept
+    /// after one left out loses its mark, which links the record left out.
+    pub fn kept(rows: Vec<VersionRow>, keep: impl Fn(&VersionRow) -> bool) -> Vec<VersionRow> {
+        let mut left_out = false;
+        rows.into_iter()
+            .filter_map(|mut v| {
+                if !keep(&v) {
+                    left_out = true;
+                    return None;
+                }
+                if std::mem::take(&mut left_out) {
+                    v.mark = None;
+                }
+                Some(v)
+            })
+            .collect()
+    }
+
     /// Seen by a list rather than received as an event.
     pub fn synthetic(&self) -> bool {
         self.kind == kind::BASELINE_ITEM
@@ -119,20 +164,23 @@ const MARKED_WALK: usize = 8;
 
 fn version(r: &rusqlite::Row<'_>) -> rusqlite::Result<VersionRow> {
     let kind_: i64 = r.get(3)?;
+    let watch_type = r.get::<_, Option<i64>>(5)?.and_then(WatchType::from_code);
+    let aux: Option<i64> = r.get(8)?;
     Ok(VersionRow {
         seq: r.get(0)?,
         stream: r.get(1)?,
         object: r.get(2)?,
         kind: kind_,
         observed_at: r.get(4)?,
-        watch_type: r.get::<_, Option<i64>>(5)?.and_then(WatchType::from_code),
+        watch_type,
         resource_version: r.get::<_, Option<String>>(6)?.unwrap_or_default(),
         body: r.get(7)?,
         list_token: if kind_ == kind::BASELINE_ITEM {
-            r.get(8)?
+            aux
         } else {
             None
         },
+        mark: Mark::of(kind_, watch_type, aux),
     })
 }
 
