@@ -389,6 +389,14 @@ impl History<'_> {
                     b.1.stream,
                 ))
             });
+            // A count reads the versions of every object one stream holds in
+            // one pass (the timelines of objects several hold are merged).
+            let mut prefetched = match reading {
+                Reading::Counts if streams.len() == 1 => {
+                    Some(self.prefetch(rows.iter().map(|(_, o)| o.id).collect(), since)?)
+                }
+                _ => None,
+            };
             let mut done: HashSet<(String, String, String, String)> = HashSet::new();
             for (stream, o) in rows {
                 let key = (
@@ -410,7 +418,13 @@ impl History<'_> {
                 } else {
                     self.track_row(stream, o)?
                 };
-                visit(self.timeline_within(&tracked, opts, Some((since, until)), reading)?);
+                visit(self.timeline_within(
+                    &tracked,
+                    opts,
+                    Some((since, until)),
+                    reading,
+                    prefetched.as_mut(),
+                )?);
             }
         }
         Ok(())

@@ -142,7 +142,7 @@ impl History<'_> {
         tracked: &Tracked<'_>,
         opts: &DiffOptions,
     ) -> Result<TimelineAnswer, HistoryError> {
-        self.timeline_within(tracked, opts, None, Reading::Fields)
+        self.timeline_within(tracked, opts, None, Reading::Fields, None)
     }
 
     /// [`History::timeline`]; with a `window` `(since, until]`, the field
@@ -158,9 +158,12 @@ impl History<'_> {
         opts: &DiffOptions,
         window: Option<(i64, i64)>,
         reading: Reading,
+        prefetched: Option<&mut super::Prefetched>,
     ) -> Result<TimelineAnswer, HistoryError> {
         match tracked.single() {
-            Some((stream, object)) => self.stream_timeline(stream, object, opts, window, reading),
+            Some((stream, object)) => {
+                self.stream_timeline(stream, object, opts, window, reading, prefetched)
+            }
             None => self.merged_timeline(tracked, opts, window),
         }
     }
@@ -178,6 +181,7 @@ impl History<'_> {
             &DiffOptions::default(),
             Some(window),
             Reading::Fields,
+            None,
         )?;
         Ok(t.entries.into_iter().rev().find(|e| {
             e.kind != EntryType::Gap
@@ -199,6 +203,7 @@ impl History<'_> {
         opts: &DiffOptions,
         window: Option<(i64, i64)>,
         reading: Reading,
+        prefetched: Option<&mut super::Prefetched>,
     ) -> Result<TimelineAnswer, HistoryError> {
         // Marks say what a default diff sees, nothing else.
         let counts = reading == Reading::Counts && *opts == DiffOptions::default();
@@ -207,8 +212,11 @@ impl History<'_> {
         // A window needs the object's past from the version it began with;
         // who made each change is decided over the whole (the audit join
         // weighs every change against every write near it).
-        let versions = match window {
-            Some((since, _)) if !attribute => self.versions_from(stream, object.id, since)?,
+        let versions = match (window, prefetched) {
+            (Some((since, _)), Some(p)) if !attribute => {
+                self.versions_from_prefetched(stream, object.id, since, p)?
+            }
+            (Some((since, _)), _) if !attribute => self.versions_from(stream, object.id, since)?,
             _ => self.versions(stream, object.id)?,
         };
         let asked = |v: &VersionRow| {
@@ -420,7 +428,7 @@ impl History<'_> {
             return Ok(());
         };
         let tracked = self.track_row(stream, &row)?;
-        let timeline = self.timeline_within(&tracked, opts, Some(window), Reading::Fields)?;
+        let timeline = self.timeline_within(&tracked, opts, Some(window), Reading::Fields, None)?;
         d.by = diff_by(&timeline.entries, window, d.change, &mut d.fields);
         Ok(())
     }
