@@ -31,7 +31,7 @@
 //!   `metadata` or `annotations` is `{}` (the diff takes `{}` as unchanged
 //!   against noise only, noise only as unchanged against absent, but `{}` as
 //!   changed against absent);
-//! - an object has one member twice (or two names share a hash).
+//! - an object has one member twice.
 //!
 //! The hasher is keyed at random once per process: digests are compared only
 //! within one process (the recorder's or an import's writer), never stored, so
@@ -42,8 +42,9 @@ use super::noise::is_noise_path;
 use super::path::SegRef;
 use super::reduce::Key;
 use serde::de::{DeserializeSeed, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use std::borrow::Cow;
 use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
+use std::hash::BuildHasher;
 use std::sync::LazyLock;
 
 /// This process's key.
@@ -53,27 +54,40 @@ static KEY: LazyLock<RandomState> = LazyLock::new(RandomState::new);
 const NULL: u8 = 1;
 const FALSE: u8 = 2;
 const TRUE: u8 = 3;
-const INT: u8 = 4;
+const UINT: u8 = 4;
 const FLOAT: u8 = 5;
 const STRING: u8 = 6;
 const LIST: u8 = 7;
 const OBJECT: u8 = 8;
 const NAME: u8 = 9;
+const CLOSE: u8 = 10;
+const NEG_INT: u8 = 11;
+
+/// A tag and the number that follows it.
+fn put(out: &mut Vec<u8>, tag: u8, n: u64) {
+    out.push(tag);
+    out.extend_from_slice(&n.to_le_bytes());
+}
 
 /// The digest of what a default diff compares in `raw`, a JSON object; `None`
 /// when the diff's answer about it cannot be told from a digest (above), or
 /// `raw` is not one JSON object.
 pub fn compared_digest(raw: &[u8]) -> Option<u64> {
-    let mut de = serde_json::Deserializer::from_slice(raw);
+    // Checked as UTF-8 once, so that no string is checked again as it is
+    // read (a seventh of the recorder's reading thread, string by string).
+    let text = std::str::from_utf8(raw).ok()?;
+    let mut de = serde_json::Deserializer::from_str(text);
     let mut members = Vec::with_capacity(64);
-    let digest = Walk {
+    let mut out = Vec::with_capacity(raw.len());
+    Walk {
         at: At::Root,
+        out: &mut out,
         members: &mut members,
     }
     .deserialize(&mut de)
     .ok()?;
     de.end().ok()?;
-    digest
+    Some(KEY.hash_one(out.as_slice()))
 }
 
 /// Where a walked value is: only the first three hold noise.
@@ -107,26 +121,26 @@ impl At {
     }
 }
 
-fn hash(write: impl FnOnce(&mut dyn Hasher)) -> u64 {
-    let mut h = KEY.build_hasher();
-    write(&mut h);
-    h.finish()
-}
-
-/// Walks one value: `Some(digest)`, or `None` for a `metadata` or
-/// `annotations` that holds only noise (as if absent). Anything without a
-/// digest is an error, which ends the walk.
-struct Walk<'m> {
+/// Walks one value, writing what a diff compares of it to `out` (an
+/// unambiguous encoding: tags, lengths, bytes): `Ok(false)` for a `metadata`
+/// or `annotations` that holds only noise (as if absent, nothing written).
+/// Anything without a digest is an error, which ends the walk. Scalars and
+/// list items are written as they come; an object's members are each hashed
+/// on their own (their bytes then dropped from `out`), to be written in the
+/// order of their names. One SipHash per member, over one slice: hashing
+/// piece by piece took a quarter of the recorder's reading thread.
+struct Walk<'o, 'm, 'de> {
     at: At,
-    /// `(name, value)` digests of the members of the objects being walked, the
-    /// innermost last (one allocation for the whole walk).
-    members: &'m mut Vec<(u64, u64)>,
+    out: &'o mut Vec<u8>,
+    /// The names and digests of the members of the objects being walked,
+    /// the innermost last (one allocation for the whole walk).
+    members: &'m mut Vec<(Cow<'de, str>, u64)>,
 }
 
-impl<'de> DeserializeSeed<'de> for Walk<'_> {
-    type Value = Option<u64>;
+impl<'de> DeserializeSeed<'de> for Walk<'_, '_, 'de> {
+    type Value = bool;
 
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Option<u64>, D::Error> {
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
         match self.at {
             At::Elsewhere => d.deserialize_any(self),
             _ => d.deserialize_map(self),
@@ -134,77 +148,77 @@ impl<'de> DeserializeSeed<'de> for Walk<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Walk<'_> {
-    type Value = Option<u64>;
+impl<'de> Visitor<'de> for Walk<'_, '_, 'de> {
+    type Value = bool;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a JSON value")
     }
 
-    fn visit_unit<E>(self) -> Result<Option<u64>, E> {
-        Ok(Some(hash(|h| h.write_u8(NULL))))
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        self.out.push(NULL);
+        Ok(true)
     }
 
-    fn visit_bool<E>(self, v: bool) -> Result<Option<u64>, E> {
-        Ok(Some(hash(|h| h.write_u8(if v { TRUE } else { FALSE }))))
+    fn visit_bool<E>(self, v: bool) -> Result<bool, E> {
+        self.out.push(if v { TRUE } else { FALSE });
+        Ok(true)
     }
 
     // serde_json hands non-negative integers to `visit_u64`, negative ones to
     // `visit_i64`, and a `Value` keeps them apart from floats the same way.
-    fn visit_u64<E>(self, v: u64) -> Result<Option<u64>, E> {
-        Ok(Some(hash(|h| {
-            h.write_u8(INT);
-            h.write_i128(i128::from(v));
-        })))
+    fn visit_u64<E>(self, v: u64) -> Result<bool, E> {
+        put(self.out, UINT, v);
+        Ok(true)
     }
 
-    fn visit_i64<E>(self, v: i64) -> Result<Option<u64>, E> {
-        Ok(Some(hash(|h| {
-            h.write_u8(INT);
-            h.write_i128(i128::from(v));
-        })))
+    fn visit_i64<E>(self, v: i64) -> Result<bool, E> {
+        // A non-negative one is the same number as a `u64`.
+        match u64::try_from(v) {
+            Ok(v) => put(self.out, UINT, v),
+            Err(_) => put(self.out, NEG_INT, v.cast_unsigned()),
+        }
+        Ok(true)
     }
 
-    fn visit_f64<E>(self, v: f64) -> Result<Option<u64>, E> {
+    fn visit_f64<E>(self, v: f64) -> Result<bool, E> {
         // Equal floats compare equal in a `Value`: `-0.0` is `0.0`.
         let v = if v == 0.0 { 0.0 } else { v };
-        Ok(Some(hash(|h| {
-            h.write_u8(FLOAT);
-            h.write_u64(v.to_bits());
-        })))
+        put(self.out, FLOAT, v.to_bits());
+        Ok(true)
     }
 
-    fn visit_str<E>(self, v: &str) -> Result<Option<u64>, E> {
-        Ok(Some(hash(|h| {
-            h.write_u8(STRING);
-            h.write_usize(v.len());
-            h.write(v.as_bytes());
-        })))
+    fn visit_str<E>(self, v: &str) -> Result<bool, E> {
+        put(self.out, STRING, v.len() as u64);
+        self.out.extend_from_slice(v.as_bytes());
+        Ok(true)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<u64>, A::Error> {
-        let mut h = KEY.build_hasher();
-        h.write_u8(LIST);
-        let mut len = 0usize;
-        while let Some(item) = seq.next_element_seed(Walk {
-            at: At::Elsewhere,
-            members: &mut *self.members,
-        })? {
-            // Items are never `metadata` or `annotations`: always a digest.
-            h.write_u64(item.unwrap_or_default());
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        self.out.push(LIST);
+        let mut len = 0u64;
+        // Items are never `metadata` or `annotations`: always written.
+        while seq
+            .next_element_seed(Walk {
+                at: At::Elsewhere,
+                out: &mut *self.out,
+                members: &mut *self.members,
+            })?
+            .is_some()
+        {
             len += 1;
         }
-        h.write_usize(len);
-        Ok(Some(h.finish()))
+        put(self.out, CLOSE, len);
+        Ok(true)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<u64>, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
         let opts = DiffOptions::default();
         let holds_noise = self.at != At::Elsewhere;
         let start = self.members.len();
         // In a container that holds noise, the names of members walked but
         // left out (noise only): one named twice is an error even then.
-        let mut left_out: Vec<u64> = Vec::new();
+        let mut left_out: Vec<Cow<'de, str>> = Vec::new();
         let mut any = false;
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             any = true;
@@ -216,30 +230,31 @@ impl<'de> Visitor<'de> for Walk<'_> {
                     continue;
                 }
             }
-            let name = hash(|h| {
-                h.write_u8(NAME);
-                h.write(key.as_bytes());
-                h.write_u8(0xff);
-            });
             let at = if holds_noise {
                 self.at.child(&key)
             } else {
                 At::Elsewhere
             };
-            match map.next_value_seed(Walk {
+            let mark = self.out.len();
+            let written = map.next_value_seed(Walk {
                 at,
+                out: &mut *self.out,
                 members: &mut *self.members,
-            })? {
-                Some(value) => self.members.push((name, value)),
-                None => left_out.push(name),
+            })?;
+            if written {
+                let digest = KEY.hash_one(&self.out[mark..]);
+                self.members.push((key, digest));
+            } else {
+                left_out.push(key);
             }
+            self.out.truncate(mark);
         }
         let members = &mut self.members[start..];
-        members.sort_unstable_by_key(|m| m.0);
+        members.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let twice = members.windows(2).any(|w| w[0].0 == w[1].0)
             || left_out
                 .iter()
-                .any(|n| members.binary_search_by_key(n, |m| m.0).is_ok())
+                .any(|n| members.binary_search_by(|m| m.0.cmp(n)).is_ok())
             || {
                 left_out.sort_unstable();
                 left_out.windows(2).any(|w| w[0] == w[1])
@@ -247,24 +262,23 @@ impl<'de> Visitor<'de> for Walk<'_> {
         if twice {
             return Err(A::Error::custom("a member named twice"));
         }
-        let digest = match self.at {
+        let written = match self.at {
             At::Metadata | At::Annotations if !any => {
                 return Err(A::Error::custom("an empty container that holds noise"));
             }
-            At::Metadata | At::Annotations if members.is_empty() => None,
+            At::Metadata | At::Annotations if members.is_empty() => false,
             _ => {
-                let mut h = KEY.build_hasher();
-                h.write_u8(OBJECT);
-                h.write_usize(members.len());
-                for &(name, value) in members.iter() {
-                    h.write_u64(name);
-                    h.write_u64(value);
+                put(self.out, OBJECT, members.len() as u64);
+                for (name, value) in members.iter() {
+                    put(self.out, NAME, name.len() as u64);
+                    self.out.extend_from_slice(name.as_bytes());
+                    self.out.extend_from_slice(&value.to_le_bytes());
                 }
-                Some(h.finish())
+                true
             }
         };
         self.members.truncate(start);
-        Ok(digest)
+        Ok(written)
     }
 }
 
