@@ -104,25 +104,6 @@ impl LogEntry {
     }
 }
 
-impl Default for LogEntry {
-    fn default() -> LogEntry {
-        LogEntry {
-            observed_at: 0,
-            kind: LogType::Gap,
-            object_kind: String::new(),
-            namespace: String::new(),
-            name: String::new(),
-            resource_version: None,
-            between: None,
-            fields: Vec::new(),
-            gap: None,
-            by: crate::audit::By::default(),
-            stream: String::new(),
-            seq: 0,
-        }
-    }
-}
-
 pub struct LogAnswer {
     pub entries: Vec<LogEntry>,
     pub completeness: Completeness,
@@ -512,33 +493,22 @@ pub struct LogCount {
 /// counted; `None` when it has none.
 fn count_of(t: super::timeline::TimelineAnswer, since: i64, until: i64) -> Option<LogCount> {
     let types = log_types(&t.entries, since, until);
-    let mut counted: Option<LogCount> = None;
-    let mut last: Option<(usize, LogType)> = None;
-    for (i, (e, kind)) in t.entries.iter().zip(&types).enumerate() {
+    let (mut changes, mut relist, mut streams) = (0, false, Vec::<String>::new());
+    let mut last: Option<(&Entry, LogType)> = None;
+    for (e, kind) in t.entries.iter().zip(&types) {
         let Some(kind) = *kind else { continue };
-        let c = counted.get_or_insert_with(|| LogCount {
-            object_kind: String::new(),
-            namespace: String::new(),
-            name: String::new(),
-            changes: 0,
-            relist: false,
-            streams: Vec::new(),
-            last: LogEntry::default(),
-        });
-        c.changes += 1;
-        c.relist |= matches!(kind, LogType::Relist(_));
-        if !c.streams.contains(&e.stream) {
-            c.streams.push(e.stream.clone());
+        changes += 1;
+        relist |= matches!(kind, LogType::Relist(_));
+        if !streams.contains(&e.stream) {
+            streams.push(e.stream.clone());
         }
-        // The timeline is in the log's order within one object.
-        if last.is_none_or(|(j, _)| t.entries[j].order() <= e.order()) {
-            last = Some((i, kind));
+        // Within one object, the log's order is the timeline's.
+        if last.is_none_or(|(l, _)| l.order() <= e.order()) {
+            last = Some((e, kind));
         }
     }
-    let mut c = counted?;
-    let (i, kind) = last?;
-    let e = &t.entries[i];
-    c.last = LogEntry {
+    let (e, kind) = last?;
+    let last = LogEntry {
         observed_at: e.observed_at,
         kind,
         object_kind: t.kind.clone(),
@@ -552,8 +522,15 @@ fn count_of(t: super::timeline::TimelineAnswer, since: i64, until: i64) -> Optio
         stream: e.stream.clone(),
         seq: e.seq,
     };
-    (c.object_kind, c.namespace, c.name) = (t.kind, t.namespace, t.name);
-    Some(c)
+    Some(LogCount {
+        object_kind: t.kind,
+        namespace: t.namespace,
+        name: t.name,
+        changes,
+        relist,
+        streams,
+        last,
+    })
 }
 
 /// What the answer does not cover, as log entries where each stretch starts:
