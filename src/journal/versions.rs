@@ -111,14 +111,6 @@ const VERSION_COLUMNS: &str =
 
 // The statements asked once or more for every object of an answer, written
 // once (formatting them at each call cost a diff of 15,000 objects 2 %).
-static OBJECT_VERSIONS_FROM: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT {VERSION_COLUMNS} FROM records
-         WHERE object_id = ?1 AND seq >= ?2 AND kind IN ({}, {}) ORDER BY seq",
-        kind::EVENT,
-        kind::BASELINE_ITEM
-    )
-});
 static OBJECT_VERSIONS_BETWEEN: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {VERSION_COLUMNS} FROM records
@@ -292,13 +284,7 @@ impl Journal {
         object: i64,
         from: i64,
     ) -> Result<Vec<VersionRow>, JournalError> {
-        let mut stmt = self
-            .conn()
-            .prepare_cached(&OBJECT_VERSIONS_FROM)
-            .map_err(|e| self.err(e))?;
-        stmt.query_map(params![object, from], version)
-            .and_then(|rows| rows.collect())
-            .map_err(|e| self.err(e))
+        self.object_versions_between(object, from, i64::MAX)
     }
 
     /// [`Journal::object_versions_from`] up to `to` (excluded).
