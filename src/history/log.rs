@@ -8,6 +8,7 @@
 //! only server-owned fields (status) is left out, as in `diff`.
 
 use super::complete::Completeness;
+use super::count::{Counting, Tally};
 use super::diff::{Field, NameFilter};
 use super::timeline::{Entry, EntryType, Reading};
 use super::tracked::Tracked;
@@ -16,8 +17,9 @@ use crate::diff::DiffOptions;
 use crate::journal::IdSet;
 use crate::journal::read::GapWindow;
 use crate::journal::versions::ObjectRow;
+use crate::model::WatchType;
 use crate::time::TimeWindow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// What kind of change a log entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -275,9 +277,14 @@ impl History<'_> {
         let all = self.streams_for(scope);
         let completeness = self.completeness(scope, &all, Some(since), until);
         let mut entries = Vec::new();
-        self.log_timelines(scope, names, window, opts, Reading::Fields, &mut |t| {
-            entries.extend(changes_of(t, since, until));
-        })?;
+        self.log_timelines(
+            scope,
+            names,
+            window,
+            opts,
+            &mut |t| entries.extend(changes_of(t, since, until)),
+            None,
+        )?;
         entries.extend(gaps(&completeness, since, until));
         // Within one instant, stream by stream (by name), each in its
         // journal's order: a gap comes after what was recorded before it and
@@ -293,7 +300,9 @@ impl History<'_> {
 
     /// A default [`History::log`] counted object by object, without the
     /// entries' fields and who made them: where the writer marked a change,
-    /// neither version is read (`browse`'s list). One [`LogCount`] per
+    /// neither version is read, and where it marked every change after the
+    /// version the window began with, neither is any other record's body
+    /// nor resourceVersion (`browse`'s list, [`super::count`]). One [`LogCount`] per
     /// object timeline with an entry, in no particular order; an object two
     /// unrelated streams hold may have one of each.
     pub fn log_counts(
@@ -303,29 +312,37 @@ impl History<'_> {
         window: &TimeWindow,
     ) -> Result<Vec<LogCount>, HistoryError> {
         let (since, until) = (window.since().as_ms(), window.until().as_ms());
-        let mut out = Vec::new();
+        let out = std::cell::RefCell::new(Vec::new());
         self.log_timelines(
             scope,
             names,
             window,
             &DiffOptions::default(),
-            Reading::Counts,
-            &mut |t| out.extend(count_of(t, since, until)),
+            &mut |t| out.borrow_mut().extend(count_of(t, since, until)),
+            Some(&mut |c| out.borrow_mut().push(c)),
         )?;
-        Ok(out)
+        Ok(out.into_inner())
     }
 
     /// The timeline of every object in scope with a record in the window,
-    /// or present before a list in it, read for `reading`, handed to `visit`.
+    /// or present before a list in it, handed to `visit`. With `counted`, the
+    /// timelines are read for counting, and an object one stream holds whose
+    /// count the heads of its records tell ([`super::count`]) is counted
+    /// there instead.
     fn log_timelines(
         &self,
         scope: &Scope,
         names: &NameFilter,
         window: &TimeWindow,
         opts: &DiffOptions,
-        reading: Reading,
         visit: &mut dyn FnMut(super::timeline::TimelineAnswer),
+        mut counted: Option<&mut dyn FnMut(LogCount)>,
     ) -> Result<(), HistoryError> {
+        let reading = if counted.is_some() {
+            Reading::Counts
+        } else {
+            Reading::Fields
+        };
         let (since, until) = (window.since().as_ms(), window.until().as_ms());
         let all = self.streams_for(scope);
         let (alone, shared) = super::diff::alone_and_shared(&all);
@@ -370,13 +387,14 @@ impl History<'_> {
                     b.1.stream,
                 ))
             });
-            // A count reads the versions of every object one stream holds in
-            // one pass (the timelines of objects several hold are merged).
-            let mut prefetched = match reading {
-                Reading::Counts if streams.len() == 1 => {
-                    Some(self.prefetch(rows.iter().map(|(_, o)| o.id).collect(), since)?)
+            // A count reads the heads of the records of every object one
+            // stream holds in one pass (the timelines of objects several hold
+            // are merged); marks are what a default diff sees.
+            let mut told = match (&counted, streams) {
+                (Some(_), [stream]) if *opts == DiffOptions::default() => {
+                    self.tally(stream, rows.iter().map(|(_, o)| *o), since, until)?
                 }
-                _ => None,
+                _ => HashMap::new(),
             };
             let mut done: HashSet<(String, String, String, String)> = HashSet::new();
             for (stream, o) in rows {
@@ -389,6 +407,12 @@ impl History<'_> {
                 if !done.insert(key) {
                     continue;
                 }
+                if let (Some(count), Some(tally)) = (counted.as_mut(), told.remove(&o.id)) {
+                    if let Some(c) = self.count_told(stream, o, tally)? {
+                        count(c);
+                    }
+                    continue;
+                }
                 let tracked = if streams.len() == 1 {
                     Tracked {
                         resource: stream.info.resource.clone(),
@@ -399,16 +423,94 @@ impl History<'_> {
                 } else {
                     self.track_row(stream, o)?
                 };
-                visit(self.timeline_within(
-                    &tracked,
-                    opts,
-                    Some((since, until)),
-                    reading,
-                    prefetched.as_mut(),
-                )?);
+                visit(self.timeline_within(&tracked, opts, Some((since, until)), reading)?);
             }
         }
         Ok(())
+    }
+}
+
+impl History<'_> {
+    /// The counts of changes in `(since, until]` that the heads of the
+    /// records of `objects` (of `stream`) tell, by object: those from the
+    /// version each began the window with on ([`History::versions_from`]'s),
+    /// the later ones read in one pass along the records.
+    fn tally<'o>(
+        &self,
+        stream: &StreamHistory,
+        objects: impl Iterator<Item = &'o ObjectRow>,
+        since: i64,
+        until: i64,
+    ) -> Result<HashMap<i64, Tally>, HistoryError> {
+        // Every record observed by `since` has a `seq` up to this.
+        let bound = self.bounds.at(since);
+        let from = bound.saturating_add(1);
+        let mut counting: HashMap<i64, Counting> = HashMap::new();
+        for o in objects {
+            let start = self
+                .journal
+                .object_version_at(o.id, since, bound, &stream.lists)?;
+            let first = start.as_ref().map_or(i64::MIN, |v| v.seq);
+            let mut c = Counting::new(since, until, start.map(|v| v.head()).as_ref());
+            for v in self.journal.object_versions_between(o.id, first, from)? {
+                if v.seq > first {
+                    c.step(&v.head());
+                }
+            }
+            counting.insert(o.id, c);
+        }
+        let ids: IdSet<i64> = counting.keys().copied().collect();
+        self.journal.visit_version_heads_from(&ids, from, |v| {
+            if let Some(c) = counting.get_mut(&v.object) {
+                c.step(v);
+            }
+        })?;
+        Ok(counting
+            .into_iter()
+            .filter_map(|(id, c)| Some((id, c.finish(stream.baselines.iter().map(|b| b.token))?)))
+            .collect())
+    }
+
+    /// What [`count_of`] makes of the timeline of `object`, from the count
+    /// its records' heads told.
+    fn count_told(
+        &self,
+        stream: &StreamHistory,
+        object: &ObjectRow,
+        tally: Tally,
+    ) -> Result<Option<LogCount>, HistoryError> {
+        let Some(last) = tally.last else {
+            return Ok(None);
+        };
+        let resource_version = self.journal.version(last.seq)?.map(|v| v.resource_version);
+        let name = stream.info.name();
+        let last = LogEntry {
+            observed_at: last.observed_at,
+            kind: match last.watch_type {
+                WatchType::Added => LogType::Added,
+                WatchType::Modified => LogType::Modified,
+                WatchType::Deleted => LogType::Deleted,
+            },
+            object_kind: stream.info.resource.kind.clone(),
+            namespace: object.namespace.clone(),
+            name: object.name.clone(),
+            resource_version,
+            between: None,
+            fields: Vec::new(),
+            gap: None,
+            by: crate::audit::By::default(),
+            stream: name.clone(),
+            seq: last.seq,
+        };
+        Ok(Some(LogCount {
+            object_kind: stream.info.resource.kind.clone(),
+            namespace: object.namespace.clone(),
+            name: object.name.clone(),
+            changes: tally.changes,
+            relist: false,
+            streams: vec![name],
+            last,
+        }))
     }
 }
 

@@ -8,6 +8,7 @@
 
 pub mod actors;
 pub mod complete;
+mod count;
 pub mod cover;
 pub mod diff;
 pub mod log;
@@ -148,15 +149,6 @@ impl Scope {
 }
 
 /// The history of one cluster as the journal holds it.
-/// Versions of many objects read in one pass ([`History::prefetch`]).
-pub(super) struct Prefetched {
-    /// The first `seq` read.
-    from: i64,
-    /// The objects read, until each is taken.
-    objects: IdSet<i64>,
-    rows: HashMap<i64, Vec<VersionRow>>,
-}
-
 pub struct History<'j> {
     pub journal: &'j Journal,
     pub cluster: String,
@@ -334,51 +326,6 @@ impl<'j> History<'j> {
             self.journal.object_versions_from(object, from)?,
             |v| v.list_token.is_none_or(|t| stream.lists.contains(&t)),
         ))
-    }
-
-    /// The versions of `objects` from about `since` on, read in one pass
-    /// for [`History::versions_from_prefetched`] to take from.
-    pub(super) fn prefetch(
-        &self,
-        objects: IdSet<i64>,
-        since: i64,
-    ) -> Result<Prefetched, JournalError> {
-        // Every record observed by `since` has a `seq` up to this.
-        let from = self.bounds.at(since).saturating_add(1);
-        Ok(Prefetched {
-            from,
-            rows: self.journal.versions_of_from(&objects, from)?,
-            objects,
-        })
-    }
-
-    /// [`History::versions_from`], the rows from `prefetched.from` on taken
-    /// from `prefetched` (each object's once), the few before read here.
-    pub(super) fn versions_from_prefetched(
-        &self,
-        stream: &StreamHistory,
-        object: i64,
-        at: i64,
-        prefetched: &mut Prefetched,
-    ) -> Result<Vec<VersionRow>, JournalError> {
-        if !prefetched.objects.remove(&object) {
-            return self.versions_from(stream, object, at);
-        }
-        let from = self
-            .journal
-            .object_version_at(object, at, self.bounds.at(at), &stream.lists)?
-            .map_or(i64::MIN, |v| v.seq);
-        let mut rows = if from < prefetched.from {
-            self.journal
-                .object_versions_between(object, from, prefetched.from)?
-        } else {
-            Vec::new()
-        };
-        let later = prefetched.rows.remove(&object).unwrap_or_default();
-        rows.extend(later.into_iter().filter(|v| v.seq >= from));
-        Ok(VersionRow::kept(rows, |v| {
-            v.list_token.is_none_or(|t| stream.lists.contains(&t))
-        }))
     }
 
     /// Objects by id with their streams.

@@ -15,6 +15,7 @@ use crate::audit::By;
 use crate::audit::join::Kind;
 use crate::diff::DiffOptions;
 use crate::journal::read::GapWindow;
+use crate::journal::schema::kind;
 use crate::journal::versions::{BaselineRef, Decoder, Mark, ObjectRow, StoredBody, VersionRow};
 use crate::model::WatchType;
 use std::sync::Arc;
@@ -142,7 +143,7 @@ impl History<'_> {
         tracked: &Tracked<'_>,
         opts: &DiffOptions,
     ) -> Result<TimelineAnswer, HistoryError> {
-        self.timeline_within(tracked, opts, None, Reading::Fields, None)
+        self.timeline_within(tracked, opts, None, Reading::Fields)
     }
 
     /// [`History::timeline`]; with a `window` `(since, until]`, the field
@@ -158,12 +159,9 @@ impl History<'_> {
         opts: &DiffOptions,
         window: Option<(i64, i64)>,
         reading: Reading,
-        prefetched: Option<&mut super::Prefetched>,
     ) -> Result<TimelineAnswer, HistoryError> {
         match tracked.single() {
-            Some((stream, object)) => {
-                self.stream_timeline(stream, object, opts, window, reading, prefetched)
-            }
+            Some((stream, object)) => self.stream_timeline(stream, object, opts, window, reading),
             None => self.merged_timeline(tracked, opts, window),
         }
     }
@@ -176,12 +174,17 @@ impl History<'_> {
         tracked: &Tracked<'_>,
         window: (i64, i64),
     ) -> Result<Option<Entry>, HistoryError> {
+        if let Some((stream, object)) = tracked.single()
+            && !self.has_audit()
+            && let Some(found) = self.last_change_by_marks(stream, object, window)?
+        {
+            return Ok(found);
+        }
         let t = self.timeline_within(
             tracked,
             &DiffOptions::default(),
             Some(window),
             Reading::Fields,
-            None,
         )?;
         Ok(t.entries.into_iter().rev().find(|e| {
             e.kind != EntryType::Gap
@@ -189,6 +192,70 @@ impl History<'_> {
                 && e.observed_at <= window.1
                 && !e.fields.is_empty()
         }))
+    }
+
+    /// [`History::last_change`] of an object one stream holds, without audit
+    /// logs to weigh, where only events followed the version the window began
+    /// with (no list that could have found it changed or gone came after
+    /// it): then each entry's fields are its event compared with the version
+    /// before, so the newest change is looked for from the newest version
+    /// back, and a version the writer marked status-only (docs/journal.md,
+    /// "Status-only changes") is passed without reading it. `None` when that
+    /// does not hold, and the timeline decides.
+    fn last_change_by_marks(
+        &self,
+        stream: &StreamHistory,
+        object: &ObjectRow,
+        (since, until): (i64, i64),
+    ) -> Result<Option<Option<Entry>>, HistoryError> {
+        let versions = self.versions_from(stream, object.id, since)?;
+        let Some(first) = versions.first() else {
+            return Ok(None);
+        };
+        if versions[1..].iter().any(|v| v.kind != kind::EVENT)
+            || stream.baselines.iter().any(|b| b.token >= first.seq)
+        {
+            return Ok(None);
+        }
+        let name = stream.info.name();
+        let api_version = stream.info.resource.api_version();
+        let defaults = [
+            ("apiVersion", api_version.as_str()),
+            ("kind", stream.info.resource.kind.as_str()),
+        ];
+        let what = format!("{name} {}", object.name);
+        let mut decoder = self.decoder.take().unwrap_or_default();
+        let mut newest = || {
+            for pair in versions.windows(2).rev() {
+                let (before, v) = (&pair[0], &pair[1]);
+                if v.observed_at <= since || v.observed_at > until {
+                    continue;
+                }
+                // A deletion has no fields, and nothing is compared with one.
+                if v.deleted() || before.deleted() || v.mark == Some(Mark::StatusOnly) {
+                    continue;
+                }
+                let run = Run {
+                    start: Some(Arc::new(self.journal.stored_body(before.body, None)?)),
+                    versions: vec![(Some(0), Arc::new(self.journal.stored_body(v.body, None)?))],
+                };
+                let mut out = Vec::new();
+                let opts = DiffOptions::default();
+                compare_run(&mut decoder, &run, &opts, &defaults, &what, &mut out)?;
+                if let Some((_, fields)) = out.pop()
+                    && !fields.is_empty()
+                {
+                    return Ok(Some(Entry {
+                        fields,
+                        ..entry(v, EntryType::of(v.watch_type), &name)
+                    }));
+                }
+            }
+            Ok::<_, HistoryError>(None)
+        };
+        let found = newest();
+        *self.decoder.borrow_mut() = Some(decoder);
+        found.map(Some)
     }
 
     /// The timeline of an object only one stream covers.
@@ -203,7 +270,6 @@ impl History<'_> {
         opts: &DiffOptions,
         window: Option<(i64, i64)>,
         reading: Reading,
-        prefetched: Option<&mut super::Prefetched>,
     ) -> Result<TimelineAnswer, HistoryError> {
         // Marks say what a default diff sees, nothing else.
         let counts = reading == Reading::Counts && *opts == DiffOptions::default();
@@ -212,11 +278,8 @@ impl History<'_> {
         // A window needs the object's past from the version it began with;
         // who made each change is decided over the whole (the audit join
         // weighs every change against every write near it).
-        let versions = match (window, prefetched) {
-            (Some((since, _)), Some(p)) if !attribute => {
-                self.versions_from_prefetched(stream, object.id, since, p)?
-            }
-            (Some((since, _)), _) if !attribute => self.versions_from(stream, object.id, since)?,
+        let versions = match window {
+            Some((since, _)) if !attribute => self.versions_from(stream, object.id, since)?,
             _ => self.versions(stream, object.id)?,
         };
         let asked = |v: &VersionRow| {
@@ -428,7 +491,7 @@ impl History<'_> {
             return Ok(());
         };
         let tracked = self.track_row(stream, &row)?;
-        let timeline = self.timeline_within(&tracked, opts, Some(window), Reading::Fields, None)?;
+        let timeline = self.timeline_within(&tracked, opts, Some(window), Reading::Fields)?;
         d.by = diff_by(&timeline.entries, window, d.change, &mut d.fields);
         Ok(())
     }

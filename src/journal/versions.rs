@@ -56,7 +56,32 @@ impl Mark {
     }
 }
 
+/// What a count of changes needs of a version ([`VersionRow`] without its
+/// resourceVersion, body and list).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VersionHead {
+    pub seq: i64,
+    pub object: i64,
+    /// [`kind::EVENT`] or [`kind::BASELINE_ITEM`].
+    pub kind: i64,
+    pub observed_at: i64,
+    pub watch_type: Option<WatchType>,
+    pub mark: Option<Mark>,
+}
+
 impl VersionRow {
+    /// Its head.
+    pub fn head(&self) -> VersionHead {
+        VersionHead {
+            seq: self.seq,
+            object: self.object,
+            kind: self.kind,
+            observed_at: self.observed_at,
+            watch_type: self.watch_type,
+            mark: self.mark,
+        }
+    }
+
     /// The versions of one object that `keep` keeps, in order. A version kept
     /// after one left out loses its mark, which links the record left out.
     pub fn kept(rows: Vec<VersionRow>, keep: impl Fn(&VersionRow) -> bool) -> Vec<VersionRow> {
@@ -303,36 +328,49 @@ impl Journal {
             .map_err(|e| self.err(e))
     }
 
-    /// The versions (events and list items) of each of `objects` from `seq`
-    /// `from` on, each object's in order: [`Journal::object_versions_from`]
-    /// for many objects, read in one pass along the records rather than
-    /// object by object through the index (a week of a busy namespace is a
-    /// million rows, each a seek of its own that way).
-    pub fn versions_of_from(
+    /// Calls `visit` with the head of every version (event or list item)
+    /// of `objects` from `seq` `from` on, in journal order: what a count of
+    /// changes needs of them, read in one pass along the records rather
+    /// than object by object through the index (a week of a busy namespace
+    /// is a million rows, each a seek of its own that way), without their
+    /// resourceVersions.
+    pub fn visit_version_heads_from(
         &self,
         objects: &IdSet<i64>,
         from: i64,
-    ) -> Result<HashMap<i64, Vec<VersionRow>>, JournalError> {
+        mut visit: impl FnMut(&VersionHead),
+    ) -> Result<(), JournalError> {
         let mut stmt = self
             .conn()
             .prepare_cached(&format!(
-                "SELECT {VERSION_COLUMNS} FROM records
+                "SELECT seq, object_id, kind, observed_at, watch_type, aux FROM records
                  WHERE seq >= ?1 AND kind IN ({}, {}) ORDER BY seq",
                 kind::EVENT,
                 kind::BASELINE_ITEM
             ))
             .map_err(|e| self.err(e))?;
         let mut rows = stmt.query(params![from]).map_err(|e| self.err(e))?;
-        let mut out: HashMap<i64, Vec<VersionRow>> = HashMap::with_capacity(objects.len());
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            let object: Option<i64> = row.get(2).map_err(|e| self.err(e))?;
-            if let Some(object) = object.filter(|o| objects.contains(o)) {
-                out.entry(object)
-                    .or_default()
-                    .push(version(row).map_err(|e| self.err(e))?);
-            }
+            let object: Option<i64> = row.get(1).map_err(|e| self.err(e))?;
+            let Some(object) = object.filter(|o| objects.contains(o)) else {
+                continue;
+            };
+            let head = (|| {
+                let kind_: i64 = row.get(2)?;
+                let watch_type = row.get::<_, Option<i64>>(4)?.and_then(WatchType::from_code);
+                Ok(VersionHead {
+                    seq: row.get(0)?,
+                    object,
+                    kind: kind_,
+                    observed_at: row.get(3)?,
+                    watch_type,
+                    mark: Mark::of(kind_, watch_type, row.get(5)?),
+                })
+            })()
+            .map_err(|e: rusqlite::Error| self.err(e))?;
+            visit(&head);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The last version of `object` observed at or before `at`, skipping items

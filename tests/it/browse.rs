@@ -142,8 +142,9 @@ fn browse_says_in_one_line_why_it_cannot_open() {
 }
 
 /// The MANAGER of a row is who made the newest change that is not
-/// status-only: a scale followed by the controller's status update shows
-/// the scale's manager (issue 28, bug 6).
+/// status-only: a label, then a scale followed by the controller's status
+/// update shows the scale's manager (issue 28, bug 6), found from the
+/// newest version back (the status update passed at its mark).
 #[test]
 fn the_manager_shown_is_that_of_the_newest_change_that_is_not_status_only() {
     let env = Env::shop();
@@ -151,15 +152,19 @@ fn the_manager_shown_is_that_of_the_newest_change_that_is_not_status_only() {
     env.wait_baselines(1);
     let since = krply::time::Millis::now().as_ms();
     let mut frontend = env.get_json("deploy/frontend", "shop");
+    frontend["metadata"]["labels"]["team"] = "web".into();
+    env.sim.update_by(frontend, "kubectl-label").unwrap();
+    env.wait_events(DEPLOY, 1);
+    let mut frontend = env.get_json("deploy/frontend", "shop");
     frontend["spec"]["replicas"] = 4.into();
     env.sim.update_by(frontend, "kubectl-scale").unwrap();
-    env.wait_events(DEPLOY, 1);
+    env.wait_events(DEPLOY, 2);
     let mut frontend = env.get_json("deploy/frontend", "shop");
     frontend["status"] = serde_json::json!({"replicas": 4, "observedGeneration": 9});
     env.sim
         .update_status_by(frontend, "kube-controller-manager")
         .unwrap();
-    env.wait_events(DEPLOY, 2);
+    env.wait_events(DEPLOY, 3);
     let out = rec.stop();
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let until = krply::time::Millis::now().as_ms();
@@ -173,8 +178,8 @@ fn the_manager_shown_is_that_of_the_newest_change_that_is_not_status_only() {
     };
     let lines = krply::browse::source::objects(&history, &scope, since, until).unwrap();
     let line = lines.iter().find(|l| l.name == "frontend").unwrap();
-    // The status update is no change `log` lists (docs/browse.md): one.
-    assert_eq!(line.changes, 1);
+    // The status update is no change `log` lists (docs/browse.md): two.
+    assert_eq!(line.changes, 2);
     let detail = krply::browse::source::detail(&history, line, (since, until)).unwrap();
     assert_eq!(
         detail.manager.as_deref(),

@@ -683,7 +683,10 @@ fn log(
 /// `browse`'s list of changed objects, read through its data source as the
 /// browser reads it: the objects `log` names (whose truth is judged above),
 /// each once, marked found by a relist exactly where `log` has a RELIST line
-/// for it, with as many changes as `log` has lines for it.
+/// for it, with as many changes as `log` has lines for it, its last change at
+/// the time of `log`'s last line for it (and at its resourceVersion, for a
+/// watched change), and, where `log` shows fields changed, its last such
+/// line as the change whose managers it shows.
 fn browse(play: &Play, store: &Path, ns: Option<&str>, since: i64, until: i64, f: &mut Findings) {
     f.questions += 1;
     let q = format!("browse's objects of {ns:?} in {since}..{until}");
@@ -701,7 +704,16 @@ fn browse(play: &Play, store: &Path, ns: Option<&str>, since: i64, until: i64, f
     };
     // Per object: whether a relist found a change, and how many changes
     // (browse counts them without reading what the writer marked).
-    let mut want: BTreeMap<(String, String, String), (bool, usize)> = BTreeMap::new();
+    // By kind, namespace and name.
+    type Named = (String, String, String);
+    let mut want: BTreeMap<Named, (bool, usize)> = BTreeMap::new();
+    // And the time of its last line, with the resourceVersion of a watched
+    // one (the entries are in the log's order).
+    let mut last: BTreeMap<Named, (Option<i64>, Option<String>)> = BTreeMap::new();
+    // And its last line with fields: time, resourceVersion, and managers
+    // (each once, in order).
+    type Change = (Option<i64>, Option<String>, Option<String>);
+    let mut managers: BTreeMap<Named, Change> = BTreeMap::new();
     for e in log["entries"].as_array().into_iter().flatten() {
         if e["type"] == "GAP" {
             continue;
@@ -711,6 +723,30 @@ fn browse(play: &Play, store: &Path, ns: Option<&str>, since: i64, until: i64, f
             e["namespace"].as_str().unwrap_or_default().to_string(),
             e["name"].as_str().unwrap_or_default().to_string(),
         );
+        let rv = (e["type"] != "RELIST")
+            .then(|| e["resource_version"].as_str().map(str::to_string))
+            .flatten();
+        last.insert(key.clone(), (ms(&e["observed_at"]), rv));
+        let fields = e["fields"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if !fields.is_empty() {
+            let mut seen: Vec<&str> = Vec::new();
+            for m in fields.iter().filter_map(|f| f["manager"].as_str()) {
+                if !seen.contains(&m) {
+                    seen.push(m);
+                }
+            }
+            managers.insert(
+                key.clone(),
+                (
+                    ms(&e["observed_at"]),
+                    e["resource_version"].as_str().map(str::to_string),
+                    (!seen.is_empty()).then(|| seen.join(", ")),
+                ),
+            );
+        }
         let line = want.entry(key).or_default();
         line.0 |= e["type"] == "RELIST";
         line.1 += 1;
@@ -744,7 +780,33 @@ fn browse(play: &Play, store: &Path, ns: Option<&str>, since: i64, until: i64, f
     };
     let mut got: BTreeMap<(String, String, String), (bool, usize)> = BTreeMap::new();
     for l in lines {
+        if let Some(want) = managers.get(&(l.kind.clone(), l.namespace.clone(), l.name.clone())) {
+            let shown = last_change(&history, &l, (since, until)).and_then(|change| {
+                let d = krply::browse::source::detail(&history, &l, (since, until))?;
+                Ok(change.map(|(at, rv)| (Some(at), rv, d.manager)))
+            });
+            match shown {
+                Ok(Some(got)) if got == *want => {}
+                Ok(got) => f.wrong(
+                    &q,
+                    format!(
+                        "{}/{}'s last change (shown with its managers) is {got:?} where log's is {want:?}",
+                        l.kind, l.name
+                    ),
+                ),
+                Err(e) => f.wrong(&q, format!("{}/{}'s last change: {e}", l.kind, l.name)),
+            }
+        }
         let key = (l.kind, l.namespace, l.name);
+        if let Some((at, rv)) = last.get(&key) {
+            let shown = (Some(l.last.observed_at), Some(&l.last.resource_version));
+            if *at != shown.0 || rv.as_ref().is_some_and(|rv| Some(rv) != shown.1) {
+                f.wrong(
+                    &q,
+                    format!("{key:?}'s last change is {shown:?} where log's is {at:?} {rv:?}"),
+                );
+            }
+        }
         if got.insert(key.clone(), (l.relist, l.changes)).is_some() {
             f.wrong(&q, format!("{key:?} is listed twice"));
         }
@@ -752,6 +814,26 @@ fn browse(play: &Play, store: &Path, ns: Option<&str>, since: i64, until: i64, f
     if got != want {
         f.wrong(&q, format!("lists {got:?} where log names {want:?}"));
     }
+}
+
+/// The change of `line`'s object whose managers browse shows: the newest in
+/// the window that changed what a default diff compares, as its time and
+/// resourceVersion.
+fn last_change(
+    history: &krply::history::History<'_>,
+    line: &krply::browse::app::ObjectLine,
+    window: (i64, i64),
+) -> Result<Option<(i64, Option<String>)>, krply::history::HistoryError> {
+    let (Some(stream), Some(row)) = (
+        history.stream(line.last.stream),
+        history.journal.object(line.object)?,
+    ) else {
+        return Ok(None);
+    };
+    let tracked = history.track_row(stream, &row)?;
+    Ok(history
+        .last_change(&tracked, window)?
+        .map(|e| (e.observed_at, e.resource_version)))
 }
 
 fn timeline(play: &Play, oracle: &Oracle<'_>, store: &Path, key: &Key, f: &mut Findings) -> String {

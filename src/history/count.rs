@@ -1,0 +1,244 @@
+//! A log's count of one object's changes in a window, told by the heads of
+//! its records alone, where they can tell it (docs/browse.md, "Speed").
+//!
+//! `log` counts the entries of an object's timeline: each creation and
+//! deletion, and each MODIFIED event that changed a field a default diff
+//! compares. Where the writer marked every such event (docs/journal.md,
+//! "Status-only changes") and nothing but events came after the version the
+//! window began with, the timeline's rules reduce to the marks: no list
+//! found the object changed, appeared or gone, and each event follows the
+//! version before it. [`Counting`] follows those rules over the heads and
+//! says when they do not apply; the timeline then counts.
+
+use crate::journal::schema::kind;
+use crate::journal::versions::{Mark, VersionHead};
+use crate::model::WatchType;
+
+/// The count of one object's changes in `(since, until]`, taken version by
+/// version from the one the window began with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counting {
+    since: i64,
+    until: i64,
+    /// The `seq` of the first version counted from.
+    first: Option<i64>,
+    /// Whether the version before was a deletion; `None` before the first.
+    after_deleted: Option<bool>,
+    /// Whether the heads still tell the count.
+    told: bool,
+    changes: usize,
+    last: Option<Counted>,
+}
+
+/// The last change counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counted {
+    pub seq: i64,
+    pub observed_at: i64,
+    pub watch_type: WatchType,
+}
+
+/// What the heads told of one object in the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tally {
+    pub changes: usize,
+    /// `None` when nothing in the window was a change.
+    pub last: Option<Counted>,
+}
+
+impl Counting {
+    /// A count from `start`, the version the window began with (the last
+    /// one the stream stands by observed at or before `since`), when there
+    /// is one: it is compared with, not counted.
+    pub fn new(since: i64, until: i64, start: Option<&VersionHead>) -> Counting {
+        Counting {
+            since,
+            until,
+            first: start.map(|v| v.seq),
+            after_deleted: start.map(|v| v.watch_type == Some(WatchType::Deleted)),
+            told: true,
+            changes: 0,
+            last: None,
+        }
+    }
+
+    /// Takes the object's next version after the start. A list's item is a
+    /// list that may have found something, or one the stream does not stand
+    /// by: the timeline counts.
+    pub fn step(&mut self, v: &VersionHead) {
+        if !self.told {
+            return;
+        }
+        if v.kind != kind::EVENT {
+            self.told = false;
+            return;
+        }
+        self.first.get_or_insert(v.seq);
+        if v.observed_at > self.since && v.observed_at <= self.until {
+            let counted = match (v.watch_type, self.after_deleted, v.mark) {
+                (Some(WatchType::Added), _, _) => true,
+                (Some(WatchType::Deleted), _, _) => true,
+                // The mark links the record just before, which is the
+                // version before when it was not a deletion.
+                (Some(WatchType::Modified), Some(false), Some(Mark::Changed)) => true,
+                (Some(WatchType::Modified), Some(false), Some(Mark::StatusOnly)) => false,
+                // Unmarked, first, after a deletion, or of no type: only a
+                // reading of the bodies tells.
+                _ => {
+                    self.told = false;
+                    return;
+                }
+            };
+            if counted && let Some(watch_type) = v.watch_type {
+                self.changes += 1;
+                // Within one object, the log's order is by time, then `seq`.
+                if self
+                    .last
+                    .is_none_or(|l| (l.observed_at, l.seq) <= (v.observed_at, v.seq))
+                {
+                    self.last = Some(Counted {
+                        seq: v.seq,
+                        observed_at: v.observed_at,
+                        watch_type,
+                    });
+                }
+            }
+        }
+        self.after_deleted = Some(v.watch_type == Some(WatchType::Deleted));
+    }
+
+    /// The count, when the heads told it: not when a version needed its body
+    /// read, nor when a list of the stream (its token in `list_tokens`)
+    /// started after the first version, which it may have found gone.
+    pub fn finish(self, mut list_tokens: impl Iterator<Item = i64>) -> Option<Tally> {
+        let first = self.first?;
+        (self.told && list_tokens.all(|t| t < first)).then_some(Tally {
+            changes: self.changes,
+            last: self.last,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(seq: i64, at: i64, watch_type: WatchType, mark: Option<Mark>) -> VersionHead {
+        VersionHead {
+            seq,
+            object: 7,
+            kind: kind::EVENT,
+            observed_at: at,
+            watch_type: Some(watch_type),
+            mark,
+        }
+    }
+
+    fn count(versions: &[VersionHead], lists: &[i64]) -> Option<Tally> {
+        let (start, rest) = match versions.split_first() {
+            Some((s, rest)) if s.observed_at <= 100 => (Some(s), rest),
+            _ => (None, versions),
+        };
+        let mut c = Counting::new(100, 200, start);
+        for v in rest {
+            c.step(v);
+        }
+        c.finish(lists.iter().copied())
+    }
+
+    #[test]
+    fn changes_are_the_marked_ones_and_every_creation_and_deletion() {
+        use WatchType::*;
+        let t = count(
+            &[
+                event(1, 50, Added, None),
+                event(2, 110, Modified, Some(Mark::Changed)),
+                event(3, 120, Modified, Some(Mark::StatusOnly)),
+                event(4, 130, Deleted, None),
+                event(5, 140, Added, None),
+                event(6, 150, Modified, Some(Mark::Changed)),
+                event(7, 250, Modified, Some(Mark::Changed)),
+            ],
+            &[0],
+        )
+        .unwrap();
+        assert_eq!(t.changes, 4);
+        assert_eq!(
+            t.last,
+            Some(Counted {
+                seq: 6,
+                observed_at: 150,
+                watch_type: Modified
+            })
+        );
+    }
+
+    #[test]
+    fn the_version_the_window_began_with_is_compared_with_not_counted() {
+        let t = count(&[event(1, 100, WatchType::Added, None)], &[]).unwrap();
+        assert_eq!((t.changes, t.last), (0, None));
+    }
+
+    #[test]
+    fn what_the_marks_cannot_tell_is_left_to_the_timeline() {
+        use WatchType::*;
+        // Unmarked.
+        assert_eq!(
+            count(
+                &[event(1, 50, Added, None), event(2, 150, Modified, None)],
+                &[]
+            ),
+            None
+        );
+        // A modification first seen in the window: nothing before it.
+        assert_eq!(
+            count(&[event(2, 150, Modified, Some(Mark::Changed))], &[]),
+            None
+        );
+        // After a deletion the mark links nothing.
+        assert_eq!(
+            count(
+                &[
+                    event(1, 50, Deleted, None),
+                    event(2, 150, Modified, Some(Mark::StatusOnly))
+                ],
+                &[]
+            ),
+            None
+        );
+        // A list's item after the first version.
+        let mut item = event(2, 150, Modified, None);
+        item.kind = kind::BASELINE_ITEM;
+        item.watch_type = None;
+        assert_eq!(count(&[event(1, 50, Added, None), item], &[]), None);
+        // A list that started after the first version.
+        assert_eq!(
+            count(
+                &[
+                    event(1, 50, Added, None),
+                    event(3, 150, Modified, Some(Mark::Changed))
+                ],
+                &[2]
+            ),
+            None
+        );
+        // Nothing at all.
+        assert_eq!(count(&[], &[]), None);
+    }
+
+    #[test]
+    fn a_list_item_the_window_began_with_is_only_compared_with() {
+        let mut item = event(1, 50, WatchType::Added, None);
+        item.kind = kind::BASELINE_ITEM;
+        item.watch_type = None;
+        let t = count(
+            &[
+                item,
+                event(3, 150, WatchType::Modified, Some(Mark::Changed)),
+            ],
+            &[0],
+        )
+        .unwrap();
+        assert_eq!(t.changes, 1);
+    }
+}
