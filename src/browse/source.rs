@@ -70,6 +70,8 @@ pub fn objects(
         relist: bool,
         gap: bool,
         last: &'c LogEntry,
+        /// The last entry's version, when the count read it.
+        version: Option<&'c VersionRow>,
     }
     let mut named: std::collections::HashMap<(&str, &str, &str), Named<'_>> =
         std::collections::HashMap::with_capacity(counts.len());
@@ -92,12 +94,14 @@ pub fn objects(
                 relist: false,
                 gap: true,
                 last: &c.last,
+                version: c.version.as_ref(),
             });
         n.changes += c.changes;
         n.relist |= c.relist;
         n.gap &= gapped;
         if n.last.order() <= c.last.order() {
             n.last = &c.last;
+            n.version = c.version.as_ref();
         }
     }
     let mut out: Vec<(&LogEntry, ObjectLine)> = Vec::with_capacity(named.len());
@@ -106,7 +110,12 @@ pub fn objects(
         let Some(&entry_stream) = by_name.get(&e.stream) else {
             continue;
         };
-        let Some(last) = version_of(history, &streams, entry_stream, e)? else {
+        let read = n.version.filter(|v| v.stream == entry_stream.info.id);
+        let last = match read {
+            Some(v) => Some(v.clone()),
+            None => version_of(history, &streams, entry_stream, e)?,
+        };
+        let Some(last) = last else {
             continue;
         };
         let Some(stream) = streams.iter().find(|s| s.info.id == last.stream) else {

@@ -256,7 +256,10 @@ fn object_list(frame: &mut Frame<'_>, app: &mut App, theme: &Theme, area: Rect) 
         .filter(|(_, w)| *w > 0)
         .map(|(_, w)| Constraint::Length(u16::try_from(*w).unwrap_or(u16::MAX)))
         .collect();
-    let rows = app.shown.iter().map(|&i| {
+    // Only the rows in view are made: a week's list is 10,000 of them.
+    let height = usize::from(block.inner(area).height).saturating_sub(1);
+    let first = in_view(app.shown.len(), height, app.offset, app.selected);
+    let rows = app.shown.iter().skip(first).take(height).map(|&i| {
         let cells = object_row(&app.objects[i], app, theme, all_ns);
         Row::new(
             cells
@@ -269,7 +272,24 @@ fn object_list(frame: &mut Frame<'_>, app: &mut App, theme: &Theme, area: Rect) 
     let table = Table::new(rows, widths)
         .header(Row::new(head).style(theme.head()))
         .block(block);
-    app.offset = draw_table(frame, area, table, theme, app.offset, app.selected);
+    let selected = app.selected.saturating_sub(first);
+    app.offset = first + draw_table(frame, area, table, theme, 0, selected);
+}
+
+/// The first of `len` one-line rows in view, `height` at a time, from
+/// `offset` or as near it as keeps `selected` in view (as ratatui's table
+/// scrolls).
+fn in_view(len: usize, height: usize, offset: usize, selected: usize) -> usize {
+    let height = height.max(1);
+    let selected = selected.min(len.saturating_sub(1));
+    let offset = offset.min(len.saturating_sub(1));
+    if selected < offset {
+        selected
+    } else if selected >= offset + height {
+        selected + 1 - height
+    } else {
+        offset
+    }
 }
 
 /// Draws `table` with its header styled and the `selected` row highlighted,
@@ -663,6 +683,37 @@ mod tests {
     use serde_json::json;
 
     const MINUTE: i64 = 60_000;
+
+    /// The rows made for the list are those ratatui's table shows of all of
+    /// them, for every offset and selection of a list longer and shorter
+    /// than the screen.
+    #[test]
+    fn the_rows_in_view_are_those_ratatui_scrolls_to() {
+        for len in [1usize, 3, 7, 20] {
+            for height in [1usize, 3, 5] {
+                for offset in 0..len + 2 {
+                    for selected in 0..len {
+                        let rows = (0..len).map(|i| Row::new([i.to_string()]));
+                        let table =
+                            Table::new(rows, [Constraint::Length(4)]).header(Row::new(["H"]));
+                        let mut state = TableState::new()
+                            .with_offset(offset)
+                            .with_selected(Some(selected));
+                        let area = Rect::new(0, 0, 4, u16::try_from(height + 1).unwrap());
+                        let mut terminal = Terminal::new(TestBackend::new(4, area.height)).unwrap();
+                        terminal
+                            .draw(|f| f.render_stateful_widget(table, area, &mut state))
+                            .unwrap();
+                        assert_eq!(
+                            in_view(len, height, offset, selected),
+                            state.offset(),
+                            "{len} rows, {height} high, from {offset}, row {selected} selected"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     fn stream(ns: &str, resource: &str, gaps: Vec<(i64, Option<i64>)>) -> StreamLine {
         StreamLine {

@@ -16,7 +16,7 @@ use super::{Between, History, HistoryError, Scope, StreamHistory};
 use crate::diff::DiffOptions;
 use crate::journal::IdSet;
 use crate::journal::read::GapWindow;
-use crate::journal::versions::ObjectRow;
+use crate::journal::versions::{ObjectRow, VersionRow};
 use crate::model::WatchType;
 use crate::time::TimeWindow;
 use std::collections::{HashMap, HashSet};
@@ -447,15 +447,13 @@ impl History<'_> {
         let from = bound.saturating_add(1);
         let mut counting: HashMap<i64, Counting> = HashMap::new();
         for o in objects {
-            let start = self
-                .journal
-                .object_version_at(o.id, since, bound, &stream.lists)?;
-            let first = start.as_ref().map_or(i64::MIN, |v| v.seq);
-            let mut c = Counting::new(since, until, start.map(|v| v.head()).as_ref());
-            for v in self.journal.object_versions_between(o.id, first, from)? {
-                if v.seq > first {
-                    c.step(&v.head());
-                }
+            let (versions, started) =
+                self.journal
+                    .object_versions_down_to(o.id, since, bound, &stream.lists)?;
+            let start = versions.first().filter(|_| started).map(VersionRow::head);
+            let mut c = Counting::new(since, until, start.as_ref());
+            for v in &versions[usize::from(started)..] {
+                c.step(&v.head());
             }
             counting.insert(o.id, c);
         }
@@ -482,7 +480,8 @@ impl History<'_> {
         let Some(last) = tally.last else {
             return Ok(None);
         };
-        let resource_version = self.journal.version(last.seq)?.map(|v| v.resource_version);
+        let version = self.journal.version(last.seq)?;
+        let resource_version = version.as_ref().map(|v| v.resource_version.clone());
         let name = stream.info.name();
         let last = LogEntry {
             observed_at: last.observed_at,
@@ -510,6 +509,7 @@ impl History<'_> {
             relist: false,
             streams: vec![name],
             last,
+            version,
         }))
     }
 }
@@ -589,6 +589,8 @@ pub struct LogCount {
     pub streams: Vec<String>,
     /// The last entry, in the log's order; without fields, nor who made it.
     pub last: LogEntry,
+    /// The last entry's version, when the count read it.
+    pub version: Option<VersionRow>,
 }
 
 /// The entries of one object's timeline in the log of `(since, until)`,
@@ -632,6 +634,7 @@ fn count_of(t: super::timeline::TimelineAnswer, since: i64, until: i64) -> Optio
         relist,
         streams,
         last,
+        version: None,
     })
 }
 

@@ -153,6 +153,15 @@ static OBJECT_VERSION_AT: LazyLock<String> = LazyLock::new(|| {
         kind::BASELINE_ITEM
     )
 });
+static OBJECT_VERSIONS_DOWN: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {VERSION_COLUMNS} FROM records
+         WHERE object_id = ?1 AND seq <= ?2 AND kind IN ({}, {})
+         ORDER BY seq DESC",
+        kind::EVENT,
+        kind::BASELINE_ITEM
+    )
+});
 static OBJECT_VERSION_SINCE: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {VERSION_COLUMNS} FROM records
@@ -371,6 +380,38 @@ impl Journal {
             visit(&head);
         }
         Ok(())
+    }
+
+    /// [`Journal::object_version_at`] and the versions after it up to
+    /// `seq_bound`, oldest first, in one walk down the object's records: the
+    /// versions of `object` from that one (all of them up to `seq_bound` when
+    /// there is none), and whether the first is it.
+    pub fn object_versions_down_to(
+        &self,
+        object: i64,
+        at: i64,
+        seq_bound: i64,
+        lists: &IdSet<i64>,
+    ) -> Result<(Vec<VersionRow>, bool), JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(&OBJECT_VERSIONS_DOWN)
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt
+            .query(params![object, seq_bound])
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        let mut found = false;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let v = version(row).map_err(|e| self.err(e))?;
+            found = v.observed_at <= at && v.list_token.is_none_or(|t| lists.contains(&t));
+            out.push(v);
+            if found {
+                break;
+            }
+        }
+        out.reverse();
+        Ok((out, found))
     }
 
     /// The last version of `object` observed at or before `at`, skipping items
