@@ -9,6 +9,7 @@ use crate::history::diff::NameFilter;
 use crate::history::log::{LogEntry, LogType, RelistFinding};
 use crate::history::state::ObjectState;
 use crate::history::timeline::TimelineAnswer;
+use crate::history::tracked::Tracked;
 use crate::history::{History, HistoryError, Scope};
 use crate::journal::versions::VersionRow;
 use crate::render::bars::BarRow;
@@ -202,6 +203,21 @@ fn version_of(
     }))
 }
 
+/// A line's object across every stream that covers it; `None` when the
+/// journal no longer holds it.
+pub fn tracked<'h>(
+    history: &'h History<'_>,
+    line: &ObjectLine,
+) -> Result<Option<Tracked<'h>>, HistoryError> {
+    let (Some(stream), Some(row)) = (
+        history.stream(line.last.stream),
+        history.journal.object(line.object)?,
+    ) else {
+        return Ok(None);
+    };
+    Ok(Some(history.track_row(stream, &row)?))
+}
+
 /// Who made an object's last change in the window that is not status-only
 /// (a controller's status update after a `kubectl scale` is not the change
 /// to show): the managers of its fields, and the actor when audit logs were
@@ -211,13 +227,9 @@ pub fn detail(
     line: &ObjectLine,
     (since, until): (i64, i64),
 ) -> Result<Detail, HistoryError> {
-    let (Some(stream), Some(row)) = (
-        history.stream(line.last.stream),
-        history.journal.object(line.object)?,
-    ) else {
+    let Some(tracked) = tracked(history, line)? else {
         return Ok(Detail::default());
     };
-    let tracked = history.track_row(stream, &row)?;
     let Some(change) = history.last_change(&tracked, (since, until))? else {
         // Nothing but status changed: who wrote last.
         let manager = crate::diff::last_writer(&history.object_bytes(&line.last)?);
@@ -250,13 +262,9 @@ pub fn timeline(
     line: &ObjectLine,
     opts: &DiffOptions,
 ) -> Result<Option<TimelineAnswer>, HistoryError> {
-    let (Some(stream), Some(row)) = (
-        history.stream(line.last.stream),
-        history.journal.object(line.object)?,
-    ) else {
+    let Some(tracked) = tracked(history, line)? else {
         return Ok(None);
     };
-    let tracked = history.track_row(stream, &row)?;
     Ok(Some(history.timeline(&tracked, opts)?))
 }
 
@@ -268,13 +276,9 @@ pub fn yaml_at(
     line: &ObjectLine,
     at: i64,
 ) -> Result<Option<String>, HistoryError> {
-    let (Some(stream), Some(row)) = (
-        history.stream(line.last.stream),
-        history.journal.object(line.object)?,
-    ) else {
+    let Some(tracked) = tracked(history, line)? else {
         return Ok(None);
     };
-    let tracked = history.track_row(stream, &row)?;
     let ObjectState::Present(version) = history.tracked_at(&tracked, at)? else {
         return Ok(None);
     };

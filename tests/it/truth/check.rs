@@ -824,13 +824,9 @@ fn last_change(
     line: &krply::browse::app::ObjectLine,
     window: (i64, i64),
 ) -> Result<Option<(i64, Option<String>)>, krply::history::HistoryError> {
-    let (Some(stream), Some(row)) = (
-        history.stream(line.last.stream),
-        history.journal.object(line.object)?,
-    ) else {
+    let Some(tracked) = krply::browse::source::tracked(history, line)? else {
         return Ok(None);
     };
-    let tracked = history.track_row(stream, &row)?;
     Ok(history
         .last_change(&tracked, window)?
         .map(|e| (e.observed_at, e.resource_version)))
