@@ -458,11 +458,17 @@ impl History<'_> {
             counting.insert(o.id, c);
         }
         let ids: IdSet<i64> = counting.keys().copied().collect();
-        self.journal.visit_version_heads_from(&ids, from, |v| {
-            if let Some(c) = counting.get_mut(&v.object) {
-                c.step(v);
-            }
-        })?;
+        // Records after every one observed by `until` are not counted, and
+        // no list among them changes what is (a list that could is one
+        // started after an object's start, which `finish` refuses): a
+        // window a week back reads its week, not the week since.
+        let to = self.bounds.at(until);
+        self.journal
+            .visit_version_heads_from(&ids, (from, to), |v| {
+                if let Some(c) = counting.get_mut(&v.object) {
+                    c.step(v);
+                }
+            })?;
         Ok(counting
             .into_iter()
             .filter_map(|(id, c)| Some((id, c.finish(stream.baselines.iter().map(|b| b.token))?)))

@@ -338,7 +338,7 @@ impl Journal {
     }
 
     /// Calls `visit` with the head of every version (event or list item)
-    /// of `objects` from `seq` `from` on, in journal order: what a count of
+    /// of `objects` with a `seq` in `[from, to]`, in journal order: what a count of
     /// changes needs of them, read in one pass along the records rather
     /// than object by object through the index (a week of a busy namespace
     /// is a million rows, each a seek of its own that way), without their
@@ -346,19 +346,19 @@ impl Journal {
     pub fn visit_version_heads_from(
         &self,
         objects: &IdSet<i64>,
-        from: i64,
+        (from, to): (i64, i64),
         mut visit: impl FnMut(&VersionHead),
     ) -> Result<(), JournalError> {
         let mut stmt = self
             .conn()
             .prepare_cached(&format!(
                 "SELECT seq, object_id, kind, observed_at, watch_type, aux FROM records
-                 WHERE seq >= ?1 AND kind IN ({}, {}) ORDER BY seq",
+                 WHERE seq >= ?1 AND seq <= ?2 AND kind IN ({}, {}) ORDER BY seq",
                 kind::EVENT,
                 kind::BASELINE_ITEM
             ))
             .map_err(|e| self.err(e))?;
-        let mut rows = stmt.query(params![from]).map_err(|e| self.err(e))?;
+        let mut rows = stmt.query(params![from, to]).map_err(|e| self.err(e))?;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             let object: Option<i64> = row.get(1).map_err(|e| self.err(e))?;
             let Some(object) = object.filter(|o| objects.contains(o)) else {
