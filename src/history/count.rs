@@ -107,6 +107,28 @@ impl Counting {
         self.after_deleted = Some(v.watch_type == Some(WatchType::Deleted));
     }
 
+    /// Goes on with `run`, the versions that came after those taken so far,
+    /// counted without them: as if each of its versions were taken in turn.
+    pub fn then(mut self, run: Run) -> Counting {
+        self.step(&run.first);
+        let rest = run.rest;
+        self.told &= rest.told;
+        if !self.told {
+            return self;
+        }
+        self.changes += rest.changes;
+        if let Some(l) = rest.last
+            && self
+                .last
+                .is_none_or(|m| (m.observed_at, m.seq) <= (l.observed_at, l.seq))
+        {
+            self.last = Some(l);
+        }
+        // A run begins at a version, so it knows whether its last deleted.
+        self.after_deleted = rest.after_deleted;
+        self
+    }
+
     /// The count, when the heads told it: not when a version needed its body
     /// read, nor when a list of the stream (its token in `list_tokens`)
     /// started after the first version, which it may have found gone.
@@ -116,6 +138,32 @@ impl Counting {
             changes: self.changes,
             last: self.last,
         })
+    }
+}
+
+/// The versions of one object from some record on, counted before the ones
+/// before it are known (read in one pass along the records, before the walks
+/// down each object's records find where its window began): each version
+/// after the first is counted against the one before it, the first when
+/// [`Counting::then`] joins the run to what came before.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    first: VersionHead,
+    rest: Counting,
+}
+
+impl Run {
+    /// A run from `first`, in the window `(since, until]`.
+    pub fn new(since: i64, until: i64, first: &VersionHead) -> Run {
+        Run {
+            first: *first,
+            rest: Counting::new(since, until, Some(first)),
+        }
+    }
+
+    /// Takes the next version.
+    pub fn step(&mut self, v: &VersionHead) {
+        self.rest.step(v);
     }
 }
 
@@ -146,22 +194,25 @@ mod tests {
         c.finish(lists.iter().copied())
     }
 
+    /// Changes, a status-only one, a deletion and a creation in the window
+    /// (100, 200], and a change after it.
+    fn mixed() -> Vec<VersionHead> {
+        use WatchType::*;
+        vec![
+            event(1, 50, Added, None),
+            event(2, 110, Modified, Some(Mark::Changed)),
+            event(3, 120, Modified, Some(Mark::StatusOnly)),
+            event(4, 130, Deleted, None),
+            event(5, 140, Added, None),
+            event(6, 150, Modified, Some(Mark::Changed)),
+            event(7, 250, Modified, Some(Mark::Changed)),
+        ]
+    }
+
     #[test]
     fn changes_are_the_marked_ones_and_every_creation_and_deletion() {
         use WatchType::*;
-        let t = count(
-            &[
-                event(1, 50, Added, None),
-                event(2, 110, Modified, Some(Mark::Changed)),
-                event(3, 120, Modified, Some(Mark::StatusOnly)),
-                event(4, 130, Deleted, None),
-                event(5, 140, Added, None),
-                event(6, 150, Modified, Some(Mark::Changed)),
-                event(7, 250, Modified, Some(Mark::Changed)),
-            ],
-            &[0],
-        )
-        .unwrap();
+        let t = count(&mixed(), &[0]).unwrap();
         assert_eq!(t.changes, 4);
         assert_eq!(
             t.last,
@@ -171,6 +222,59 @@ mod tests {
                 watch_type: Modified
             })
         );
+    }
+
+    /// Every way of cutting a history into what comes before and a run
+    /// counts as taking it whole.
+    #[test]
+    fn a_run_joined_to_what_came_before_counts_as_the_whole() {
+        use WatchType::*;
+        let mut item = event(4, 125, Modified, None);
+        item.kind = kind::BASELINE_ITEM;
+        item.watch_type = None;
+        let histories: Vec<Vec<VersionHead>> = vec![
+            mixed(),
+            vec![
+                event(1, 50, Added, None),
+                event(2, 110, Deleted, None),
+                event(3, 120, Modified, Some(Mark::StatusOnly)),
+            ],
+            vec![
+                event(1, 50, Added, None),
+                event(2, 110, Modified, None),
+                event(3, 120, Modified, Some(Mark::Changed)),
+            ],
+            vec![
+                event(1, 50, Added, None),
+                event(2, 110, Modified, Some(Mark::Changed)),
+                item,
+            ],
+            vec![
+                event(1, 120, Added, None),
+                event(2, 130, Modified, Some(Mark::Changed)),
+                event(3, 140, Modified, Some(Mark::StatusOnly)),
+            ],
+        ];
+        for h in &histories {
+            let whole = count(h, &[0]);
+            let (start, rest) = match h.split_first() {
+                Some((s, rest)) if s.observed_at <= 100 => (Some(s), rest),
+                _ => (None, &h[..]),
+            };
+            for cut in 0..rest.len() {
+                let (before, after) = rest.split_at(cut);
+                let mut c = Counting::new(100, 200, start);
+                for v in before {
+                    c.step(v);
+                }
+                let mut run = Run::new(100, 200, &after[0]);
+                for v in &after[1..] {
+                    run.step(v);
+                }
+                let joined = c.then(run).finish([0].into_iter());
+                assert_eq!(joined, whole, "{h:?} cut at {cut}");
+            }
+        }
     }
 
     #[test]

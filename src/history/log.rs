@@ -8,15 +8,15 @@
 //! only server-owned fields (status) is left out, as in `diff`.
 
 use super::complete::Completeness;
-use super::count::{Counting, Tally};
+use super::count::{Counting, Run, Tally};
 use super::diff::{Field, NameFilter};
 use super::timeline::{Entry, EntryType, Reading};
 use super::tracked::Tracked;
 use super::{Between, History, HistoryError, Scope, StreamHistory};
 use crate::diff::DiffOptions;
-use crate::journal::IdSet;
 use crate::journal::read::GapWindow;
 use crate::journal::versions::{ObjectRow, VersionRow};
+use crate::journal::{IdMap, IdSet, StreamId};
 use crate::model::WatchType;
 use crate::time::TimeWindow;
 use std::collections::{HashMap, HashSet};
@@ -355,8 +355,21 @@ impl History<'_> {
                 continue;
             }
             let ids: IdSet<_> = streams.iter().map(|s| s.info.id).collect();
+            // A count reads the heads of the records of every object one
+            // stream holds in one pass, which also finds the objects the
+            // window touched (the timelines of objects several hold are
+            // merged); marks are what a default diff sees.
+            let mut heads = match (&counted, streams) {
+                (Some(_), [_]) if *opts == DiffOptions::default() => {
+                    Some(self.heads(&ids, since, until)?)
+                }
+                _ => None,
+            };
             // Objects with a record in the window, read once for these streams.
-            let touched = self.objects(&self.journal.touched_objects(&ids, since, until)?)?;
+            let touched = match &mut heads {
+                Some(h) => self.objects(&std::mem::take(&mut h.touched).into_iter().collect())?,
+                None => self.objects(&self.journal.touched_objects(&ids, since, until)?)?,
+            };
             // And, when a relist falls in the window, those present before it
             // (it may have found them gone).
             let mut before_list: HashSet<i64> = HashSet::new();
@@ -387,13 +400,13 @@ impl History<'_> {
                     b.1.stream,
                 ))
             });
-            // A count reads the heads of the records of every object one
-            // stream holds in one pass (the timelines of objects several hold
-            // are merged); marks are what a default diff sees.
-            let mut told = match (&counted, streams) {
-                (Some(_), [stream]) if *opts == DiffOptions::default() => {
-                    self.tally(stream, rows.iter().map(|(_, o)| *o), since, until)?
-                }
+            let mut told = match (heads, streams) {
+                (Some(heads), [stream]) => self.tally(
+                    stream,
+                    rows.iter().map(|(_, o)| *o),
+                    (since, until),
+                    heads.runs,
+                )?,
                 _ => HashMap::new(),
             };
             let mut done: HashSet<(String, String, String, String)> = HashSet::new();
@@ -430,22 +443,66 @@ impl History<'_> {
     }
 }
 
+/// The heads of a stream's records from the first after every one observed
+/// by a window's start, read once ([`History::heads`]).
+struct Heads {
+    /// The objects with a record in the window.
+    touched: IdSet<i64>,
+    /// Each object's versions in that pass, counted.
+    runs: IdMap<i64, Run>,
+}
+
 impl History<'_> {
+    /// The objects of `streams` with a record in `(since, until]`, and the
+    /// heads of their records after every one observed by `since`, in one
+    /// pass along those records (the window's records before them, which
+    /// the zones that begin before them hold, looked through for the rest
+    /// of the objects). Records after every one observed by `until` are
+    /// not read, and no list among them changes a count (a list that could
+    /// is one started after an object's start, which [`Counting::finish`]
+    /// refuses): a window a week back reads its week, not the week since.
+    fn heads(
+        &self,
+        streams: &IdSet<StreamId>,
+        since: i64,
+        until: i64,
+    ) -> Result<Heads, HistoryError> {
+        let from = self.bounds.at(since).saturating_add(1);
+        let to = self.bounds.at(until);
+        let mut touched = self
+            .journal
+            .touched_objects_before(streams, since, until, from)?;
+        let mut runs: IdMap<i64, Run> = IdMap::default();
+        self.journal
+            .visit_version_heads_from(streams, (from, to), |v| {
+                if v.observed_at > since && v.observed_at <= until {
+                    touched.insert(v.object);
+                }
+                match runs.get_mut(&v.object) {
+                    Some(run) => run.step(v),
+                    None => {
+                        runs.insert(v.object, Run::new(since, until, v));
+                    }
+                }
+            })?;
+        Ok(Heads { touched, runs })
+    }
+
     /// The counts of changes in `(since, until]` that the heads of the
-    /// records of `objects` (of `stream`) tell, by object: those from the
-    /// version each began the window with on ([`History::versions_from`]'s),
-    /// the later ones read in one pass along the records.
+    /// records of `objects` (of `stream`) tell, by object: from the version
+    /// each began the window with ([`History::versions_from`]'s) up to every
+    /// record observed by `since`, found walking down its records, then
+    /// `runs`, those after, from [`History::heads`].
     fn tally<'o>(
         &self,
         stream: &StreamHistory,
         objects: impl Iterator<Item = &'o ObjectRow>,
-        since: i64,
-        until: i64,
+        (since, until): (i64, i64),
+        mut runs: IdMap<i64, Run>,
     ) -> Result<HashMap<i64, Tally>, HistoryError> {
         // Every record observed by `since` has a `seq` up to this.
         let bound = self.bounds.at(since);
-        let from = bound.saturating_add(1);
-        let mut counting: HashMap<i64, Counting> = HashMap::new();
+        let mut out = HashMap::new();
         for o in objects {
             let (versions, started) =
                 self.journal
@@ -455,24 +512,14 @@ impl History<'_> {
             for v in &versions[usize::from(started)..] {
                 c.step(&v.head());
             }
-            counting.insert(o.id, c);
+            if let Some(run) = runs.remove(&o.id) {
+                c = c.then(run);
+            }
+            if let Some(t) = c.finish(stream.baselines.iter().map(|b| b.token)) {
+                out.insert(o.id, t);
+            }
         }
-        let ids: IdSet<i64> = counting.keys().copied().collect();
-        // Records after every one observed by `until` are not counted, and
-        // no list among them changes what is (a list that could is one
-        // started after an object's start, which `finish` refuses): a
-        // window a week back reads its week, not the week since.
-        let to = self.bounds.at(until);
-        self.journal
-            .visit_version_heads_from(&ids, (from, to), |v| {
-                if let Some(c) = counting.get_mut(&v.object) {
-                    c.step(v);
-                }
-            })?;
-        Ok(counting
-            .into_iter()
-            .filter_map(|(id, c)| Some((id, c.finish(stream.baselines.iter().map(|b| b.token))?)))
-            .collect())
+        Ok(out)
     }
 
     /// What [`count_of`] makes of the timeline of `object`, from the count

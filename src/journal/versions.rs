@@ -338,21 +338,21 @@ impl Journal {
     }
 
     /// Calls `visit` with the head of every version (event or list item)
-    /// of `objects` with a `seq` in `[from, to]`, in journal order: what a count of
-    /// changes needs of them, read in one pass along the records rather
-    /// than object by object through the index (a week of a busy namespace
-    /// is a million rows, each a seek of its own that way), without their
-    /// resourceVersions.
+    /// of `streams` with a `seq` in `[from, to]`, in journal order: what a
+    /// count of changes needs of them, read in one pass along the records
+    /// rather than object by object through the index (a week of a busy
+    /// namespace is a million rows, each a seek of its own that way),
+    /// without their resourceVersions.
     pub fn visit_version_heads_from(
         &self,
-        objects: &IdSet<i64>,
+        streams: &IdSet<StreamId>,
         (from, to): (i64, i64),
         mut visit: impl FnMut(&VersionHead),
     ) -> Result<(), JournalError> {
         let mut stmt = self
             .conn()
             .prepare_cached(&format!(
-                "SELECT seq, object_id, kind, observed_at, watch_type, aux FROM records
+                "SELECT seq, stream_id, object_id, kind, observed_at, watch_type, aux FROM records
                  WHERE seq >= ?1 AND seq <= ?2 AND kind IN ({}, {}) ORDER BY seq",
                 kind::EVENT,
                 kind::BASELINE_ITEM
@@ -360,20 +360,21 @@ impl Journal {
             .map_err(|e| self.err(e))?;
         let mut rows = stmt.query(params![from, to]).map_err(|e| self.err(e))?;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            let object: Option<i64> = row.get(1).map_err(|e| self.err(e))?;
-            let Some(object) = object.filter(|o| objects.contains(o)) else {
+            let stream: StreamId = row.get(1).map_err(|e| self.err(e))?;
+            let object: Option<i64> = row.get(2).map_err(|e| self.err(e))?;
+            let Some(object) = object.filter(|_| streams.contains(&stream)) else {
                 continue;
             };
             let head = (|| {
-                let kind_: i64 = row.get(2)?;
-                let watch_type = row.get::<_, Option<i64>>(4)?.and_then(WatchType::from_code);
+                let kind_: i64 = row.get(3)?;
+                let watch_type = row.get::<_, Option<i64>>(5)?.and_then(WatchType::from_code);
                 Ok(VersionHead {
                     seq: row.get(0)?,
                     object,
                     kind: kind_,
-                    observed_at: row.get(3)?,
+                    observed_at: row.get(4)?,
                     watch_type,
-                    mark: Mark::of(kind_, watch_type, row.get(5)?),
+                    mark: Mark::of(kind_, watch_type, row.get(6)?),
                 })
             })()
             .map_err(|e: rusqlite::Error| self.err(e))?;
@@ -500,38 +501,57 @@ impl Journal {
         until: i64,
     ) -> Result<HashSet<i64>, JournalError> {
         let mut out = HashSet::new();
-        self.visit_touched(streams, after, until, |_, object| {
+        self.visit_touched(streams, (after, until), i64::MAX, |object| {
             out.insert(object);
-            Ok::<_, JournalError>(true)
         })?;
         Ok(out)
     }
 
-    /// Calls `visit(stream, object)` for each object record of `streams`
-    /// observed in `(after, until]`, in journal order, until it returns false.
-    pub fn visit_touched<E: From<JournalError>>(
+    /// [`Journal::touched_objects`] among the records before `below` (its
+    /// `seq`): the rest of the window's, for a reader that reads the records
+    /// from `below` on by itself.
+    pub fn touched_objects_before(
         &self,
         streams: &IdSet<StreamId>,
         after: i64,
         until: i64,
-        mut visit: impl FnMut(StreamId, i64) -> Result<bool, E>,
-    ) -> Result<(), E> {
+        below: i64,
+    ) -> Result<IdSet<i64>, JournalError> {
+        let mut out = IdSet::default();
+        self.visit_touched(streams, (after, until), below, |object| {
+            out.insert(object);
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `visit(object)` for each object record of `streams` observed in
+    /// `(after, until]` with a `seq` below `below`.
+    fn visit_touched(
+        &self,
+        streams: &IdSet<StreamId>,
+        (after, until): (i64, i64),
+        below: i64,
+        mut visit: impl FnMut(i64),
+    ) -> Result<(), JournalError> {
         let mut stmt = self
             .conn()
             .prepare_cached(
-                // The zones whose times meet the window, then their records
+                // The zones whose times meet the window and which begin
+                // before `below`, then their records before it
                 // (docs/journal.md, "Zones").
                 "SELECT r.stream_id, r.object_id FROM zones z JOIN records r
-                    ON r.seq BETWEEN z.first_seq AND z.last_seq
-                 WHERE z.max_at > ?1 AND z.min_at <= ?2
+                    ON r.seq BETWEEN z.first_seq AND min(z.last_seq, ?3 - 1)
+                 WHERE z.max_at > ?1 AND z.min_at <= ?2 AND z.first_seq < ?3
                    AND r.observed_at > ?1 AND r.observed_at <= ?2 AND r.object_id IS NOT NULL",
             )
             .map_err(|e| self.err(e))?;
-        let mut rows = stmt.query(params![after, until]).map_err(|e| self.err(e))?;
+        let mut rows = stmt
+            .query(params![after, until, below])
+            .map_err(|e| self.err(e))?;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             let stream: StreamId = row.get(0).map_err(|e| self.err(e))?;
-            if streams.contains(&stream) && !visit(stream, row.get(1).map_err(|e| self.err(e))?)? {
-                break;
+            if streams.contains(&stream) {
+                visit(row.get(1).map_err(|e| self.err(e))?);
             }
         }
         Ok(())

@@ -187,3 +187,156 @@ fn the_manager_shown_is_that_of_the_newest_change_that_is_not_status_only() {
         "{detail:?}"
     );
 }
+
+/// The list counts every object as `log` does where its count is read from
+/// the heads of the records in one pass along them: windows that begin
+/// before the journal, inside a zone (its records after the window's start
+/// are found through the zone, the later ones by the pass), and after a
+/// relist, over more records than several zones hold. `log` reads every
+/// timeline, and the truth checker judges it against the server's writes.
+#[test]
+fn the_list_counts_as_log_does_across_zones_and_a_relist() {
+    use krply::journal::Journal;
+    use krply::model::WatchType;
+    use serde_json::{Value, json};
+    use std::collections::BTreeMap;
+
+    const CLUSTER: &str = "zones-cluster";
+    const NS: &str = "z";
+    const OBJECTS: u64 = 150;
+    const EVENTS: u64 = 3 * krply::journal::zones::ZONE_RECORDS as u64 + 1500;
+    let deployment = |n: u64, replicas: u64, ready: u64, rv: u64| -> Value {
+        json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": format!("d{n}"), "namespace": NS,
+                         "uid": format!("uid-{n}-{}", replicas / 1000),
+                         "resourceVersion": rv.to_string()},
+            "spec": {"replicas": replicas % 1000},
+            "status": {"readyReplicas": ready}
+        })
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("journal.db");
+    let (writer, tx, stream) = crate::common::library_writer(&store, CLUSTER, NS);
+    let t0 = krply::time::Millis::now().as_ms() - 10 * 86_400_000;
+    let (mut rv, mut at) = (100u64, t0);
+    // Each object's (spec, status) while it exists; the spec's thousands
+    // count its lives (a new uid each).
+    let mut live: BTreeMap<u64, (u64, u64)> = (0..OBJECTS).map(|n| (n, (1, 0))).collect();
+    let list = |live: &BTreeMap<u64, (u64, u64)>, at: i64, rv: u64| {
+        let items: Vec<Value> = live
+            .iter()
+            .map(|(&n, &(spec, ready))| deployment(n, spec, ready, rv))
+            .collect();
+        crate::common::send_list(&tx, stream, NS, &items, (at, rv));
+    };
+    list(&live, at, rv);
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = |m: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % m
+    };
+    let mut times = vec![t0];
+    for i in 0..EVENTS {
+        rv += 1;
+        at += 1000;
+        times.push(at);
+        let n = next(OBJECTS);
+        if i == EVENTS / 2 {
+            // A relist after a gap: some objects changed, some gone, one
+            // new, none of it watched.
+            for n in 0..OBJECTS / 10 {
+                match n % 3 {
+                    0 => {
+                        live.remove(&n);
+                    }
+                    1 => {
+                        live.entry(n).and_modify(|(spec, _)| *spec += 1);
+                    }
+                    _ => {
+                        live.entry(n).or_insert((1, 0));
+                    }
+                }
+            }
+            list(&live, at, rv);
+            continue;
+        }
+        let (watch_type, spec, ready) = match (live.get(&n).copied(), next(20)) {
+            (None, _) => (WatchType::Added, next(50) * 1000 + 1000 + 1, 0),
+            (Some((spec, ready)), 0) => (WatchType::Deleted, spec, ready),
+            (Some((spec, ready)), 1..=12) => (WatchType::Modified, spec, ready + 1),
+            (Some((spec, ready)), _) => (WatchType::Modified, spec + 1, ready),
+        };
+        let d = deployment(n, spec, ready, rv);
+        if watch_type == WatchType::Deleted {
+            live.remove(&n);
+        } else {
+            live.insert(n, (spec, ready));
+        }
+        crate::common::send_event(&tx, stream, NS, (watch_type, &d), at);
+    }
+    crate::common::stop_writer(writer, tx, stream, (at + 1000, rv));
+
+    let journal = Journal::open(&store).unwrap();
+    let zones = journal.zone_list().unwrap();
+    assert!(zones.len() >= 4, "{} zones", zones.len());
+    let history = krply::history::History::load(&journal, CLUSTER, at + 2000).unwrap();
+    let scope = krply::history::Scope {
+        namespace: Some(NS.into()),
+        types: None,
+    };
+    // Windows from before the journal, from inside each zone and from just
+    // before and after the relist, to several ends.
+    let last = times.len() - 1;
+    let mut starts: Vec<i64> = vec![t0 - 3_600_000, t0, times[EVENTS as usize / 2] - 1];
+    starts.extend(zones.iter().map(|z| z.2 + 500));
+    starts.extend((1..8).map(|k| times[last * k / 8] + 1));
+    let ends = [at + 1000, times[last * 3 / 4], times[last / 2] + 1];
+    let mut windows = 0;
+    for &since in &starts {
+        for &until in ends.iter().filter(|&&u| u > since) {
+            let window = krply::time::TimeWindow::new(
+                krply::time::Millis::from_ms(since),
+                krply::time::Millis::from_ms(until),
+            )
+            .unwrap();
+            let log = history
+                .log(
+                    &scope,
+                    &Default::default(),
+                    &window,
+                    &krply::diff::DiffOptions::default(),
+                )
+                .unwrap();
+            let mut want: BTreeMap<String, (bool, usize, i64, Option<String>)> = BTreeMap::new();
+            for e in &log.entries {
+                if e.kind == krply::history::log::LogType::Gap {
+                    continue;
+                }
+                let w = want.entry(e.name.clone()).or_default();
+                w.0 |= matches!(e.kind, krply::history::log::LogType::Relist(_));
+                w.1 += 1;
+                (w.2, w.3) = (e.observed_at, e.resource_version.clone());
+            }
+            let got: BTreeMap<String, (bool, usize, i64, Option<String>)> =
+                krply::browse::source::objects(&history, &scope, since, until)
+                    .unwrap()
+                    .into_iter()
+                    .map(|l| {
+                        let rv = want
+                            .get(&l.name)
+                            .and_then(|w| w.3.as_ref())
+                            .map(|_| l.last.resource_version.clone());
+                        (l.name, (l.relist, l.changes, l.last.observed_at, rv))
+                    })
+                    .collect();
+            assert_eq!(got, want, "window ({since}, {until}]");
+            windows += 1;
+        }
+    }
+    assert!(windows > 20, "{windows} windows");
+}

@@ -4,10 +4,7 @@
 //! object, and never with a version before a deletion.
 
 use assert_cmd::Command;
-use krply::journal::Journal;
-use krply::journal::records::CheckpointReason;
-use krply::journal::writer::{Op, Writer};
-use krply::model::{ObjectMeta, WatchType};
+use krply::model::WatchType;
 use krply::time::Millis;
 use serde_json::{Value, json};
 
@@ -28,58 +25,19 @@ fn deployment(name: &str, replicas: u64, rv: u64) -> Value {
     })
 }
 
-fn meta(d: &Value) -> ObjectMeta {
-    ObjectMeta {
-        namespace: NS.into(),
-        name: d["metadata"]["name"].as_str().unwrap().into(),
-        uid: d["metadata"]["uid"].as_str().unwrap().into(),
-        resource_version: d["metadata"]["resourceVersion"].as_str().unwrap().into(),
-        diff_digest: krply::diff::compared_digest(&serde_json::to_vec(d).unwrap()),
-    }
-}
-
 #[test]
 fn every_version_is_compared_with_the_one_before_it() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("journal.db");
-    let journal = Journal::open_or_create(&store).unwrap();
-    journal
-        .register_cluster(CLUSTER, "https://long.example:6443", Some("long"))
-        .unwrap();
-    let spec = crate::common::deployment_stream(NS);
-    let stream = journal.register_stream(CLUSTER, &spec).unwrap();
-    let writer = Writer::start(journal).unwrap();
-    let tx = writer.sender();
+    let (writer, tx, stream) = crate::common::library_writer(&store, CLUSTER, NS);
     let start = Millis::now().as_ms() - 3_600_000;
     let mut rv = 100;
     let mut at = start;
     let list = |items: &[Value], at: i64, rv: u64| {
-        for d in items {
-            tx.blocking_send(Op::BaselineItem {
-                stream,
-                at,
-                meta: meta(d),
-                body: serde_json::to_vec(d).unwrap(),
-            })
-            .unwrap();
-        }
-        tx.blocking_send(Op::BaselineEnd {
-            stream,
-            at,
-            list_rv: rv.to_string(),
-            items: items.len() as u64,
-        })
-        .unwrap();
+        crate::common::send_list(&tx, stream, NS, items, (at, rv));
     };
     let event = |watch_type: WatchType, d: &Value, at: i64| {
-        tx.blocking_send(Op::Event {
-            stream,
-            at,
-            watch_type,
-            meta: meta(d),
-            body: serde_json::to_vec(d).unwrap(),
-        })
-        .unwrap();
+        crate::common::send_event(&tx, stream, NS, (watch_type, d), at);
     };
     list(
         &[deployment("web", 0, rv), deployment("other", 1, rv)],
@@ -118,15 +76,7 @@ fn every_version_is_compared_with_the_one_before_it() {
         };
         event(t, &deployment("web", n, rv), at);
     }
-    tx.blocking_send(Op::Checkpoint {
-        stream,
-        at: at + 1000,
-        rv: rv.to_string(),
-        reason: CheckpointReason::Stop,
-    })
-    .unwrap();
-    drop(tx);
-    writer.finish().unwrap();
+    crate::common::stop_writer(writer, tx, stream, (at + 1000, rv));
 
     let out = Command::cargo_bin("kubectl-krply")
         .unwrap()

@@ -738,6 +738,107 @@ pub fn deployment_stream(namespace: &str) -> krply::model::StreamSpec {
     }
 }
 
+/// What the recorder would take from an object it received (`d`, in
+/// `namespace`): for tests that write a journal through the library.
+pub fn object_meta(namespace: &str, d: &Value) -> krply::model::ObjectMeta {
+    krply::model::ObjectMeta {
+        namespace: namespace.into(),
+        name: d["metadata"]["name"].as_str().unwrap().into(),
+        uid: d["metadata"]["uid"].as_str().unwrap().into(),
+        resource_version: d["metadata"]["resourceVersion"].as_str().unwrap().into(),
+        diff_digest: krply::diff::compared_digest(&serde_json::to_vec(d).unwrap()),
+    }
+}
+
+/// A journal at `store` that holds the Deployments of `namespace` in
+/// `cluster`, and its writer: for tests that write a journal through the
+/// library.
+pub fn library_writer(
+    store: &Path,
+    cluster: &str,
+    namespace: &str,
+) -> (
+    krply::journal::writer::Writer,
+    krply::journal::writer::WriterSender,
+    krply::journal::StreamId,
+) {
+    let journal = Journal::open_or_create(store).unwrap();
+    journal
+        .register_cluster(cluster, "https://library.example:6443", Some(cluster))
+        .unwrap();
+    let stream = journal
+        .register_stream(cluster, &deployment_stream(namespace))
+        .unwrap();
+    let writer = krply::journal::writer::Writer::start(journal).unwrap();
+    let tx = writer.sender();
+    (writer, tx, stream)
+}
+
+/// Sends one watch event of `d` (in `namespace`) to a journal's writer.
+pub fn send_event(
+    tx: &krply::journal::writer::WriterSender,
+    stream: krply::journal::StreamId,
+    namespace: &str,
+    (watch_type, d): (krply::model::WatchType, &Value),
+    at: i64,
+) {
+    tx.blocking_send(krply::journal::writer::Op::Event {
+        stream,
+        at,
+        watch_type,
+        meta: object_meta(namespace, d),
+        body: serde_json::to_vec(d).unwrap(),
+    })
+    .unwrap();
+}
+
+/// Ends a recording through the library as a recorder that stops does (a
+/// checkpoint at `at`, resourceVersion `rv`), and waits for its writer.
+pub fn stop_writer(
+    writer: krply::journal::writer::Writer,
+    tx: krply::journal::writer::WriterSender,
+    stream: krply::journal::StreamId,
+    (at, rv): (i64, u64),
+) {
+    tx.blocking_send(krply::journal::writer::Op::Checkpoint {
+        stream,
+        at,
+        rv: rv.to_string(),
+        reason: krply::journal::records::CheckpointReason::Stop,
+    })
+    .unwrap();
+    drop(tx);
+    writer.finish().unwrap();
+}
+
+/// Sends a completed list of `items` (in `namespace`) of `stream` to a
+/// journal's writer, at `at` and resourceVersion `rv`.
+pub fn send_list(
+    tx: &krply::journal::writer::WriterSender,
+    stream: krply::journal::StreamId,
+    namespace: &str,
+    items: &[Value],
+    (at, rv): (i64, u64),
+) {
+    use krply::journal::writer::Op;
+    for d in items {
+        tx.blocking_send(Op::BaselineItem {
+            stream,
+            at,
+            meta: object_meta(namespace, d),
+            body: serde_json::to_vec(d).unwrap(),
+        })
+        .unwrap();
+    }
+    tx.blocking_send(Op::BaselineEnd {
+        stream,
+        at,
+        list_rv: rv.to_string(),
+        items: items.len() as u64,
+    })
+    .unwrap();
+}
+
 /// The objects a `diff -o json` answer lists: (kind, name, change).
 pub fn diff_changes(diff: &Value) -> Vec<(String, String, String)> {
     diff["objects"]
