@@ -645,7 +645,7 @@ impl TxWriter<'_, '_> {
     pub fn apply(&mut self, op: Op) -> Result<(), JournalError> {
         apply(self.tx, op, &mut self.cx)?;
         // One import transaction may write a day of records: zones stay small.
-        if self.cx.tx.zone.records >= zones::ZONE_RECORDS {
+        if self.cx.tx.zone.records >= zones::zone_records() {
             zones::record(self.tx, self.cx.tx.zone)
                 .map_err(|e| JournalError::sqlite(self.cx.path, e))?;
             self.cx.tx.zone = Zone::default();

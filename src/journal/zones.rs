@@ -19,6 +19,34 @@ pub const ZONE_RECORDS: i64 = 1 << ZONE_BITS;
 /// A rebuilt zone holds the records whose `seq`s agree above these low bits.
 const ZONE_BITS: u32 = 12;
 
+/// What a debug build takes instead of [`ZONE_BITS`], from 1 to 12: the truth
+/// checker's histories write a few hundred records, so only zones of a few
+/// records make their windows cross zones (docs/truth.md). A zone's size is
+/// the writer's choice alone: readers take the zones' rows as they are.
+pub const DEBUG_ZONE_BITS_ENV: &str = "KRPLY_DEBUG_ZONE_BITS";
+
+/// The low bits of `seq` a zone this process writes spans: [`ZONE_BITS`], or
+/// in a debug build [`DEBUG_ZONE_BITS_ENV`] when it is set.
+fn zone_bits() -> u32 {
+    if !cfg!(debug_assertions) {
+        return ZONE_BITS;
+    }
+    static BITS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *BITS.get_or_init(|| {
+        std::env::var(DEBUG_ZONE_BITS_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|b| (1..=ZONE_BITS).contains(b))
+            .unwrap_or(ZONE_BITS)
+    })
+}
+
+/// The most object records in one zone this process writes: [`ZONE_RECORDS`]
+/// but in a debug build told otherwise ([`DEBUG_ZONE_BITS_ENV`]).
+pub fn zone_records() -> i64 {
+    1 << zone_bits()
+}
+
 /// The object records one transaction wrote: their `seq` range, count and
 /// observation times.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -64,12 +92,12 @@ impl Zone {
 
 /// What to do with the object records of a transaction, given the journal's
 /// last zone: grow it while it stays small and the new records follow it;
-/// otherwise start a new zone.
-pub fn place(last: Option<Zone>, written: Zone) -> Placement {
+/// otherwise start a new zone. A zone holds at most `limit` records
+/// ([`zone_records`]) unless one transaction wrote more.
+pub fn place(last: Option<Zone>, written: Zone, limit: i64) -> Placement {
     match last {
         Some(last)
-            if last.records + written.records <= ZONE_RECORDS
-                && written.first_seq > last.last_seq =>
+            if last.records + written.records <= limit && written.first_seq > last.last_seq =>
         {
             Placement::Grow(last.merged(written))
         }
@@ -105,7 +133,7 @@ pub fn record(tx: &Transaction<'_>, written: Zone) -> rusqlite::Result<()> {
             })
         })
         .optional()?;
-    let (Placement::Grow(z) | Placement::New(z)) = place(last, written);
+    let (Placement::Grow(z) | Placement::New(z)) = place(last, written, zone_records());
     tx.prepare_cached(
         "INSERT OR REPLACE INTO zones(first_seq, last_seq, records, min_at, max_at)
          VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -121,13 +149,14 @@ pub fn record(tx: &Transaction<'_>, written: Zone) -> rusqlite::Result<()> {
 }
 
 /// Rebuilds every zone from the object records there are (after a prune), in
-/// the caller's transaction: one per stretch of [`ZONE_RECORDS`] `seq`s.
+/// the caller's transaction: one per stretch of [`zone_records`] `seq`s.
 pub fn rebuild(conn: &Connection) -> rusqlite::Result<()> {
+    let bits = zone_bits();
     conn.execute_batch(&format!(
         "DELETE FROM zones;
          INSERT INTO zones(first_seq, last_seq, records, min_at, max_at)
              SELECT min(seq), max(seq), count(*), min(observed_at), max(observed_at)
-             FROM records WHERE object_id IS NOT NULL GROUP BY seq >> {ZONE_BITS};"
+             FROM records WHERE object_id IS NOT NULL GROUP BY seq >> {bits};"
     ))
 }
 
@@ -258,16 +287,16 @@ mod tests {
     fn the_last_zone_grows_until_it_is_full() {
         let last = zone(1, 100, 100, 0, 50);
         assert_eq!(
-            place(Some(last), zone(101, 110, 10, 40, 60)),
+            place(Some(last), zone(101, 110, 10, 40, 60), ZONE_RECORDS),
             Placement::Grow(zone(1, 110, 110, 0, 60))
         );
         let full = zone(1, 4096, ZONE_RECORDS, 0, 50);
         assert_eq!(
-            place(Some(full), zone(4097, 4097, 1, 60, 60)),
+            place(Some(full), zone(4097, 4097, 1, 60, 60), ZONE_RECORDS),
             Placement::New(zone(4097, 4097, 1, 60, 60))
         );
         assert_eq!(
-            place(None, zone(5, 6, 2, 1, 2)),
+            place(None, zone(5, 6, 2, 1, 2), ZONE_RECORDS),
             Placement::New(zone(5, 6, 2, 1, 2))
         );
     }
@@ -277,7 +306,7 @@ mod tests {
         // Another writer's seqs, or a prune's baselines below every record.
         let last = zone(100, 200, 50, 0, 50);
         assert_eq!(
-            place(Some(last), zone(-5, -1, 5, 10, 10)),
+            place(Some(last), zone(-5, -1, 5, 10, 10), ZONE_RECORDS),
             Placement::New(zone(-5, -1, 5, 10, 10))
         );
     }

@@ -195,6 +195,11 @@ pub const SLOTS: usize = 3;
 pub struct History {
     pub seed: u64,
     pub steps: Vec<Step>,
+    /// The size of the zones its recorders write, as low bits of `seq`
+    /// (`KRPLY_DEBUG_ZONE_BITS`); `None`: the product's. A history writes a
+    /// few hundred records, so only zones of a few records make its windows
+    /// begin and end inside zones and span several.
+    pub zone_bits: Option<u32>,
 }
 
 /// A seeded source of choices.
@@ -295,7 +300,14 @@ pub fn history(seed: u64) -> History {
     }
     steps.push(Step::Mark);
     freeze_one(seed, &mut steps);
-    History { seed, steps }
+    // From a generator of its own, so that every seed's steps stay what they
+    // were: a quarter keep the product's zones.
+    let zone_bits = [None, Some(1), Some(2), Some(3)][Rng::new(seed ^ 0x0020_43e5).below(4)];
+    History {
+        seed,
+        steps,
+        zone_bits,
+    }
 }
 
 /// In about one history of eight, one running recorder is frozen for a few

@@ -61,7 +61,10 @@ enum On {
 fn check_seed(seed: u64, on: On) -> Outcome {
     let history = histories::history(seed);
     let (history, play) = match on {
-        On::Simulator => (history, Ok(Play::new())),
+        On::Simulator => {
+            let play = Play::new(history.zone_bits);
+            (history, Ok(play))
+        }
         On::RealControlPlane => (real::for_real(history), Play::real()),
     };
     let mut play = match play {

@@ -103,8 +103,16 @@ fn journals_of(sandbox: &Sandbox) -> [PathBuf; 2] {
 }
 
 impl Play {
-    pub fn new() -> Play {
-        let sandbox = Sandbox::new();
+    /// A play on the simulator, its recorders writing zones of `zone_bits`
+    /// ([`super::histories::History::zone_bits`]).
+    pub fn new(zone_bits: Option<u32>) -> Play {
+        let mut sandbox = Sandbox::new();
+        if let Some(bits) = zone_bits {
+            sandbox.extra_env.push((
+                krply::journal::zones::DEBUG_ZONE_BITS_ENV.into(),
+                bits.to_string().into(),
+            ));
+        }
         let namespaces = super::histories::NAMESPACES
             .iter()
             .map(|ns| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
