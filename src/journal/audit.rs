@@ -6,10 +6,11 @@
 //! Readers get an object's writes with [`Journal::audit_writes`] and who made
 //! them with [`Journal::audit_who`].
 
-use super::{Journal, JournalError, StreamId};
+use super::audit_pack::{self, AuditId, PackError, PackedWrite, Rv};
+use super::{IdMap, Journal, JournalError, StreamId};
 use crate::audit::{AuditEvent, Verb, Who};
 use rusqlite::types::{Value as SqlValue, ValueRef};
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::HashMap;
 
 /// The audit events and coverage of one cluster.
@@ -54,11 +55,11 @@ pub struct Stored {
 struct Row {
     object_id: i64,
     at: i64,
-    audit_id: SqlValue,
+    audit_id: AuditId,
     verb: Verb,
     actor: usize,
     uid: Option<usize>,
-    resource_version: Option<SqlValue>,
+    resource_version: Option<Rv>,
     /// `None`: not known (an export of events stored before schema 9).
     subresource: Option<String>,
 }
@@ -138,8 +139,8 @@ impl<'j> AuditImport<'j> {
             let next = self.uids.len();
             *self.uids.entry(u).or_insert(next)
         });
-        let audit_id = uuid_value(&e.audit_id);
-        let rv = e.resource_version.as_deref().map(rv_value);
+        let audit_id = AuditId::parse(&e.audit_id);
+        let rv = e.resource_version.as_deref().map(Rv::parse);
         for object_id in ids {
             self.rows.push(Row {
                 object_id,
@@ -160,9 +161,10 @@ impl<'j> AuditImport<'j> {
         self.coverage.push((from, to, source.to_string()));
     }
 
-    /// Writes everything gathered: actors and uids first, then the rows a
-    /// chunk per transaction, and the coverage with the last chunk (so a
-    /// coverage row is never there without its events).
+    /// Writes everything gathered: actors and uids first, then the writes,
+    /// an object's at a time, in transactions of about [`CHUNK`] writes, and
+    /// the coverage with the last one (so a coverage row is never there
+    /// without its events).
     pub fn store(self) -> Result<Stored, JournalError> {
         let j = self.journal;
         let err = |e| j.err(e);
@@ -177,67 +179,63 @@ impl<'j> AuditImport<'j> {
                     intern(&tx, "audit_actors", "who", SqlValue::Text(text)).map_err(err)?;
             }
             for (uid, local) in &self.uids {
-                uid_ids[*local] = intern(&tx, "audit_uids", "uid", uuid_value(uid)).map_err(err)?;
+                let value = match AuditId::parse(uid) {
+                    AuditId::Uuid(bytes) => SqlValue::Blob(bytes.to_vec()),
+                    AuditId::Text(text) => SqlValue::Text(text),
+                };
+                uid_ids[*local] = intern(&tx, "audit_uids", "uid", value).map_err(err)?;
             }
             tx.commit().map_err(err)?;
         }
-        let mut stored = Stored::default();
-        // In key order, new rows go at the ends of B-tree pages and fill them,
-        // instead of splitting pages half full.
         let mut rows = self.rows;
-        rows.sort_by_key(|r| (r.object_id, r.at));
-        let chunks: Vec<&[Row]> = if rows.is_empty() {
-            vec![&[]]
-        } else {
-            rows.chunks(CHUNK).collect()
-        };
-        let last = chunks.len() - 1;
-        for (i, chunk) in chunks.into_iter().enumerate() {
-            let tx = conn.unchecked_transaction().map_err(err)?;
-            {
-                let mut insert = tx
-                    .prepare_cached(
-                        "INSERT OR IGNORE INTO audit_events
-                         (object_id, at, audit_id, verb, actor_id, uid_id, resource_version,
-                          subresource)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                    )
-                    .map_err(err)?;
-                for r in chunk {
-                    let n = insert
-                        .execute(params![
-                            r.object_id,
-                            r.at,
-                            r.audit_id,
-                            r.verb.code(),
-                            actor_ids[r.actor],
-                            r.uid.map(|u| uid_ids[u]),
-                            r.resource_version,
-                            r.subresource,
-                        ])
-                        .map_err(err)?;
-                    if n == 1 {
-                        stored.new += 1;
-                    } else {
-                        stored.known += 1;
-                    }
-                }
-                if i == last {
-                    let mut cover = tx
-                        .prepare_cached(
-                            "INSERT OR IGNORE INTO audit_coverage(cluster_id, from_at, to_at, source)
-                             VALUES (?1, ?2, ?3, ?4)",
-                        )
-                        .map_err(err)?;
-                    for (from, to, source) in &self.coverage {
-                        cover
-                            .execute(params![self.cluster, from, to, source])
-                            .map_err(err)?;
-                    }
-                }
+        rows.sort_by(|a, b| {
+            (a.object_id, a.at)
+                .cmp(&(b.object_id, b.at))
+                .then_with(|| a.audit_id.cmp(&b.audit_id))
+        });
+        let mut stored = Stored::default();
+        let mut tx = conn.unchecked_transaction().map_err(err)?;
+        let mut in_tx = 0;
+        let mut writes = Vec::new();
+        // Bounded by the rows gathered: each object's once.
+        for object in rows.chunk_by(|a, b| a.object_id == b.object_id) {
+            writes.clear();
+            writes.extend(object.iter().map(|r| PackedWrite {
+                at: r.at,
+                audit_id: r.audit_id.clone(),
+                verb: r.verb,
+                actor: actor_ids[r.actor],
+                uid: r.uid.map(|u| uid_ids[u]),
+                resource_version: r.resource_version.clone(),
+                subresource: r.subresource.clone(),
+            }));
+            let added = add_writes(&tx, object[0].object_id, &writes).map_err(|e| match e {
+                AddError::Sql(e) => j.err(e),
+                AddError::Pack(e) => j.damaged_pack(object[0].object_id, e),
+            })?;
+            stored.new += added;
+            stored.known += writes.len() as u64 - added;
+            in_tx += writes.len();
+            if in_tx >= CHUNK {
+                tx.commit().map_err(err)?;
+                tx = conn.unchecked_transaction().map_err(err)?;
+                in_tx = 0;
             }
-            tx.commit().map_err(err)?;
         }
+        {
+            let mut cover = tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO audit_coverage(cluster_id, from_at, to_at, source)
+                     VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(err)?;
+            for (from, to, source) in &self.coverage {
+                cover
+                    .execute(params![self.cluster, from, to, source])
+                    .map_err(err)?;
+            }
+        }
+        tx.commit().map_err(err)?;
         Ok(stored)
     }
 
@@ -293,28 +291,74 @@ fn intern(
         .query_row(params![value], |r| r.get(0))
 }
 
-/// An auditID or uid as stored: 16 bytes when it is a UUID, else its text.
-fn uuid_value(id: &str) -> SqlValue {
-    let hex: String = id.chars().filter(|c| *c != '-').collect();
-    let uuid_shape = id.len() == 36
-        && id.char_indices().all(|(i, c)| {
-            if matches!(i, 8 | 13 | 18 | 23) {
-                c == '-'
-            } else {
-                c.is_ascii_hexdigit() && !c.is_ascii_uppercase()
-            }
-        });
-    if uuid_shape {
-        let bytes = (0..16)
-            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex digits"))
-            .collect();
-        SqlValue::Blob(bytes)
-    } else {
-        SqlValue::Text(id.to_string())
+enum AddError {
+    Sql(rusqlite::Error),
+    Pack(PackError),
+}
+
+impl From<rusqlite::Error> for AddError {
+    fn from(e: rusqlite::Error) -> AddError {
+        AddError::Sql(e)
     }
 }
 
-fn uuid_text(v: ValueRef<'_>) -> String {
+/// Adds `new` (writes of `object` in key order) to its packs: the packs
+/// whose time the new writes fall in are read, merged with them and written
+/// again, cut as [`audit_pack::split`] cuts; a pack that comes out the same
+/// is left as it is. A write whose key the object holds already is not added.
+/// How many were added.
+fn add_writes(conn: &Connection, object: i64, new: &[PackedWrite]) -> Result<u64, AddError> {
+    let (Some(first), Some(last)) = (new.first(), new.last()) else {
+        return Ok(0);
+    };
+    // The pack the first new write falls in (the last to start at or before
+    // it), and every pack that starts before the last new write.
+    let mut held: Vec<(i64, Vec<u8>)> = conn
+        .prepare_cached(
+            "SELECT first_at, data FROM audit_packs
+             WHERE object_id = ?1
+               AND first_at >= coalesce((SELECT max(first_at) FROM audit_packs
+                                         WHERE object_id = ?1 AND first_at <= ?2), ?2)
+               AND first_at <= ?3
+             ORDER BY first_at",
+        )?
+        .query_map(params![object, first.at, last.at], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    let mut writes = Vec::new();
+    for (first_at, data) in &held {
+        writes.extend(audit_pack::decode(*first_at, data).map_err(AddError::Pack)?);
+    }
+    let (merged, added) = audit_pack::merge(writes, new);
+    if added == 0 {
+        return Ok(0);
+    }
+    for pack in audit_pack::split(&merged) {
+        let data = audit_pack::encode(pack);
+        let same = held
+            .iter()
+            .position(|(first_at, old)| *first_at == pack[0].at && *old == data);
+        match same {
+            Some(i) => {
+                held.swap_remove(i);
+            }
+            None => {
+                held.retain(|(first_at, _)| *first_at != pack[0].at);
+                audit_pack::put(conn, object, pack)?;
+            }
+        }
+    }
+    let mut delete =
+        conn.prepare_cached("DELETE FROM audit_packs WHERE object_id = ?1 AND first_at = ?2")?;
+    for (first_at, _) in held {
+        delete.execute(params![object, first_at])?;
+    }
+    Ok(added)
+}
+
+/// A uid as `audit_uids` holds it: 16 bytes when a UUID, else its text.
+fn uid_text(v: ValueRef<'_>) -> String {
     match v {
         ValueRef::Blob(b) => match <&[u8; 16]>::try_from(b) {
             Ok(bytes) => crate::audit::uuid_text(bytes),
@@ -322,26 +366,6 @@ fn uuid_text(v: ValueRef<'_>) -> String {
         },
         ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
         _ => String::new(),
-    }
-}
-
-/// A resourceVersion as stored: an integer when it is plain decimal (as etcd's
-/// are), else its text, so that it reads back as it was written.
-fn rv_value(rv: &str) -> SqlValue {
-    let plain = !rv.is_empty()
-        && rv.bytes().all(|b| b.is_ascii_digit())
-        && (rv == "0" || !rv.starts_with('0'));
-    match rv.parse::<i64>() {
-        Ok(n) if plain => SqlValue::Integer(n),
-        _ => SqlValue::Text(rv.to_string()),
-    }
-}
-
-fn rv_text(v: ValueRef<'_>) -> Option<String> {
-    match v {
-        ValueRef::Integer(n) => Some(n.to_string()),
-        ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
-        _ => None,
     }
 }
 
@@ -417,35 +441,44 @@ impl Journal {
         let mut stmt = self
             .conn()
             .prepare_cached(
-                "SELECT e.at, e.audit_id, e.verb, e.actor_id, u.uid, e.resource_version,
-                        e.subresource
-                 FROM audit_events e LEFT JOIN audit_uids u ON u.id = e.uid_id
-                 WHERE e.object_id = ?1 AND e.at BETWEEN ?2 AND ?3
-                 ORDER BY e.at, e.audit_id",
+                "SELECT first_at, data FROM audit_packs
+                 WHERE object_id = ?1 AND first_at <= ?3 AND last_at >= ?2
+                 ORDER BY first_at",
             )
             .map_err(err)?;
         let mut rows = stmt.query(params![object, from, to]).map_err(err)?;
+        let mut uids = Uids::default();
         let mut out = Vec::new();
-        // Bounded by the rows of one object's window.
+        // Bounded by the packs of one object's window.
         while let Some(r) = rows.next().map_err(err)? {
-            let Some(verb) = Verb::from_code(r.get(2).map_err(err)?) else {
-                continue;
-            };
-            out.push(StoredWrite {
-                object_id: object,
-                at: r.get(0).map_err(err)?,
-                audit_id: uuid_text(r.get_ref(1).map_err(err)?),
-                verb,
-                actor: r.get(3).map_err(err)?,
-                uid: match r.get_ref(4).map_err(err)? {
-                    ValueRef::Null => None,
-                    v => Some(uuid_text(v)),
-                },
-                resource_version: rv_text(r.get_ref(5).map_err(err)?),
-                subresource: r.get(6).map_err(err)?,
-            });
+            let data = r
+                .get_ref(1)
+                .map_err(err)?
+                .as_blob()
+                .map_err(|e| err(e.into()))?;
+            let writes = audit_pack::decode(r.get(0).map_err(err)?, data)
+                .map_err(|e| self.damaged_pack(object, e))?;
+            for w in writes.into_iter().filter(|w| (from..=to).contains(&w.at)) {
+                out.push(StoredWrite {
+                    object_id: object,
+                    at: w.at,
+                    audit_id: w.audit_id.text(),
+                    verb: w.verb,
+                    actor: w.actor,
+                    uid: uids.text(self, w.uid)?,
+                    resource_version: w.resource_version.map(|rv| rv.text()),
+                    subresource: w.subresource,
+                });
+            }
         }
         Ok(out)
+    }
+
+    fn damaged_pack(&self, object: i64, e: PackError) -> JournalError {
+        JournalError::Corrupt {
+            path: self.path().to_path_buf(),
+            detail: format!("{e} (object {object})"),
+        }
     }
 
     /// Who actor `id` of `audit_actors` is.
@@ -492,53 +525,80 @@ impl Journal {
         let mut stmt = self
             .conn()
             .prepare(
-                "SELECT e.at, e.audit_id, e.verb, a.who, u.uid, e.resource_version,
-                        s.grp, s.resource, o.namespace, o.name, e.subresource
-                 FROM audit_events e
-                 JOIN objects o ON o.id = e.object_id
+                "SELECT p.object_id, p.first_at, p.data, s.grp, s.resource, o.namespace, o.name
+                 FROM audit_packs p
+                 JOIN objects o ON o.id = p.object_id
                  JOIN streams s ON s.id = o.stream_id
-                 JOIN audit_actors a ON a.id = e.actor_id
-                 LEFT JOIN audit_uids u ON u.id = e.uid_id
-                 WHERE s.cluster_id = ?1 AND e.at BETWEEN ?2 AND ?3
-                   AND (?4 IS NULL OR o.namespace = ?4)
-                 ORDER BY e.at, e.audit_id, s.grp, s.resource, o.namespace, o.name",
+                 WHERE s.cluster_id = ?1 AND p.first_at <= ?3 AND p.last_at >= ?2
+                   AND (?4 IS NULL OR o.namespace = ?4)",
             )
             .map_err(err)?;
         let mut rows = stmt
             .query(params![cluster, from, to, namespace])
             .map_err(err)?;
-        let mut out = AuditRows::default();
-        // Bounded by the cluster's audit events.
+        let mut uids = Uids::default();
+        let mut actors: IdMap<i64, Who> = IdMap::default();
+        let mut found: Vec<(AuditEvent, bool)> = Vec::new();
+        // Bounded by the cluster's audit packs.
         while let Some(r) = rows.next().map_err(err)? {
-            let Some(verb) = Verb::from_code(r.get(2).map_err(err)?) else {
-                continue;
-            };
-            let who_text: String = r.get(3).map_err(err)?;
-            let who: Who = serde_json::from_str(&who_text).map_err(|e| JournalError::Corrupt {
-                path: self.path().to_path_buf(),
-                detail: format!("audit actor: {e}"),
-            })?;
-            let event = AuditEvent {
-                audit_id: uuid_text(r.get_ref(1).map_err(err)?),
-                at: r.get(0).map_err(err)?,
-                verb,
-                who,
-                group: r.get(6).map_err(err)?,
-                resource: r.get(7).map_err(err)?,
-                subresource: String::new(),
-                namespace: r.get(8).map_err(err)?,
-                name: r.get(9).map_err(err)?,
-                uid: match r.get_ref(4).map_err(err)? {
-                    ValueRef::Null => None,
-                    v => Some(uuid_text(v)),
-                },
-                resource_version: rv_text(r.get_ref(5).map_err(err)?),
-            };
-            let subresource: Option<String> = r.get(10).map_err(err)?;
-            let mut event = event;
-            if let Some(sub) = &subresource {
-                event.subresource.clone_from(sub);
+            let object: i64 = r.get(0).map_err(err)?;
+            let data = r
+                .get_ref(2)
+                .map_err(err)?
+                .as_blob()
+                .map_err(|e| err(e.into()))?;
+            let writes = audit_pack::decode(r.get(1).map_err(err)?, data)
+                .map_err(|e| self.damaged_pack(object, e))?;
+            let (group, resource, ns, name): (String, String, String, String) = (
+                r.get(3).map_err(err)?,
+                r.get(4).map_err(err)?,
+                r.get(5).map_err(err)?,
+                r.get(6).map_err(err)?,
+            );
+            for w in writes.into_iter().filter(|w| (from..=to).contains(&w.at)) {
+                let who = match actors.get(&w.actor) {
+                    Some(who) => who.clone(),
+                    None => {
+                        let who = self.audit_who(w.actor)?;
+                        actors.insert(w.actor, who.clone());
+                        who
+                    }
+                };
+                let unknown = w.subresource.is_none();
+                found.push((
+                    AuditEvent {
+                        audit_id: w.audit_id.text(),
+                        at: w.at,
+                        verb: w.verb,
+                        who,
+                        group: group.clone(),
+                        resource: resource.clone(),
+                        subresource: w.subresource.unwrap_or_default(),
+                        namespace: ns.clone(),
+                        name: name.clone(),
+                        uid: uids.text(self, w.uid)?,
+                        resource_version: w.resource_version.map(|rv| rv.text()),
+                    },
+                    unknown,
+                ));
             }
+        }
+        // Oldest first, as `audit_events` was read: by time, auditID (text
+        // before UUIDs, as SQLite ordered them) and object.
+        found.sort_by(|(a, _), (b, _)| {
+            a.at.cmp(&b.at)
+                .then_with(|| AuditId::parse(&a.audit_id).cmp(&AuditId::parse(&b.audit_id)))
+                .then_with(|| {
+                    (&a.group, &a.resource, &a.namespace, &a.name).cmp(&(
+                        &b.group,
+                        &b.resource,
+                        &b.namespace,
+                        &b.name,
+                    ))
+                })
+        });
+        let mut out = AuditRows::default();
+        for (event, unknown) in found {
             // The same event on the object of several streams: once.
             let same = |o: &AuditEvent| {
                 o.at == event.at
@@ -549,7 +609,7 @@ impl Journal {
                     && o.name == event.name
             };
             if !out.writes.last().is_some_and(same) {
-                out.unknown_subresource.push(subresource.is_none());
+                out.unknown_subresource.push(unknown);
                 out.writes.push(event);
             }
         }
@@ -572,46 +632,159 @@ impl Journal {
     /// How many audit events the journal keeps, over every cluster.
     pub fn audit_event_count(&self) -> Result<u64, JournalError> {
         self.conn()
-            .query_row("SELECT count(*) FROM audit_events", [], |r| {
-                r.get::<_, i64>(0)
-            })
+            .query_row(
+                "SELECT coalesce(sum(writes), 0) FROM audit_packs",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
             .map(|n| n as u64)
             .map_err(|e| self.err(e))
+    }
+}
+
+/// Uids by `audit_uids.id`, read once each.
+#[derive(Default)]
+struct Uids(IdMap<i64, String>);
+
+impl Uids {
+    fn text(&mut self, j: &Journal, id: Option<i64>) -> Result<Option<String>, JournalError> {
+        let Some(id) = id else { return Ok(None) };
+        if let Some(t) = self.0.get(&id) {
+            return Ok(Some(t.clone()));
+        }
+        let text = j
+            .conn()
+            .prepare_cached("SELECT uid FROM audit_uids WHERE id = ?1")
+            .and_then(|mut s| s.query_row(params![id], |r| Ok(uid_text(r.get_ref(0)?))))
+            .map_err(|e| j.err(e))?;
+        self.0.insert(id, text.clone());
+        Ok(Some(text))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn packs_table() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE audit_packs (
+                object_id INTEGER NOT NULL,
+                first_at  INTEGER NOT NULL,
+                last_at   INTEGER NOT NULL,
+                writes    INTEGER NOT NULL,
+                data      BLOB NOT NULL,
+                PRIMARY KEY (object_id, first_at)
+            ) WITHOUT ROWID;",
+        )
+        .unwrap();
+        conn
+    }
+
+    fn write(at: i64, id: u8, actor: i64) -> PackedWrite {
+        PackedWrite {
+            at,
+            audit_id: AuditId::Text(format!("id-{id}")),
+            verb: Verb::Update,
+            actor,
+            uid: Some(1),
+            resource_version: Some(Rv::Int(at * 10)),
+            subresource: Some("status".to_string()),
+        }
+    }
+
+    /// Every pack of `object`: (first_at, last_at, writes, decoded).
+    fn packs(conn: &Connection, object: i64) -> Vec<(i64, i64, i64, Vec<PackedWrite>)> {
+        conn.prepare(
+            "SELECT first_at, last_at, writes, data FROM audit_packs WHERE object_id = ?1
+             ORDER BY first_at",
+        )
+        .unwrap()
+        .query_map(params![object], |r| {
+            let first_at: i64 = r.get(0)?;
+            let data: Vec<u8> = r.get(3)?;
+            Ok((
+                first_at,
+                r.get(1)?,
+                r.get(2)?,
+                audit_pack::decode(first_at, &data).unwrap(),
+            ))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+    }
+
+    proptest! {
+        /// However the writes come (batches in any order, writes again),
+        /// the packs hold each key once, in order, and never overlap; the
+        /// first write of a key is the one kept.
+        #[test]
+        fn writes_added_in_any_batches_are_packed_once_in_order(
+            batches in prop::collection::vec(
+                prop::collection::vec((0i64..2, 0i64..400, 0u8..3), 0..80), 1..8),
+        ) {
+            let conn = packs_table();
+            let mut expected: Vec<(i64, PackedWrite)> = Vec::new();
+            let mut added_total = 0;
+            for (b, batch) in batches.iter().enumerate() {
+                for object in 0..2 {
+                    let mut new: Vec<PackedWrite> = batch
+                        .iter()
+                        .filter(|(o, _, _)| *o == object)
+                        .map(|(_, at, id)| write(*at, *id, b as i64))
+                        .collect();
+                    new.sort_by(PackedWrite::key_cmp);
+                    for w in &new {
+                        if !expected.iter().any(|(o, e)| *o == object && e.key_cmp(w).is_eq()) {
+                            expected.push((object, w.clone()));
+                        }
+                    }
+                    added_total += match add_writes(&conn, object, &new) {
+                        Ok(n) => n,
+                        Err(_) => panic!("adding failed"),
+                    };
+                }
+            }
+            prop_assert_eq!(added_total, expected.len() as u64);
+            for object in 0..2 {
+                let mut want: Vec<PackedWrite> = expected
+                    .iter()
+                    .filter(|(o, _)| *o == object)
+                    .map(|(_, w)| w.clone())
+                    .collect();
+                want.sort_by(PackedWrite::key_cmp);
+                let packs = packs(&conn, object);
+                let mut got = Vec::new();
+                for (i, (first_at, last_at, n, writes)) in packs.iter().enumerate() {
+                    prop_assert!(!writes.is_empty());
+                    prop_assert_eq!(*first_at, writes[0].at);
+                    prop_assert_eq!(*last_at, writes[writes.len() - 1].at);
+                    prop_assert_eq!(*n as usize, writes.len());
+                    if let Some((next_first, ..)) = packs.get(i + 1) {
+                        prop_assert!(*last_at < *next_first);
+                    }
+                    got.extend(writes.iter().cloned());
+                }
+                prop_assert_eq!(got, want);
+            }
+        }
+    }
 
     #[test]
-    fn audit_ids_and_resource_versions_read_back_as_written() {
-        for id in [
-            "7c1f3b0e-8a51-4c5e-9a3e-2f0d5b6a1c2d",
-            "7C1F3B0E-8A51-4C5E-9A3E-2F0D5B6A1C2D",
-            "not-a-uuid",
-            "0123456789abcdef",
-        ] {
-            let v = uuid_value(id);
-            let back = match &v {
-                SqlValue::Blob(b) => uuid_text(ValueRef::Blob(b)),
-                SqlValue::Text(t) => uuid_text(ValueRef::Text(t.as_bytes())),
-                _ => unreachable!(),
-            };
-            assert_eq!(back, id);
-        }
-        assert!(matches!(
-            uuid_value("7c1f3b0e-8a51-4c5e-9a3e-2f0d5b6a1c2d"),
-            SqlValue::Blob(_)
-        ));
-        for rv in ["280", "0", "007", "12a", "", "99999999999999999999"] {
-            let back = match rv_value(rv) {
-                SqlValue::Integer(n) => rv_text(ValueRef::Integer(n)),
-                SqlValue::Text(t) => rv_text(ValueRef::Text(t.as_bytes())),
-                _ => unreachable!(),
-            };
-            assert_eq!(back.as_deref(), Some(rv));
-        }
-        assert_eq!(rv_value("280"), SqlValue::Integer(280));
+    fn appending_one_write_rewrites_the_last_pack_only() {
+        let conn = packs_table();
+        let first: Vec<PackedWrite> = (0..70).map(|i| write(i, 0, 1)).collect();
+        assert_eq!(add_writes(&conn, 5, &first).ok(), Some(70));
+        let before = packs(&conn, 5);
+        assert_eq!(before.len(), 3);
+        assert_eq!(add_writes(&conn, 5, &[write(100, 0, 1)]).ok(), Some(1));
+        let after = packs(&conn, 5);
+        assert_eq!(after[..2], before[..2]);
+        assert_eq!(after[2].3.len(), 7);
+        assert_eq!(add_writes(&conn, 5, &[write(100, 0, 9)]).ok(), Some(0));
+        assert_eq!(packs(&conn, 5), after);
     }
 }

@@ -7,6 +7,7 @@
 //! - [`codec`] stores bodies compactly and returns their exact bytes.
 
 pub mod audit;
+pub mod audit_pack;
 pub mod bodies;
 pub mod codec;
 pub mod export;

@@ -173,7 +173,7 @@ impl Journal {
         // Audit events go with the objects they explain; those of objects
         // whose history is kept stay (a few bytes each).
         tx.execute(
-            "DELETE FROM audit_events WHERE object_id NOT IN
+            "DELETE FROM audit_packs WHERE object_id NOT IN
                 (SELECT object_id FROM records WHERE object_id IS NOT NULL)",
             [],
         )

@@ -282,7 +282,7 @@ impl RetainJob {
                 .query_row(params![object], |r| r.get(0))?;
             if !left {
                 tx.execute(
-                    "DELETE FROM audit_events WHERE object_id = ?1",
+                    "DELETE FROM audit_packs WHERE object_id = ?1",
                     params![object],
                 )?;
                 tx.execute("DELETE FROM objects WHERE id = ?1", params![object])?;

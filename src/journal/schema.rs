@@ -5,13 +5,14 @@
 //! schema version is `PRAGMA user_version`. A newer binary migrates an older
 //! journal; an older binary refuses a newer one.
 
+use super::audit_pack;
 use rusqlite::{Connection, OptionalExtension};
 
 /// `krpl` in ASCII: marks an SQLite file as a krply journal.
 pub const APPLICATION_ID: i64 = 0x6b72_706c;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// Record kinds stored in `records.kind`.
 ///
@@ -171,8 +172,8 @@ pub fn initialise(conn: &mut Connection, created_by: &str, now_ms: i64) -> rusql
     conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
     let tx = conn.transaction()?;
     tx.execute_batch(SCHEMA_V1)?;
-    for (_, sql) in MIGRATIONS {
-        tx.execute_batch(sql)?;
+    for (_, step) in MIGRATIONS {
+        step.run(&tx)?;
     }
     tx.execute(
         "INSERT INTO meta(key, value) VALUES ('created_by', ?1), ('created_at', ?2)",
@@ -183,18 +184,116 @@ pub fn initialise(conn: &mut Connection, created_by: &str, now_ms: i64) -> rusql
     tx.commit()
 }
 
-/// Migrations from each older version to the next, `(from_version, sql)`,
+/// One migration: SQL, or code where SQL cannot say it. Either runs inside
+/// the migration's one transaction.
+#[derive(Clone, Copy)]
+enum Step {
+    Sql(&'static str),
+    Code(fn(&Connection) -> rusqlite::Result<()>),
+}
+
+impl Step {
+    fn run(&self, conn: &Connection) -> rusqlite::Result<()> {
+        match self {
+            Step::Sql(sql) => conn.execute_batch(sql),
+            Step::Code(f) => f(conn),
+        }
+    }
+}
+
+/// Migrations from each older version to the next, `(from_version, step)`,
 /// applied in order by [`migrate`] (and by [`initialise`] after version 1).
-const MIGRATIONS: &[(i64, &str)] = &[
-    (1, MIGRATE_V1_TO_V2),
-    (2, MIGRATE_V2_TO_V3),
-    (3, MIGRATE_V3_TO_V4),
-    (4, MIGRATE_V4_TO_V5),
-    (5, MIGRATE_V5_TO_V6),
-    (6, MIGRATE_V6_TO_V7),
-    (7, MIGRATE_V7_TO_V8),
-    (8, MIGRATE_V8_TO_V9),
+const MIGRATIONS: &[(i64, Step)] = &[
+    (1, Step::Sql(MIGRATE_V1_TO_V2)),
+    (2, Step::Sql(MIGRATE_V2_TO_V3)),
+    (3, Step::Sql(MIGRATE_V3_TO_V4)),
+    (4, Step::Sql(MIGRATE_V4_TO_V5)),
+    (5, Step::Sql(MIGRATE_V5_TO_V6)),
+    (6, Step::Sql(MIGRATE_V6_TO_V7)),
+    (7, Step::Sql(MIGRATE_V7_TO_V8)),
+    (8, Step::Sql(MIGRATE_V8_TO_V9)),
+    (9, Step::Code(migrate_v9_to_v10)),
 ];
+
+/// Version 10: audit events packed per object (docs/journal.md, "Audit
+/// packs"). A row of `audit_events` took about 53 bytes a write, 22 of them
+/// the auditID and the time; a row of `audit_packs` holds up to
+/// [`audit_pack::PACK_WRITES`] writes of one object, in key order, each
+/// about 23 bytes. `(object_id, first_at)` is its key; the writes of a pack
+/// come at or after `first_at` and before the next pack's (`last_at` is its
+/// last write's, `writes` how many it holds), so an object's packs never
+/// overlap in time. Every row of `audit_events` is packed, then the table
+/// goes: a version 9 binary, which would write there, refuses version 10.
+const MIGRATE_V9_TO_V10: &str = r#"
+CREATE TABLE audit_packs (
+    object_id INTEGER NOT NULL REFERENCES objects(id),
+    first_at  INTEGER NOT NULL,
+    last_at   INTEGER NOT NULL,
+    writes    INTEGER NOT NULL,
+    data      BLOB NOT NULL,
+    PRIMARY KEY (object_id, first_at)
+) WITHOUT ROWID;
+"#;
+
+fn migrate_v9_to_v10(conn: &Connection) -> rusqlite::Result<()> {
+    use audit_pack::{AuditId, PackedWrite, Rv};
+    use rusqlite::types::ValueRef;
+    conn.execute_batch(MIGRATE_V9_TO_V10)?;
+    let text = |v: ValueRef<'_>| match v {
+        ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Integer(n) => Some(n.to_string()),
+        ValueRef::Real(f) => Some(f.to_string()),
+        ValueRef::Null => None,
+    };
+    let mut rows = conn.prepare(
+        "SELECT object_id, at, audit_id, verb, actor_id, uid_id, resource_version, subresource
+         FROM audit_events ORDER BY object_id, at, audit_id",
+    )?;
+    let mut rows = rows.query([])?;
+    let mut object = None;
+    let mut writes: Vec<PackedWrite> = Vec::new();
+    // Bounded by the rows of `audit_events`; an object's writes at a time.
+    loop {
+        let row = rows.next()?;
+        let next = row.map(|r| r.get::<_, i64>(0)).transpose()?;
+        if next != object || row.is_none() {
+            if let Some(object) = object {
+                writes.sort_by(PackedWrite::key_cmp);
+                writes.dedup_by(|a, b| a.key_cmp(b).is_eq());
+                for pack in audit_pack::split(&writes) {
+                    audit_pack::put(conn, object, pack)?;
+                }
+            }
+            writes.clear();
+            object = next;
+        }
+        let Some(r) = row else { break };
+        // A verb no binary wrote was skipped by every reader: it goes.
+        let Some(verb) = crate::audit::Verb::from_code(r.get(3)?) else {
+            continue;
+        };
+        writes.push(PackedWrite {
+            at: r.get(1)?,
+            audit_id: match r.get_ref(2)? {
+                ValueRef::Blob(b) => match <[u8; 16]>::try_from(b) {
+                    Ok(bytes) => AuditId::Uuid(bytes),
+                    Err(_) => AuditId::Text(String::from_utf8_lossy(b).into_owned()),
+                },
+                v => AuditId::Text(text(v).unwrap_or_default()),
+            },
+            verb,
+            actor: r.get(4)?,
+            uid: r.get(5)?,
+            resource_version: match r.get_ref(6)? {
+                ValueRef::Integer(n) => Some(Rv::Int(n)),
+                v => text(v).map(Rv::Text),
+            },
+            subresource: r.get(7)?,
+        });
+    }
+    drop(rows);
+    conn.execute_batch("DROP TABLE audit_events;")
+}
 
 /// Version 9: which subresource an audit event wrote (`audit_events.subresource`:
 /// `''` the object itself, `status`, `scale`, ...; NULL for events stored
@@ -489,15 +588,15 @@ pub fn migrate(conn: &mut Connection, from: i64) -> rusqlite::Result<()> {
 fn migrate_with(
     conn: &mut Connection,
     from: i64,
-    migrations: &[(i64, &str)],
+    migrations: &[(i64, Step)],
     to: i64,
 ) -> rusqlite::Result<()> {
     if from >= to {
         return Ok(());
     }
     let tx = conn.transaction()?;
-    for (version, sql) in migrations.iter().filter(|(v, _)| *v >= from) {
-        tx.execute_batch(sql)?;
+    for (version, step) in migrations.iter().filter(|(v, _)| *v >= from) {
+        step.run(&tx)?;
         tx.pragma_update(None, "user_version", version + 1)?;
     }
     let broken: Option<String> = tx
@@ -576,10 +675,13 @@ mod tests {
         conn.pragma_update(None, "application_id", APPLICATION_ID)
             .unwrap();
         conn.pragma_update(None, "user_version", 1).unwrap();
-        let steps: &[(i64, &str)] = &[
-            (1, MIGRATE_V1_TO_V2),
-            (2, MIGRATE_V2_TO_V3),
-            (3, "DROP INDEX records_event_key; THIS IS NOT SQL"),
+        let steps: &[(i64, Step)] = &[
+            (1, Step::Sql(MIGRATE_V1_TO_V2)),
+            (2, Step::Sql(MIGRATE_V2_TO_V3)),
+            (
+                3,
+                Step::Sql("DROP INDEX records_event_key; THIS IS NOT SQL"),
+            ),
         ];
         assert!(migrate_with(&mut conn, 1, steps, 4).is_err());
         drop(conn);
@@ -679,5 +781,192 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch("CREATE TABLE t(x)").unwrap();
         assert!(matches!(inspect(&conn).unwrap(), FileState::Foreign { .. }));
+    }
+
+    /// A version 9 journal's audit events, packed by the migration, answer as
+    /// they did: every event, in the order version 9 read them, with its
+    /// auditID, resourceVersion, subresource and uid as written.
+    #[test]
+    fn version_10_packs_the_audit_events_of_version_9_as_they_were() {
+        use crate::journal::Journal;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.db");
+        let mut conn = Connection::open(&path).unwrap();
+        conn.execute_batch(SCHEMA_V1).unwrap();
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        migrate_with(&mut conn, 1, &MIGRATIONS[..8], 9).unwrap();
+        conn.execute_batch(
+            r#"INSERT INTO clusters VALUES ('c', 'https://127.0.0.1:6443', NULL, 1);
+             INSERT INTO streams(id, cluster_id, grp, version, resource, kind, singular,
+                                 short_names, namespaced, namespace, selector, created_at)
+                 VALUES (7, 'c', 'apps', 'v1', 'deployments', 'Deployment', 'deployment',
+                         '[]', 1, 'shop', '', 1);
+             INSERT INTO objects(id, stream_id, namespace, name) VALUES (3, 7, 'shop', 'web'),
+                                                                        (4, 7, 'shop', 'api');
+             INSERT INTO audit_actors(id, who) VALUES
+                 (1, '{"user":"alice","uid":null,"groups":[],"impersonated_by":null,"user_agent":null,"source_ips":[]}'),
+                 (2, '{"user":"bob","uid":null,"groups":[],"impersonated_by":null,"user_agent":null,"source_ips":[]}');
+             INSERT INTO audit_uids(id, uid) VALUES
+                 (1, x'7c1f3b0e8a514c5e9a3e2f0d5b6a1c2d'), (2, 'not-a-uuid');"#,
+        )
+        .unwrap();
+        use rusqlite::types::Value as V;
+        /// (object, at, auditID, verb, actor, uid, resourceVersion, subresource)
+        type Row = (i64, i64, V, i64, i64, Option<i64>, V, Option<&'static str>);
+        /// (at, auditID, verb, actor, uid, resourceVersion, subresource)
+        type Answer = (
+            i64,
+            String,
+            i64,
+            i64,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        );
+        let mut rows: Vec<Row> = Vec::new();
+        for i in 0..75i64 {
+            let id = if i == 40 {
+                V::Text("an-id-of-text".into())
+            } else {
+                V::Blob((0..16).map(|b| (b * 7 + i) as u8).collect())
+            };
+            let rv = match i % 7 {
+                0 => V::Null,
+                1 => V::Text("007".into()),
+                _ => V::Integer(1_000 + i * 13),
+            };
+            let sub = [Some(""), Some("status"), Some("scale"), None][(i % 4) as usize];
+            // Three writes in each of some milliseconds; times out of order.
+            let at = 5_000 + (i / 3) * 1_000 - (i % 2) * 10;
+            rows.push((
+                3,
+                at,
+                id,
+                1 + i % 4,
+                1 + i % 2,
+                [Some(1), Some(2), None][(i % 3) as usize],
+                rv,
+                sub,
+            ));
+        }
+        rows.push((
+            4,
+            9_000,
+            V::Blob(vec![1; 16]),
+            2,
+            2,
+            Some(1),
+            V::Integer(5),
+            Some(""),
+        ));
+        // A verb no binary writes: every reader skipped it.
+        rows.push((
+            4,
+            9_001,
+            V::Blob(vec![2; 16]),
+            9,
+            2,
+            Some(1),
+            V::Integer(6),
+            Some(""),
+        ));
+        for r in &rows {
+            conn.execute(
+                "INSERT INTO audit_events(object_id, at, audit_id, verb, actor_id, uid_id,
+                                          resource_version, subresource)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                rusqlite::params![r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7],
+            )
+            .unwrap();
+        }
+        // What version 9 answered, read as it read them.
+        let was: Vec<Answer> = conn
+            .prepare(
+                "SELECT e.at, CASE typeof(e.audit_id) WHEN 'blob' THEN hex(e.audit_id)
+                                                      ELSE e.audit_id END,
+                        e.verb, e.actor_id,
+                        CASE typeof(u.uid) WHEN 'blob' THEN hex(u.uid) ELSE u.uid END,
+                        CAST(e.resource_version AS TEXT), e.subresource
+                 FROM audit_events e LEFT JOIN audit_uids u ON u.id = e.uid_id
+                 WHERE e.object_id = 3 ORDER BY e.at, e.audit_id",
+            )
+            .unwrap()
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        drop(conn);
+
+        let journal = Journal::open(&path).unwrap();
+        let hex = |t: &str| -> String {
+            if t.len() == 36 && t.as_bytes()[8] == b'-' {
+                t.replace('-', "").to_uppercase()
+            } else {
+                t.to_string()
+            }
+        };
+        let now: Vec<_> = journal
+            .audit_writes(3, i64::MIN, i64::MAX)
+            .unwrap()
+            .into_iter()
+            .map(|w| {
+                (
+                    w.at,
+                    hex(&w.audit_id),
+                    w.verb.code(),
+                    w.actor,
+                    w.uid.as_deref().map(hex),
+                    w.resource_version,
+                    w.subresource,
+                )
+            })
+            .collect();
+        assert_eq!(now, was);
+        assert_eq!(journal.audit_event_count().unwrap(), 76);
+        let window = journal.audit_writes(3, 10_000, 12_000).unwrap();
+        assert_eq!(
+            window.iter().map(|w| w.at).collect::<Vec<_>>(),
+            was.iter()
+                .map(|w| w.0)
+                .filter(|at| (10_000..=12_000).contains(at))
+                .collect::<Vec<_>>()
+        );
+        let exported = journal
+            .audit_rows("c", Some("shop"), i64::MIN, i64::MAX)
+            .unwrap();
+        assert_eq!(exported.writes.len(), 76);
+        assert!(exported.writes.windows(2).all(|w| w[0].at <= w[1].at));
+        let api: Vec<i64> = exported
+            .writes
+            .iter()
+            .filter(|w| w.name == "api")
+            .map(|w| w.at)
+            .collect();
+        assert_eq!(api, vec![9_000]);
+        assert_eq!(
+            exported.unknown_subresource.iter().filter(|u| **u).count(),
+            rows.iter().filter(|r| r.7.is_none()).count()
+        );
+        let tables: i64 = journal
+            .conn()
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name = 'audit_events'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 0);
     }
 }
