@@ -45,6 +45,27 @@ use std::cmp::Ordering;
 /// writes of the same millisecond, so that packs' time ranges never overlap.
 pub const PACK_WRITES: usize = 32;
 
+/// In a debug build, the most writes a pack holds (1 to [`PACK_WRITES`]),
+/// so that the truth checker's short histories write objects of several
+/// packs (docs/truth.md). Release builds ignore it.
+pub const DEBUG_PACK_WRITES_ENV: &str = "KRPLY_DEBUG_AUDIT_PACK_WRITES";
+
+/// The most writes a pack this process writes holds: [`PACK_WRITES`], or
+/// in a debug build [`DEBUG_PACK_WRITES_ENV`] when it is set.
+pub fn pack_writes() -> usize {
+    if !cfg!(debug_assertions) {
+        return PACK_WRITES;
+    }
+    static WRITES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *WRITES.get_or_init(|| {
+        std::env::var(DEBUG_PACK_WRITES_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|n| (1..=PACK_WRITES).contains(n))
+            .unwrap_or(PACK_WRITES)
+    })
+}
+
 /// An auditID as stored: 16 bytes when it is a UUID, else its text.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum AuditId {
@@ -312,14 +333,18 @@ pub fn put(conn: &Connection, object: i64, pack: &[PackedWrite]) -> rusqlite::Re
     Ok(())
 }
 
-/// `writes` (in key order) cut into packs: [`PACK_WRITES`] each at most,
+/// `writes` (in key order) cut into packs: [`pack_writes`] each at most,
 /// except that writes of the same millisecond stay in one pack.
 pub fn split(writes: &[PackedWrite]) -> Vec<&[PackedWrite]> {
+    split_by(writes, pack_writes())
+}
+
+fn split_by(writes: &[PackedWrite], most: usize) -> Vec<&[PackedWrite]> {
     let mut packs = Vec::new();
     let mut rest = writes;
     // Bounded: every pass takes at least one write off `rest`.
     while !rest.is_empty() {
-        let mut end = rest.len().min(PACK_WRITES);
+        let mut end = rest.len().min(most.max(1));
         while end < rest.len() && rest[end].at == rest[end - 1].at {
             end += 1;
         }
@@ -551,13 +576,20 @@ mod tests {
         let mut writes: Vec<PackedWrite> = (0..31).map(|i| write(i, &format!("a{i}"))).collect();
         writes.extend((0..5).map(|i| write(31, &format!("b{i}"))));
         writes.extend((0..3).map(|i| write(40 + i, &format!("c{i}"))));
-        let packs = split(&writes);
+        let packs = split_by(&writes, PACK_WRITES);
         assert_eq!(
             packs.iter().map(|p| p.len()).collect::<Vec<_>>(),
             vec![36, 3]
         );
-        assert_eq!(split(&writes[..32]).len(), 1);
-        assert!(split(&[]).is_empty());
+        assert_eq!(split_by(&writes[..32], PACK_WRITES).len(), 1);
+        assert!(split_by(&[], PACK_WRITES).is_empty());
+        assert_eq!(
+            split_by(&writes, 2)
+                .iter()
+                .map(|p| p.len())
+                .collect::<Vec<_>>(),
+            [vec![2; 15], vec![6], vec![2, 1]].concat()
+        );
     }
 
     #[test]

@@ -578,6 +578,17 @@ fn judge_entries(oracle: &Oracle<'_>, q: &str, entries: &[Entry], f: &mut Findin
                         format!("{:?} rv {rv} is {} for a {:?}", e.key, e.kind, w.op),
                     );
                 }
+                // Every write is in the server's audit log, which each
+                // journal imported: a watched change names its maker.
+                if e.user.is_none() {
+                    f.wrong(
+                        q,
+                        format!(
+                            "{:?} rv {rv}, a watched {}, names no user, though the audit log holds its write",
+                            e.key, e.kind
+                        ),
+                    );
+                }
                 if let Some(user) = &e.user
                     && user != USERS[w.user]
                 {

@@ -200,6 +200,34 @@ pub struct History {
     /// few hundred records, so only zones of a few records make its windows
     /// begin and end inside zones and span several.
     pub zone_bits: Option<u32>,
+    /// How the server's audit log is imported into each journal.
+    pub audit_pieces: AuditPieces,
+}
+
+/// The server's audit log imported in `count` pieces (1: whole), each
+/// overlapping the next by one line, so that their coverage joins without a
+/// hole and that line is imported twice; the last piece first when
+/// `reversed`. Each import merges its writes into the packs the ones before
+/// made (docs/journal.md, "Audit packs").
+/// `pack_writes`: the most writes of an object a pack holds
+/// (`KRPLY_DEBUG_AUDIT_PACK_WRITES`); `None`: the product's. A history's
+/// objects have a few writes each, so only packs of a few writes give them
+/// several packs, which imports merge into and windows begin inside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditPieces {
+    pub count: usize,
+    pub reversed: bool,
+    pub pack_writes: Option<usize>,
+}
+
+impl AuditPieces {
+    /// The whole log in one import, in the product's packs, as histories
+    /// played before pieces.
+    pub const WHOLE: AuditPieces = AuditPieces {
+        count: 1,
+        reversed: false,
+        pack_writes: None,
+    };
 }
 
 /// A seeded source of choices.
@@ -303,10 +331,18 @@ pub fn history(seed: u64) -> History {
     // From a generator of its own, so that every seed's steps stay what they
     // were: a quarter keep the product's zones.
     let zone_bits = [None, Some(1), Some(2), Some(3)][Rng::new(seed ^ 0x0020_43e5).below(4)];
+    // The same for the audit log's pieces: half import it whole.
+    let mut pieces = Rng::new(seed ^ 0x00a0_d17e);
+    let audit_pieces = AuditPieces {
+        count: pieces.pick(&[1, 1, 2, 3]),
+        reversed: pieces.chance(50),
+        pack_writes: pieces.pick(&[None, Some(1), Some(2), Some(3)]),
+    };
     History {
         seed,
         steps,
         zone_bits,
+        audit_pieces,
     }
 }
 

@@ -53,11 +53,61 @@ struct Outcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum On {
     Simulator,
-    /// The simulator, with the product's zones whatever the history drew
-    /// ([`histories::History::zone_bits`]): a kept seed replays as it failed.
+    /// The simulator, with the product's zones and the audit log imported
+    /// whole, whatever the history drew ([`histories::History::zone_bits`],
+    /// [`histories::History::audit_pieces`]): a kept seed replays as it failed.
     SimulatorAsKept,
     /// The real control plane ([`real`]), one history at a time.
     RealControlPlane,
+}
+
+/// The audit log at `log` as `pieces` says, written to `dir`, in the order
+/// they are imported.
+fn audit_pieces(
+    log: &std::path::Path,
+    pieces: histories::AuditPieces,
+    dir: &std::path::Path,
+) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let text = std::fs::read_to_string(log)?;
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    if pieces.count <= 1 || lines.len() < 2 * pieces.count {
+        return Ok(vec![log.to_path_buf()]);
+    }
+    std::fs::create_dir_all(dir)?;
+    let cut = |i: usize| i * lines.len() / pieces.count;
+    let mut out = Vec::new();
+    for i in 0..pieces.count {
+        // Each piece ends with the line the next begins with.
+        let end = if i + 1 == pieces.count {
+            lines.len()
+        } else {
+            cut(i + 1) + 1
+        };
+        let path = dir.join(format!("piece-{i}.log"));
+        std::fs::write(&path, lines[cut(i)..end].concat())?;
+        out.push(path);
+    }
+    if pieces.reversed {
+        out.reverse();
+    }
+    Ok(out)
+}
+
+/// A copy of the journal at `from` (no recorder writes it any more) at `to`,
+/// with its write-ahead log.
+fn copy_journal(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to.parent().expect("a file in a directory"))?;
+    std::fs::copy(from, to)?;
+    for suffix in ["-wal", "-shm"] {
+        let mut side = from.as_os_str().to_owned();
+        side.push(suffix);
+        let mut dest = to.as_os_str().to_owned();
+        dest.push(suffix);
+        if std::path::Path::new(&side).exists() {
+            std::fs::copy(&side, &dest)?;
+        }
+    }
+    Ok(())
 }
 
 /// Plays the history of `seed` and asks its journals every question.
@@ -65,10 +115,11 @@ fn check_seed(seed: u64, on: On) -> Outcome {
     let mut history = histories::history(seed);
     if on == On::SimulatorAsKept {
         history.zone_bits = None;
+        history.audit_pieces = histories::AuditPieces::WHOLE;
     }
     let (history, play) = match on {
         On::Simulator | On::SimulatorAsKept => {
-            let play = Play::new(history.zone_bits);
+            let play = Play::new(history.zone_bits, history.audit_pieces.pack_writes);
             (history, Ok(play))
         }
         On::RealControlPlane => (real::for_real(history), Play::real()),
@@ -104,16 +155,63 @@ fn check_seed(seed: u64, on: On) -> Outcome {
     prune_starts(&mut play.trace, &mut findings);
     let used = |j: usize| play.trace.recorders.iter().any(|r| r.scope.journal == j);
     let [j0, j1] = play.trace.journals.clone();
-    // Who did it: the server's audit log, imported into each journal.
+    // Who did it: the server's audit log, imported into each journal, whole
+    // or in pieces.
+    let pieces_dir = play.sandbox().dir.path().join("audit-pieces");
+    let audit_log = play.trace.audit_log.display().to_string();
+    let pieces = match audit_pieces(&play.trace.audit_log, history.audit_pieces, &pieces_dir) {
+        Ok(p) => p,
+        Err(e) => {
+            findings
+                .wrong
+                .push(format!("the audit log could not be cut into pieces: {e}"));
+            vec![]
+        }
+    };
     for (j, path) in [(0, &j0), (1, &j1)] {
         if used(j) {
-            let audit = play.trace.audit_log.display().to_string();
-            let (code, _, stderr) =
-                check::ask(&play, path, &["audit".into(), "import".into(), audit]);
-            if code != Some(0) {
-                findings
-                    .wrong
-                    .push(format!("audit import into journal {j}: {code:?} {stderr}"));
+            // In pieces, the journal must keep what one import of the whole
+            // log keeps into a copy of it: each write once.
+            let whole = (pieces.len() > 1).then(|| {
+                let copy = pieces_dir.join(format!("whole-{j}")).join("journal.db");
+                let copied = copy_journal(path, &copy).map(|()| {
+                    check::ask(
+                        &play,
+                        &copy,
+                        &["audit".into(), "import".into(), audit_log.clone()],
+                    )
+                });
+                (copy, copied)
+            });
+            for piece in &pieces {
+                let audit = piece.display().to_string();
+                let (code, _, stderr) =
+                    check::ask(&play, path, &["audit".into(), "import".into(), audit]);
+                if code != Some(0) {
+                    findings
+                        .wrong
+                        .push(format!("audit import into journal {j}: {code:?} {stderr}"));
+                }
+            }
+            if let Some((copy, copied)) = whole {
+                let kept = |store: &std::path::Path| {
+                    check::ask(&play, store, &["status".into(), "-o".into(), "json".into()])
+                        .1
+                        .and_then(|s| s["audit"]["events"].as_u64())
+                };
+                match copied {
+                    Ok((Some(0), _, _)) if kept(path).is_some_and(|n| Some(n) == kept(&copy)) => {}
+                    Ok((code, _, stderr)) => findings.wrong.push(format!(
+                        "journal {j} keeps {:?} audit events imported in {} pieces, \
+                         {:?} imported whole ({code:?} {stderr})",
+                        kept(path),
+                        pieces.len(),
+                        kept(&copy)
+                    )),
+                    Err(e) => findings
+                        .wrong
+                        .push(format!("journal {j} could not be copied: {e}")),
+                }
             }
         }
     }

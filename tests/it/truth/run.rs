@@ -104,13 +104,20 @@ fn journals_of(sandbox: &Sandbox) -> [PathBuf; 2] {
 
 impl Play {
     /// A play on the simulator, its recorders writing zones of `zone_bits`
-    /// ([`super::histories::History::zone_bits`]).
-    pub fn new(zone_bits: Option<u32>) -> Play {
+    /// ([`super::histories::History::zone_bits`]), and audit imports packs
+    /// of `audit_pack_writes` ([`super::histories::AuditPieces`]).
+    pub fn new(zone_bits: Option<u32>, audit_pack_writes: Option<usize>) -> Play {
         let mut sandbox = Sandbox::new();
         if let Some(bits) = zone_bits {
             sandbox.extra_env.push((
                 krply::journal::zones::DEBUG_ZONE_BITS_ENV.into(),
                 bits.to_string().into(),
+            ));
+        }
+        if let Some(writes) = audit_pack_writes {
+            sandbox.extra_env.push((
+                krply::journal::audit_pack::DEBUG_PACK_WRITES_ENV.into(),
+                writes.to_string().into(),
             ));
         }
         let namespaces = super::histories::NAMESPACES
