@@ -12,7 +12,9 @@
 //! The window ends at the journal's last record (so a reused journal still
 //! has one); the goals are 200 ms to open and 50 ms per key.
 //!
-//! `cargo bench --bench browse` (`-- --quick` for 100k events over 1k objects).
+//! `cargo bench --bench browse` (`-- --quick` for 100k events over 1k objects;
+//! `-- --restart` for a journal whose recorder restarted two hours ago, so
+//! every window holds a list of every object).
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use krply::browse::Session;

@@ -69,8 +69,9 @@ fn templates() -> Vec<Value> {
 
 /// The history bench's journal: a baseline of `objects`
 /// Deployments at `ns`, then `events` changes spread evenly over the last 7
-/// days, three quarters of them on a tenth of the objects; returns the raw
-/// JSON bytes it holds.
+/// days, three quarters of them on a tenth of the objects (with `--restart`,
+/// a recorder restart two hours ago: a gap and a list of every object);
+/// returns the raw JSON bytes it holds.
 #[allow(dead_code)] // not every bench builds it
 pub fn history_journal(
     store: &Path,
@@ -151,8 +152,49 @@ pub fn history_journal_over(
         seed ^= seed << 17;
         seed
     };
+    // `--restart`: the recorder stopped for a minute two hours ago, then
+    // listed every object again, as a restarted recorder does.
+    let mut restart = std::env::args()
+        .any(|a| a == "--restart")
+        .then_some(now - 2 * 3_600_000);
     for n in 0..events {
         let at = start + (span as i128 * (n as i128 + 1) / events as i128) as i64;
+        if let Some(relist_at) = restart.filter(|r| at >= *r) {
+            restart = None;
+            tx.blocking_send(Op::Gap {
+                stream,
+                at: relist_at,
+                info: krply::journal::records::GapInfo {
+                    from: relist_at - 60_000,
+                    from_rv: Some(rv.to_string()),
+                    reason: "recorder not running".into(),
+                },
+            })
+            .unwrap();
+            for d in &objs {
+                let mut item = d.clone();
+                if let Some(m) = item.as_object_mut() {
+                    m.remove("apiVersion");
+                    m.remove("kind");
+                }
+                let body = serde_json::to_vec(&item).unwrap();
+                raw += body.len() as u64;
+                tx.blocking_send(Op::BaselineItem {
+                    stream,
+                    at: relist_at,
+                    meta: meta(d, &body),
+                    body,
+                })
+                .unwrap();
+            }
+            tx.blocking_send(Op::BaselineEnd {
+                stream,
+                at: relist_at,
+                list_rv: rv.to_string(),
+                items: objects as u64,
+            })
+            .unwrap();
+        }
         // Most churn hits a tenth of the objects, like a real cluster.
         let i = if next() % 4 == 0 {
             (next() as usize) % objects

@@ -11,7 +11,7 @@
 //! says when they do not apply; the timeline then counts.
 
 use crate::journal::schema::kind;
-use crate::journal::versions::{Mark, VersionHead};
+use crate::journal::versions::{Mark, RvKey, VersionHead};
 use crate::model::WatchType;
 
 /// The count of one object's changes in `(since, until]`, taken version by
@@ -28,6 +28,12 @@ pub struct Counting {
     told: bool,
     changes: usize,
     last: Option<Counted>,
+    /// The resourceVersion of the version before; `None` before the first.
+    rv: Option<RvKey>,
+    /// The lists taken that found the object as it was (their tokens).
+    lists: Vec<i64>,
+    /// The stream's first list ([`Counting::with_first_list`]).
+    first_list: Option<i64>,
 }
 
 /// The last change counted.
@@ -59,20 +65,55 @@ impl Counting {
             told: true,
             changes: 0,
             last: None,
+            rv: start.map(|v| v.rv),
+            // A list the start is an item of found it.
+            lists: start.and_then(|v| v.list_token).into_iter().collect(),
+            first_list: None,
         }
     }
 
-    /// Takes the object's next version after the start. A list's item is a
-    /// list that may have found something, or one the stream does not stand
-    /// by: the timeline counts.
+    /// Knowing the token of the stream's first list (that it stands by): an
+    /// object whose first version is an item of it was seen, not created (as
+    /// `timeline` has it), and is no change.
+    pub fn with_first_list(mut self, token: Option<i64>) -> Counting {
+        self.first_list = token;
+        self
+    }
+
+    /// Takes the object's next version after the start. A list's item
+    /// with the resourceVersion of the version before it (not a deletion)
+    /// found nothing new, and an item of the stream's first list that is the
+    /// object's first version was seen, not created: neither is a change, nor
+    /// an entry of a log (as `timeline` marks lists' findings, by
+    /// resourceVersion). Any other item is a list that may have found
+    /// something: the timeline counts.
     pub fn step(&mut self, v: &VersionHead) {
         if !self.told {
+            return;
+        }
+        if v.kind == kind::BASELINE_ITEM {
+            let nothing_new = match self.after_deleted {
+                Some(false) => self.rv == Some(v.rv),
+                // The object's first version.
+                None => self.first_list.is_some() && v.list_token == self.first_list,
+                Some(true) => false,
+            };
+            match v.list_token {
+                Some(token) if nothing_new => {
+                    self.first.get_or_insert(v.seq);
+                    self.lists.push(token);
+                    self.after_deleted = Some(false);
+                    self.rv = Some(v.rv);
+                }
+                _ => self.told = false,
+            }
             return;
         }
         if v.kind != kind::EVENT {
             self.told = false;
             return;
         }
+        self.rv = Some(v.rv);
         self.first.get_or_insert(v.seq);
         if v.observed_at > self.since && v.observed_at <= self.until {
             let counted = match (v.watch_type, self.after_deleted, v.mark) {
@@ -117,6 +158,8 @@ impl Counting {
             return self;
         }
         self.changes += rest.changes;
+        self.lists.extend(rest.lists);
+        self.rv = rest.rv;
         if let Some(l) = rest.last
             && self
                 .last
@@ -130,11 +173,18 @@ impl Counting {
     }
 
     /// The count, when the heads told it: not when a version needed its body
-    /// read, nor when a list of the stream (its token in `list_tokens`)
-    /// started after the first version, which it may have found gone.
-    pub fn finish(self, mut list_tokens: impl Iterator<Item = i64>) -> Option<Tally> {
+    /// read, nor when a list of the stream (its token in `list_tokens`, the
+    /// lists it stands by) started after the first version and did not find
+    /// the object as it was, for it may have found it gone; nor when an item
+    /// taken is of a list the stream does not stand by (one that failed).
+    pub fn finish(self, list_tokens: impl Iterator<Item = i64>) -> Option<Tally> {
         let first = self.first?;
-        (self.told && list_tokens.all(|t| t < first)).then_some(Tally {
+        let stood_by: Vec<i64> = list_tokens.collect();
+        let lists_hold = stood_by
+            .iter()
+            .all(|t| *t < first || self.lists.contains(t))
+            && self.lists.iter().all(|t| stood_by.contains(t));
+        (self.told && lists_hold).then_some(Tally {
             changes: self.changes,
             last: self.last,
         })
@@ -179,6 +229,8 @@ mod tests {
             observed_at: at,
             watch_type: Some(watch_type),
             mark,
+            rv: seq as u64,
+            list_token: None,
         }
     }
 
@@ -254,9 +306,19 @@ mod tests {
                 event(2, 130, Modified, Some(Mark::Changed)),
                 event(3, 140, Modified, Some(Mark::StatusOnly)),
             ],
+            // A restart's list that found nothing new, before and in the
+            // window, between changes.
+            vec![
+                event(1, 50, Added, None),
+                listed(2, 90, 1, 2),
+                event(3, 110, Modified, Some(Mark::Changed)),
+                listed(4, 130, 3, 4),
+                event(5, 150, Modified, Some(Mark::StatusOnly)),
+                event(6, 160, Modified, Some(Mark::Changed)),
+            ],
         ];
         for h in &histories {
-            let whole = count(h, &[0]);
+            let whole = count(h, &[0, 2, 4]);
             let (start, rest) = match h.split_first() {
                 Some((s, rest)) if s.observed_at <= 100 => (Some(s), rest),
                 _ => (None, &h[..]),
@@ -271,7 +333,7 @@ mod tests {
                 for v in &after[1..] {
                     run.step(v);
                 }
-                let joined = c.then(run).finish([0].into_iter());
+                let joined = c.then(run).finish([0, 2, 4].into_iter());
                 assert_eq!(joined, whole, "{h:?} cut at {cut}");
             }
         }
@@ -328,6 +390,73 @@ mod tests {
         );
         // Nothing at all.
         assert_eq!(count(&[], &[]), None);
+    }
+
+    /// The item at `seq` of the list `token`, with the resourceVersion of
+    /// the version at `rv_of`.
+    fn listed(seq: i64, at: i64, rv_of: i64, token: i64) -> VersionHead {
+        let mut item = event(seq, at, WatchType::Added, None);
+        item.kind = kind::BASELINE_ITEM;
+        item.watch_type = None;
+        item.rv = rv_of as u64;
+        item.list_token = Some(token);
+        item
+    }
+
+    #[test]
+    fn a_list_that_found_the_object_as_it_was_is_no_change() {
+        use WatchType::*;
+        let h = [
+            event(1, 50, Added, None),
+            event(2, 110, Modified, Some(Mark::Changed)),
+            listed(3, 130, 2, 3),
+            event(4, 150, Modified, Some(Mark::Changed)),
+        ];
+        let t = count(&h, &[0, 3]).unwrap();
+        assert_eq!(t.changes, 2);
+        assert_eq!(t.last.map(|l| l.seq), Some(4));
+        // The item is of a list the stream does not stand by (it failed).
+        assert_eq!(count(&h, &[0]), None);
+        // A list after the first version that did not hold the object may
+        // have found it gone.
+        assert_eq!(count(&h, &[0, 3, 5]), None);
+        // The list found another version: something changed unwatched.
+        let mut found = h;
+        found[2] = listed(3, 130, 1, 3);
+        assert_eq!(count(&found, &[0, 3]), None);
+        // After a deletion, a list that shows the object found it re-created.
+        let gone = [
+            event(1, 50, Added, None),
+            event(2, 110, Deleted, None),
+            listed(3, 130, 2, 3),
+        ];
+        assert_eq!(count(&gone, &[0, 3]), None);
+        // The object's first version is an item of the stream's first list:
+        // seen, not created. Of a later list, it was created unwatched.
+        let seen = [
+            listed(3, 130, 3, 3),
+            event(4, 150, Modified, Some(Mark::Changed)),
+        ];
+        let counted = |first_list| {
+            let mut c = Counting::new(100, 200, None).with_first_list(first_list);
+            for v in &seen {
+                c.step(v);
+            }
+            c.finish([3].into_iter())
+        };
+        assert_eq!(counted(Some(3)).map(|t| t.changes), Some(1));
+        assert_eq!(counted(Some(1)), None);
+        assert_eq!(counted(None), None);
+        // The window began with the list's item: it found the object.
+        let t = count(
+            &[
+                listed(3, 90, 3, 3),
+                event(4, 150, Modified, Some(Mark::Changed)),
+            ],
+            &[3],
+        )
+        .unwrap();
+        assert_eq!(t.changes, 1);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::tracked::Tracked;
 use super::{Between, History, HistoryError, Scope, StreamHistory};
 use crate::diff::DiffOptions;
 use crate::journal::read::GapWindow;
-use crate::journal::versions::{ObjectRow, VersionRow};
+use crate::journal::versions::{ObjectRow, RvKeys, VersionRow};
 use crate::journal::{IdMap, IdSet, StreamId};
 use crate::model::WatchType;
 use crate::time::TimeWindow;
@@ -371,7 +371,9 @@ impl History<'_> {
                 None => self.objects(&self.journal.touched_objects(&ids, since, until)?)?,
             };
             // And, when a relist falls in the window, those present before it
-            // (it may have found them gone).
+            // (it may have found them gone): those whose last version before
+            // it is not a deletion, a few more perhaps, whose timelines then
+            // hold nothing in the window.
             let mut before_list: HashSet<i64> = HashSet::new();
             for stream in streams {
                 for list in stream
@@ -379,9 +381,10 @@ impl History<'_> {
                     .iter()
                     .filter(|b| b.observed_at > since && b.observed_at <= until)
                 {
-                    if let Some(present) = self.stream_at(stream, list.observed_at - 1)? {
-                        before_list.extend(present.keys().filter(|id| !touched.contains_key(id)));
-                    }
+                    let present = self
+                        .journal
+                        .objects_maybe_present_before(stream.info.id, list.token)?;
+                    before_list.extend(present.into_iter().filter(|id| !touched.contains_key(id)));
                 }
             }
             let before_list = self.objects(&before_list)?;
@@ -401,11 +404,12 @@ impl History<'_> {
                 ))
             });
             let mut told = match (heads, streams) {
-                (Some(heads), [stream]) => self.tally(
+                (Some(mut heads), [stream]) => self.tally(
                     stream,
                     rows.iter().map(|(_, o)| *o),
                     (since, until),
                     heads.runs,
+                    &mut heads.keys,
                 )?,
                 _ => HashMap::new(),
             };
@@ -450,6 +454,8 @@ struct Heads {
     touched: IdSet<i64>,
     /// Each object's versions in that pass, counted.
     runs: IdMap<i64, Run>,
+    /// The keys of their resourceVersions, for the versions before them.
+    keys: RvKeys,
 }
 
 impl History<'_> {
@@ -473,8 +479,9 @@ impl History<'_> {
             .journal
             .touched_objects_before(streams, since, until, from)?;
         let mut runs: IdMap<i64, Run> = IdMap::default();
+        let mut keys = RvKeys::default();
         self.journal
-            .visit_version_heads_from(streams, (from, to), |v| {
+            .visit_version_heads_from(streams, (from, to), &mut keys, |v| {
                 if v.observed_at > since && v.observed_at <= until {
                     touched.insert(v.object);
                 }
@@ -485,7 +492,11 @@ impl History<'_> {
                     }
                 }
             })?;
-        Ok(Heads { touched, runs })
+        Ok(Heads {
+            touched,
+            runs,
+            keys,
+        })
     }
 
     /// The counts of changes in `(since, until]` that the heads of the
@@ -499,6 +510,7 @@ impl History<'_> {
         objects: impl Iterator<Item = &'o ObjectRow>,
         (since, until): (i64, i64),
         mut runs: IdMap<i64, Run>,
+        keys: &mut RvKeys,
     ) -> Result<HashMap<i64, Tally>, HistoryError> {
         // Every record observed by `since` has a `seq` up to this.
         let bound = self.bounds.at(since);
@@ -507,10 +519,11 @@ impl History<'_> {
             let (versions, started) =
                 self.journal
                     .object_versions_down_to(o.id, since, bound, &stream.lists)?;
-            let start = versions.first().filter(|_| started).map(VersionRow::head);
-            let mut c = Counting::new(since, until, start.as_ref());
+            let start = versions.first().filter(|_| started).map(|v| v.head(keys));
+            let mut c = Counting::new(since, until, start.as_ref())
+                .with_first_list(stream.baselines.first().map(|b| b.token));
             for v in &versions[usize::from(started)..] {
-                c.step(&v.head());
+                c.step(&v.head(keys));
             }
             if let Some(run) = runs.remove(&o.id) {
                 c = c.then(run);

@@ -67,11 +67,41 @@ pub struct VersionHead {
     pub observed_at: i64,
     pub watch_type: Option<WatchType>,
     pub mark: Option<Mark>,
+    /// Its resourceVersion as a [`RvKey`]: equal keys, equal versions.
+    pub rv: RvKey,
+    /// The list a baseline item belongs to.
+    pub list_token: Option<i64>,
+}
+
+/// A resourceVersion as a number that two versions share exactly when their
+/// resourceVersions are equal: the number itself when it is plain decimal
+/// below 2^63 (as etcd's are), else 2^63 and the position of its text among
+/// those [`RvKeys`] met so far.
+pub type RvKey = u64;
+
+/// The [`RvKey`]s of resourceVersions that are not plain decimal numbers,
+/// for one reading.
+#[derive(Debug, Default)]
+pub struct RvKeys(HashMap<Vec<u8>, u64>);
+
+impl RvKeys {
+    pub fn key(&mut self, rv: &[u8]) -> RvKey {
+        let plain = !rv.is_empty()
+            && rv.len() <= 18
+            && rv.iter().all(u8::is_ascii_digit)
+            && (rv == b"0" || rv[0] != b'0');
+        if plain {
+            // 18 digits at most: below 10^18 < 2^63.
+            return rv.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+        }
+        let next = self.0.len() as u64;
+        1 << 63 | *self.0.entry(rv.to_vec()).or_insert(next)
+    }
 }
 
 impl VersionRow {
-    /// Its head.
-    pub fn head(&self) -> VersionHead {
+    /// Its head; `keys` gives its resourceVersion's key.
+    pub fn head(&self, keys: &mut RvKeys) -> VersionHead {
         VersionHead {
             seq: self.seq,
             object: self.object,
@@ -79,6 +109,8 @@ impl VersionRow {
             observed_at: self.observed_at,
             watch_type: self.watch_type,
             mark: self.mark,
+            rv: keys.key(self.resource_version.as_bytes()),
+            list_token: self.list_token,
         }
     }
 
@@ -347,12 +379,15 @@ impl Journal {
         &self,
         streams: &IdSet<StreamId>,
         (from, to): (i64, i64),
+        keys: &mut RvKeys,
         mut visit: impl FnMut(&VersionHead),
     ) -> Result<(), JournalError> {
         let mut stmt = self
             .conn()
             .prepare_cached(&format!(
-                "SELECT seq, stream_id, object_id, kind, observed_at, watch_type, aux FROM records
+                "SELECT seq, stream_id, object_id, kind, observed_at, watch_type, aux,
+                        resource_version
+                 FROM records
                  WHERE seq >= ?1 AND seq <= ?2 AND kind IN ({}, {}) ORDER BY seq",
                 kind::EVENT,
                 kind::BASELINE_ITEM
@@ -368,19 +403,61 @@ impl Journal {
             let head = (|| {
                 let kind_: i64 = row.get(3)?;
                 let watch_type = row.get::<_, Option<i64>>(5)?.and_then(WatchType::from_code);
+                let aux: Option<i64> = row.get(6)?;
+                let rv = match row.get_ref(7)? {
+                    rusqlite::types::ValueRef::Text(t) => keys.key(t),
+                    _ => keys.key(b""),
+                };
                 Ok(VersionHead {
                     seq: row.get(0)?,
                     object,
                     kind: kind_,
                     observed_at: row.get(4)?,
                     watch_type,
-                    mark: Mark::of(kind_, watch_type, row.get(6)?),
+                    mark: Mark::of(kind_, watch_type, aux),
+                    rv,
+                    list_token: (kind_ == kind::BASELINE_ITEM).then_some(aux).flatten(),
                 })
             })()
             .map_err(|e: rusqlite::Error| self.err(e))?;
             visit(&head);
         }
         Ok(())
+    }
+
+    /// The objects of `stream` whose last version before `seq` is there and
+    /// is not a deletion: every object the stream held just before a list
+    /// that began at `seq`, and perhaps some it did not (one an earlier list
+    /// found gone, or only a failed list held). One seek down each object's
+    /// records.
+    pub fn objects_maybe_present_before(
+        &self,
+        stream: StreamId,
+        seq: i64,
+    ) -> Result<Vec<i64>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT o.id, r.watch_type FROM objects o
+                 JOIN records r ON r.seq = (SELECT max(seq) FROM records
+                                            WHERE object_id = o.id AND seq < ?2)
+                 WHERE o.stream_id = ?1",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![stream, seq], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        // Bounded by the stream's objects.
+        for row in rows {
+            let (id, watch_type) = row.map_err(|e| self.err(e))?;
+            if watch_type.and_then(WatchType::from_code) != Some(WatchType::Deleted) {
+                out.push(id);
+            }
+        }
+        Ok(out)
     }
 
     /// [`Journal::object_version_at`] and the versions after it up to
