@@ -122,29 +122,37 @@ pub fn history_journal_over(
     for d in &mut objs {
         rv += 1;
         d["metadata"]["resourceVersion"] = json!(rv.to_string());
-        // List items come without apiVersion and kind, as from a real server.
-        let mut item = d.clone();
-        if let Some(m) = item.as_object_mut() {
-            m.remove("apiVersion");
-            m.remove("kind");
+    }
+    // A list of every object at `at`; its bytes.
+    let list = |objs: &[Value], at: i64, rv: u64| -> u64 {
+        let mut raw = 0;
+        for d in objs {
+            // List items come without apiVersion and kind, as from a real server.
+            let mut item = d.clone();
+            if let Some(m) = item.as_object_mut() {
+                m.remove("apiVersion");
+                m.remove("kind");
+            }
+            let body = serde_json::to_vec(&item).unwrap();
+            raw += body.len() as u64;
+            tx.blocking_send(Op::BaselineItem {
+                stream,
+                at,
+                meta: meta(d, &body),
+                body,
+            })
+            .unwrap();
         }
-        let body = serde_json::to_vec(&item).unwrap();
-        raw += body.len() as u64;
-        tx.blocking_send(Op::BaselineItem {
+        tx.blocking_send(Op::BaselineEnd {
             stream,
-            at: start,
-            meta: meta(d, &body),
-            body,
+            at,
+            list_rv: rv.to_string(),
+            items: objs.len() as u64,
         })
         .unwrap();
-    }
-    tx.blocking_send(Op::BaselineEnd {
-        stream,
-        at: start,
-        list_rv: rv.to_string(),
-        items: objects as u64,
-    })
-    .unwrap();
+        raw
+    };
+    raw += list(&objs, start, rv);
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = || {
         seed ^= seed << 13;
@@ -171,29 +179,7 @@ pub fn history_journal_over(
                 },
             })
             .unwrap();
-            for d in &objs {
-                let mut item = d.clone();
-                if let Some(m) = item.as_object_mut() {
-                    m.remove("apiVersion");
-                    m.remove("kind");
-                }
-                let body = serde_json::to_vec(&item).unwrap();
-                raw += body.len() as u64;
-                tx.blocking_send(Op::BaselineItem {
-                    stream,
-                    at: relist_at,
-                    meta: meta(d, &body),
-                    body,
-                })
-                .unwrap();
-            }
-            tx.blocking_send(Op::BaselineEnd {
-                stream,
-                at: relist_at,
-                list_rv: rv.to_string(),
-                items: objects as u64,
-            })
-            .unwrap();
+            raw += list(&objs, relist_at, rv);
         }
         // Most churn hits a tenth of the objects, like a real cluster.
         let i = if next() % 4 == 0 {

@@ -616,6 +616,16 @@ fn migrate_with(
 mod tests {
     use super::*;
 
+    /// A journal of schema version 1 at `path`.
+    fn version_1_journal(path: &std::path::Path) -> Connection {
+        let conn = Connection::open(path).unwrap();
+        conn.execute_batch(SCHEMA_V1).unwrap();
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        conn
+    }
+
     #[test]
     fn fresh_database_is_empty_then_a_journal() {
         let mut conn = Connection::open_in_memory().unwrap();
@@ -670,11 +680,7 @@ mod tests {
     fn a_migration_that_fails_part_way_leaves_the_journal_as_it_was() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("journal.db");
-        let mut conn = Connection::open(&path).unwrap();
-        conn.execute_batch(SCHEMA_V1).unwrap();
-        conn.pragma_update(None, "application_id", APPLICATION_ID)
-            .unwrap();
-        conn.pragma_update(None, "user_version", 1).unwrap();
+        let mut conn = version_1_journal(&path);
         let steps: &[(i64, Step)] = &[
             (1, Step::Sql(MIGRATE_V1_TO_V2)),
             (2, Step::Sql(MIGRATE_V2_TO_V3)),
@@ -706,12 +712,8 @@ mod tests {
     #[test]
     fn version_8_rebuilds_streams_with_their_ids_and_references() {
         let dir = tempfile::tempdir().unwrap();
-        let mut conn = Connection::open(dir.path().join("journal.db")).unwrap();
+        let mut conn = version_1_journal(&dir.path().join("journal.db"));
         conn.pragma_update(None, "foreign_keys", true).unwrap();
-        conn.execute_batch(SCHEMA_V1).unwrap();
-        conn.pragma_update(None, "application_id", APPLICATION_ID)
-            .unwrap();
-        conn.pragma_update(None, "user_version", 1).unwrap();
         migrate_with(&mut conn, 1, &MIGRATIONS[..6], 7).unwrap();
         conn.execute_batch(
             "INSERT INTO clusters VALUES ('c', 'https://127.0.0.1:6443', NULL, 1);
@@ -791,11 +793,7 @@ mod tests {
         use crate::journal::Journal;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("journal.db");
-        let mut conn = Connection::open(&path).unwrap();
-        conn.execute_batch(SCHEMA_V1).unwrap();
-        conn.pragma_update(None, "application_id", APPLICATION_ID)
-            .unwrap();
-        conn.pragma_update(None, "user_version", 1).unwrap();
+        let mut conn = version_1_journal(&path);
         migrate_with(&mut conn, 1, &MIGRATIONS[..8], 9).unwrap();
         conn.execute_batch(
             r#"INSERT INTO clusters VALUES ('c', 'https://127.0.0.1:6443', NULL, 1);
