@@ -451,13 +451,7 @@ impl Journal {
         let mut out = Vec::new();
         // Bounded by the packs of one object's window.
         while let Some(r) = rows.next().map_err(err)? {
-            let data = r
-                .get_ref(1)
-                .map_err(err)?
-                .as_blob()
-                .map_err(|e| err(e.into()))?;
-            let writes = audit_pack::decode(r.get(0).map_err(err)?, data)
-                .map_err(|e| self.damaged_pack(object, e))?;
+            let writes = self.pack_in(object, r, 0)?;
             for w in writes.into_iter().filter(|w| (from..=to).contains(&w.at)) {
                 out.push(StoredWrite {
                     object_id: object,
@@ -472,6 +466,24 @@ impl Journal {
             }
         }
         Ok(out)
+    }
+
+    /// The writes of the pack of `object` in `row`: its `first_at` in
+    /// column `at`, its `data` in the next.
+    fn pack_in(
+        &self,
+        object: i64,
+        row: &rusqlite::Row<'_>,
+        at: usize,
+    ) -> Result<Vec<PackedWrite>, JournalError> {
+        let err = |e| self.err(e);
+        let data = row
+            .get_ref(at + 1)
+            .map_err(err)?
+            .as_blob()
+            .map_err(|e| err(e.into()))?;
+        audit_pack::decode(row.get(at).map_err(err)?, data)
+            .map_err(|e| self.damaged_pack(object, e))
     }
 
     fn damaged_pack(&self, object: i64, e: PackError) -> JournalError {
@@ -538,17 +550,11 @@ impl Journal {
             .map_err(err)?;
         let mut uids = Uids::default();
         let mut actors: IdMap<i64, Who> = IdMap::default();
-        let mut found: Vec<(AuditEvent, bool)> = Vec::new();
+        let mut found: Vec<(AuditEvent, bool, AuditId)> = Vec::new();
         // Bounded by the cluster's audit packs.
         while let Some(r) = rows.next().map_err(err)? {
             let object: i64 = r.get(0).map_err(err)?;
-            let data = r
-                .get_ref(2)
-                .map_err(err)?
-                .as_blob()
-                .map_err(|e| err(e.into()))?;
-            let writes = audit_pack::decode(r.get(1).map_err(err)?, data)
-                .map_err(|e| self.damaged_pack(object, e))?;
+            let writes = self.pack_in(object, r, 1)?;
             let (group, resource, ns, name): (String, String, String, String) = (
                 r.get(3).map_err(err)?,
                 r.get(4).map_err(err)?,
@@ -580,25 +586,24 @@ impl Journal {
                         resource_version: w.resource_version.map(|rv| rv.text()),
                     },
                     unknown,
+                    w.audit_id,
                 ));
             }
         }
         // Oldest first, as `audit_events` was read: by time, auditID (text
         // before UUIDs, as SQLite ordered them) and object.
-        found.sort_by(|(a, _), (b, _)| {
-            a.at.cmp(&b.at)
-                .then_with(|| AuditId::parse(&a.audit_id).cmp(&AuditId::parse(&b.audit_id)))
-                .then_with(|| {
-                    (&a.group, &a.resource, &a.namespace, &a.name).cmp(&(
-                        &b.group,
-                        &b.resource,
-                        &b.namespace,
-                        &b.name,
-                    ))
-                })
+        found.sort_by(|(a, _, a_id), (b, _, b_id)| {
+            a.at.cmp(&b.at).then_with(|| a_id.cmp(b_id)).then_with(|| {
+                (&a.group, &a.resource, &a.namespace, &a.name).cmp(&(
+                    &b.group,
+                    &b.resource,
+                    &b.namespace,
+                    &b.name,
+                ))
+            })
         });
         let mut out = AuditRows::default();
-        for (event, unknown) in found {
+        for (event, unknown, _) in found {
             // The same event on the object of several streams: once.
             let same = |o: &AuditEvent| {
                 o.at == event.at
