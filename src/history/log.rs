@@ -373,7 +373,10 @@ impl History<'_> {
             // And, when a relist falls in the window, those present before it
             // (it may have found them gone): those whose last version before
             // it is not a deletion, a few more perhaps, whose timelines then
-            // hold nothing in the window.
+            // hold nothing in the window. A list without a selector lists
+            // every object of its scope, so it also finds gone what another
+            // stream held there (a `-n pay` recorder started after an `-A`
+            // one stopped): their timelines are merged.
             let mut before_list: HashSet<i64> = HashSet::new();
             for stream in streams {
                 for list in stream
@@ -381,10 +384,21 @@ impl History<'_> {
                     .iter()
                     .filter(|b| b.observed_at > since && b.observed_at <= until)
                 {
-                    let present = self
-                        .journal
-                        .objects_maybe_present_before(stream.info.id, list.token)?;
-                    before_list.extend(present.into_iter().filter(|id| !touched.contains_key(id)));
+                    for holder in streams.iter().filter(|o| {
+                        o.info.id == stream.info.id
+                            || stream.info.selector.is_none() && o.shares_objects_with(stream)
+                    }) {
+                        let namespace = (holder.info.id != stream.info.id)
+                            .then_some(stream.info.namespace.as_deref())
+                            .flatten();
+                        let present = self.journal.objects_maybe_present_before(
+                            holder.info.id,
+                            namespace,
+                            list.token,
+                        )?;
+                        before_list
+                            .extend(present.into_iter().filter(|id| !touched.contains_key(id)));
+                    }
                 }
             }
             let before_list = self.objects(&before_list)?;

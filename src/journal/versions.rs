@@ -425,14 +425,15 @@ impl Journal {
         Ok(())
     }
 
-    /// The objects of `stream` whose last version before `seq` is there and
-    /// is not a deletion: every object the stream held just before a list
-    /// that began at `seq`, and perhaps some it did not (one an earlier list
-    /// found gone, or only a failed list held). One seek down each object's
-    /// records.
+    /// The objects of `stream` (of namespace `namespace` only, when given)
+    /// whose last version before `seq` is there and is not a deletion: every
+    /// object the stream held just before a list that began at `seq`, and
+    /// perhaps some it did not (one an earlier list found gone, or only a
+    /// failed list held). One seek down each object's records.
     pub fn objects_maybe_present_before(
         &self,
         stream: StreamId,
+        namespace: Option<&str>,
         seq: i64,
     ) -> Result<Vec<i64>, JournalError> {
         let mut stmt = self
@@ -441,11 +442,11 @@ impl Journal {
                 "SELECT o.id, r.watch_type FROM objects o
                  JOIN records r ON r.seq = (SELECT max(seq) FROM records
                                             WHERE object_id = o.id AND seq < ?2)
-                 WHERE o.stream_id = ?1",
+                 WHERE o.stream_id = ?1 AND (?3 IS NULL OR o.namespace = ?3)",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map(params![stream, seq], |r| {
+            .query_map(params![stream, seq, namespace], |r| {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
             })
             .map_err(|e| self.err(e))?;

@@ -1563,6 +1563,55 @@ fn log_and_timeline_say_what_a_relist_found_created_or_deleted() {
     assert_eq!(first["observed"], "relist", "{t:#}");
 }
 
+/// A list of one namespace finds gone what a recorder of every namespace
+/// held there and stopped watching: `log` says so, as `timeline` does (the
+/// truth checker's seed 1155).
+#[test]
+fn a_list_of_one_namespace_finds_gone_what_a_recorder_of_every_namespace_held() {
+    let env = Env::shop();
+    let listed = |name: &str| {
+        env.wait_for(&format!("a list of {name}"), || {
+            std::panic::catch_unwind(|| common::baselines(&env.journal(), &env.stream(name)))
+                .unwrap_or(0)
+                >= 1
+        })
+    };
+    let all = env.start_recorder(&["cm", "-A"]);
+    listed("configmaps.v1@*");
+    let out = all.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let t0 = now();
+    env.sim
+        .delete("v1", "ConfigMap", Some("shop"), "currency-rates")
+        .unwrap();
+    let shop = env.start_recorder(&["cm", "-n", "shop"]);
+    listed("configmaps.v1@shop");
+    let out = shop.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+
+    let since = t0.to_string();
+    for scope in [&["-n", "shop"][..], &["-A"][..]] {
+        let mut args = vec!["log", "--since", since.as_str()];
+        args.extend_from_slice(scope);
+        args.extend(["-o", "json"]);
+        let log = json_of(&env, &args);
+        let found: Vec<(&str, &str)> = log["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["observed"] == "relist")
+            .map(|e| (e["name"].as_str().unwrap(), e["change"].as_str().unwrap()))
+            .collect();
+        assert_eq!(found, [("currency-rates", "deleted")], "{args:?}: {log:#}");
+    }
+    let t = json_of(
+        &env,
+        &["timeline", "cm/currency-rates", "-n", "shop", "-o", "json"],
+    );
+    let last = t["entries"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["observed"], "relist", "{t:#}");
+}
+
 /// `--since 14:02:30` is that local time of day, its most recent past
 /// occurrence, as the user's clock shows it.
 #[test]

@@ -35,6 +35,8 @@ pub struct Findings {
     pub watched: usize,
     /// Relist-found changes that named a user (each checked).
     pub relist_actors: usize,
+    /// Deletions a relist in a log's window found, each required in it.
+    pub found_gone: usize,
     /// Users `diff` named for an object or a field (each checked).
     pub diff_actors: usize,
     /// Recorders frozen (SIGSTOP) and thawed in the history.
@@ -68,6 +70,8 @@ pub enum Break {
     HideAGap,
     /// A `replay plan` leaves an object out.
     DropAPlannedObject,
+    /// `log` leaves out the deletions a relist found.
+    HideWhatARelistFoundGone,
 }
 
 thread_local! {
@@ -124,6 +128,14 @@ fn broken(b: Break, v: &mut Value) {
                     .position(|o| matches!(o["kind"].as_str(), Some("ConfigMap" | "Deployment")))
             {
                 objects.remove(i);
+            }
+        }
+        Break::HideWhatARelistFoundGone => {
+            if let Some(entries) = v["entries"].as_array_mut() {
+                entries.retain(|e| {
+                    !(e["observed"] == "relist"
+                        && (e["type"] == "DELETED" || e["change"] == "deleted"))
+                });
             }
         }
         Break::NameAnotherUser => {
@@ -232,6 +244,13 @@ pub fn questions(
         answers.push(diff(play, oracle, store, ns, since, until, findings));
         answers.push(log(play, oracle, store, ns, since, until, findings));
         browse(play, store, ns, since, until, findings);
+    }
+    // The whole history in every namespace, where every relist is: what
+    // each found gone must be in it.
+    if let (Some(&since), Some(&until)) = (marks.first(), marks.last())
+        && since < until
+    {
+        answers.push(log(play, oracle, store, None, since, until, findings));
     }
     if let Some(&(since, until)) = windows.first() {
         // No random draw: the questions above stay the ones a seed always asked.
@@ -414,6 +433,9 @@ fn get_at(
 struct Entry {
     key: Key,
     kind: String,
+    /// What `log` says the change was (`deleted` for a relist's RELIST of
+    /// an object it found gone).
+    change: Option<String>,
     rv: Option<String>,
     at: i64,
     relist: Option<(i64, i64)>,
@@ -436,6 +458,7 @@ fn entries(v: &Value, key: Option<&Key>) -> Vec<Entry> {
             Some(Entry {
                 key,
                 kind: e["type"].as_str()?.to_string(),
+                change: e["change"].as_str().map(str::to_string),
                 rv: e["resource_version"].as_str().map(str::to_string),
                 at: ms(&e["observed_at"])?,
                 relist: (e["observed"] == "relist")
@@ -666,6 +689,29 @@ fn log(
                 format!(
                     "{:?} rv {} was written while watched, and is missing",
                     w.key, w.rv
+                ),
+            );
+        }
+    }
+    // A relist in the window finds gone what was deleted unwatched before
+    // it: the journal held those objects, so the log must say so, even of
+    // an object with no other record in the window.
+    for w in oracle.found_gone(since, until) {
+        if !in_scope(&w.key, ns) {
+            continue;
+        }
+        f.found_gone += 1;
+        let told = es.iter().any(|e| {
+            e.key == w.key
+                && e.relist.is_some()
+                && (e.kind == "DELETED" || e.change.as_deref() == Some("deleted"))
+        });
+        if !told {
+            f.wrong(
+                &q,
+                format!(
+                    "{:?} was deleted unwatched at {}..{} and a relist in the window found it gone, but the log does not say so",
+                    w.key, w.t0, w.t1
                 ),
             );
         }

@@ -4,6 +4,7 @@
 
 use proptest::prelude::Rng as _;
 use proptest::test_runner::{RngAlgorithm, TestRng};
+use std::collections::BTreeSet;
 
 pub const NAMESPACES: [&str; 2] = ["shop", "pay"];
 pub const NAMES: [&str; 3] = ["a", "b", "c"];
@@ -328,6 +329,7 @@ pub fn history(seed: u64) -> History {
     }
     steps.push(Step::Mark);
     freeze_one(seed, &mut steps);
+    delete_unwatched(seed, &mut steps);
     // From a generator of its own, so that every seed's steps stay what they
     // were: a quarter keep the product's zones.
     let zone_bits = [None, Some(1), Some(2), Some(3)][Rng::new(seed ^ 0x0020_43e5).below(4)];
@@ -380,6 +382,82 @@ fn freeze_one(seed: u64, steps: &mut Vec<Step>) {
     let thaw = freeze + 1 + rng.below(b - freeze - 1);
     steps.insert(thaw, Step::Thaw { slot });
     steps.insert(freeze, Step::Freeze { slot });
+}
+
+/// In about one history in four, a recorder that stopped or was killed is
+/// started again right after an object it held was deleted: its relist must
+/// find the object gone, and `log` say so (the rule "relist finds what went",
+/// docs/truth.md). Chosen with a generator of its own, so every other
+/// history stays as it was.
+fn delete_unwatched(seed: u64, steps: &mut Vec<Step>) {
+    let mut rng = Rng::new(seed ^ 0xde1e_7e00);
+    if !rng.chance(25) {
+        return;
+    }
+    let mut running: [Option<Scope>; SLOTS] = [None, None, None];
+    let mut live: BTreeSet<Key> = BTreeSet::new();
+    // Each place it could be: after the stop (or kill) at `i` of `slot`,
+    // its scope, the object to delete, and the step before which the
+    // recorder stops again (its slot taken, or its stream recorded by
+    // another), if one comes.
+    let mut places: Vec<(usize, usize, Scope, Key, Option<usize>)> = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        match step {
+            Step::Start { slot, scope } => running[*slot] = Some(scope.clone()),
+            Step::Stop { slot } | Step::Kill { slot } => {
+                let Some(scope) = running[*slot].take() else {
+                    continue;
+                };
+                let alone = running.iter().flatten().all(|r| !r.clashes(&scope));
+                if scope.selector || !alone {
+                    continue;
+                }
+                let later = &steps[i + 1..];
+                let until = later
+                    .iter()
+                    .position(|s| {
+                        matches!(s, Step::Start { slot: other, scope: theirs }
+                            if other == slot || theirs.clashes(&scope))
+                    })
+                    .map(|j| i + 1 + j);
+                for key in live.iter().filter(|k| scope.holds(k)) {
+                    let written_later = later
+                        .iter()
+                        .any(|s| matches!(s, Step::Write { key: k, .. } if k == key));
+                    if !written_later {
+                        places.push((i, *slot, scope.clone(), key.clone(), until));
+                    }
+                }
+            }
+            Step::Write { key, op, .. } => match op {
+                Op::Create { .. } => {
+                    live.insert(key.clone());
+                }
+                Op::Delete => {
+                    live.remove(key);
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    if places.is_empty() {
+        return;
+    }
+    let (i, slot, scope, key, until) = places.swap_remove(rng.below(places.len()));
+    let user = rng.below(USERS.len());
+    if let Some(j) = until {
+        steps.insert(j, Step::Stop { slot });
+    }
+    steps.insert(i + 1, Step::Start { slot, scope });
+    steps.insert(
+        i + 1,
+        Step::Write {
+            key,
+            op: Op::Delete,
+            user,
+        },
+    );
 }
 
 fn scope(rng: &mut Rng, later: &mut Rng) -> Scope {

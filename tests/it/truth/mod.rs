@@ -334,7 +334,7 @@ fn check_all(seeds: impl Iterator<Item = u64> + Send, deadline: Option<Duration>
         .collect();
     crate::real::announce(&format!(
         "truth{}: {} histories ({} recorders frozen and thawed, {} streams pruned behind one), {} questions ({} answers complete, {} watched and {} relist-found \
-         changes judged, {} of those with an actor; {} actors diff named; {} writes in covered time; \
+         changes judged, {} of those with an actor; {} deletions a relist found required; {} actors diff named; {} writes in covered time; \
          {} replay plans made, {} refused for gaps), {} with wrong answers, in {:.0?}",
         match on {
             On::Simulator | On::SimulatorAsKept => "",
@@ -348,6 +348,7 @@ fn check_all(seeds: impl Iterator<Item = u64> + Send, deadline: Option<Duration>
         sum(&|f| f.watched),
         sum(&|f| f.relists),
         sum(&|f| f.relist_actors),
+        sum(&|f| f.found_gone),
         sum(&|f| f.diff_actors),
         sum(&|f| f.covered_writes),
         sum(&|f| f.plans),
@@ -447,10 +448,20 @@ fn the_checker_catches_a_broken_rule() {
         ),
         (Break::HideAGap, "but no recorder of it watched"),
         (Break::DropAPlannedObject, ": plans "),
+        (
+            Break::HideWhatARelistFoundGone,
+            "found it gone, but the log does not say so",
+        ),
     ] {
         check::break_rule(Some(b));
-        // The first history that catches it will do.
-        let caught = (1_000..1_010)
+        // The first history that catches it will do. Few histories have a
+        // relist find a deletion; 1033 is the first that does.
+        let first = if b == Break::HideWhatARelistFoundGone {
+            1_030
+        } else {
+            1_000
+        };
+        let caught = (first..first + 10)
             .map(|s| check_seed(s, On::Simulator))
             .any(|o| o.findings.wrong.iter().any(|w| w.contains(rule)));
         check::break_rule(None);

@@ -90,6 +90,79 @@ impl<'t> Oracle<'t> {
             .filter(|w| w.op != Op::Delete)
     }
 
+    /// The deletions a relist that fell in `since..until` found, that `log`
+    /// over that window must show. For each object, the times this journal
+    /// watched it (by any of its streams without a selector and not
+    /// pruned, merged); each stretch between two of them whose relist the
+    /// window holds; the object existed when watching stopped, was gone when
+    /// the relist was in the journal, and no recorder of the journal watched
+    /// its deletion. Its last deletion in the stretch is given. Only a
+    /// journal's own streams are judged: an imported lane shares its objects
+    /// with the streams of the journal it came into.
+    pub fn found_gone(&self, since: i64, until: i64) -> Vec<&'t Written> {
+        if self.journals.len() != 1 {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for key in self.keys() {
+            let mut watching: Vec<(i64, i64)> = Vec::new();
+            for r in self.recorders() {
+                if r.scope.selector
+                    || !r.scope.holds(&key)
+                    || r.pruned.iter().any(|&(k, _)| k == key.kind)
+                {
+                    continue;
+                }
+                watching.extend(r.watching.iter().copied());
+            }
+            watching.sort_unstable();
+            let mut merged: Vec<(i64, i64)> = Vec::new();
+            for (a, b) in watching {
+                match merged.last_mut() {
+                    Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                    _ => merged.push((a, b)),
+                }
+            }
+            for pair in merged.windows(2) {
+                let ((_, stopped), (relisted, _)) = (pair[0], pair[1]);
+                if std::env::var_os("DBG_FG").is_some()
+                    && self
+                        .writes_of(&key)
+                        .any(|w| w.op == Op::Delete && stopped < w.t0 && w.t1 < relisted)
+                {
+                    eprintln!(
+                        "FG {key:?} in={} existed={} gone={} seen={:?}",
+                        since < relisted && relisted <= until,
+                        self.state_at(&key, stopped).is_some(),
+                        self.state_at(&key, relisted).is_none(),
+                        self.writes_of(&key)
+                            .filter(|w| w.op == Op::Delete && stopped < w.t0 && w.t1 < relisted)
+                            .map(|w| self.seen_by_watch(w))
+                            .collect::<Vec<_>>()
+                    );
+                }
+                // The relist is in the journal by `relisted`, and made after
+                // every step before the one that ended the stretch, a mark
+                // in it included: after `since` whenever `since` is.
+                if !(since < relisted && relisted <= until) {
+                    continue;
+                }
+                if self.state_at(&key, stopped).is_none() || self.state_at(&key, relisted).is_some()
+                {
+                    continue;
+                }
+                let deleted = self
+                    .writes_of(&key)
+                    .filter(|w| w.op == Op::Delete && stopped < w.t0 && w.t1 < relisted)
+                    .last();
+                if let Some(w) = deleted.filter(|w| !self.seen_by_watch(w)) {
+                    out.push(w);
+                }
+            }
+        }
+        out
+    }
+
     /// Every object that ever existed.
     pub fn keys(&self) -> Vec<Key> {
         let mut keys: Vec<Key> = self.trace.writes.iter().map(|w| w.key.clone()).collect();
