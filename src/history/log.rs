@@ -395,9 +395,9 @@ impl History<'_> {
                             holder.info.id,
                             namespace,
                             list.token,
+                            &|id| !touched.contains_key(&id) && !before_list.contains(&id),
                         )?;
-                        before_list
-                            .extend(present.into_iter().filter(|id| !touched.contains_key(id)));
+                        before_list.extend(present);
                     }
                 }
             }

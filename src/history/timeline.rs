@@ -195,13 +195,17 @@ impl History<'_> {
     }
 
     /// [`History::last_change`] of an object one stream holds, without audit
-    /// logs to weigh, where only events followed the version the window began
-    /// with (no list that could have found it changed or gone came after
-    /// it): then each entry's fields are its event compared with the version
-    /// before, so the newest change is looked for from the newest version
-    /// back, and a version the writer marked status-only (docs/journal.md,
-    /// "Status-only changes") is passed without reading it. `None` when that
-    /// does not hold, and the timeline decides.
+    /// logs to weigh, where no list after the version the window began with
+    /// could have found it changed or gone: every list of the stream since
+    /// then has an item of it with the resourceVersion of the version before
+    /// the item (not a deletion), which `timeline` shows as nothing new (a
+    /// recorder restart lists every object so). Then each entry's fields are
+    /// its event compared with the version before (an item before it holds
+    /// the same body as the event before the item), so the newest change is
+    /// looked for from the newest version back, and a version the writer
+    /// marked status-only (docs/journal.md, "Status-only changes") is passed
+    /// without reading it. `None` when that does not hold, and the timeline
+    /// decides.
     fn last_change_by_marks(
         &self,
         stream: &StreamHistory,
@@ -209,12 +213,7 @@ impl History<'_> {
         (since, until): (i64, i64),
     ) -> Result<Option<Option<Entry>>, HistoryError> {
         let versions = self.versions_from(stream, object.id, since)?;
-        let Some(first) = versions.first() else {
-            return Ok(None);
-        };
-        if versions[1..].iter().any(|v| v.kind != kind::EVENT)
-            || stream.baselines.iter().any(|b| b.token >= first.seq)
-        {
+        if versions.is_empty() || !lists_found_nothing_new(stream, &versions) {
             return Ok(None);
         }
         let name = stream.info.name();
@@ -231,8 +230,13 @@ impl History<'_> {
                 if v.observed_at <= since || v.observed_at > until {
                     continue;
                 }
-                // A deletion has no fields, and nothing is compared with one.
-                if v.deleted() || before.deleted() || v.mark == Some(Mark::StatusOnly) {
+                // A deletion has no fields, and nothing is compared with one;
+                // a list's item here found nothing new.
+                if v.kind != kind::EVENT
+                    || v.deleted()
+                    || before.deleted()
+                    || v.mark == Some(Mark::StatusOnly)
+                {
                     continue;
                 }
                 let run = Run {
@@ -902,6 +906,39 @@ fn vanished(b: &BaselineRef, stream: &str) -> Entry {
         stream: stream.to_string(),
         seq: b.seq,
     }
+}
+
+/// Whether every list of `stream` after the first of `versions` (an
+/// object's versions from the one a window began with, oldest first) found
+/// the object as it was: each has an item among `versions` with the
+/// resourceVersion of the version before it, which was not a deletion; and
+/// every item is of a list the stream stands by. A list without such an
+/// item may have found the object changed or gone.
+fn lists_found_nothing_new(stream: &StreamHistory, versions: &[VersionRow]) -> bool {
+    let Some(first) = versions.first() else {
+        return true;
+    };
+    let mut found_as_it_was: Vec<i64> = first.list_token.into_iter().collect();
+    for pair in versions.windows(2) {
+        let (before, v) = (&pair[0], &pair[1]);
+        if v.kind == kind::EVENT {
+            continue;
+        }
+        match v.list_token {
+            Some(token)
+                if stream.lists.contains(&token)
+                    && !before.deleted()
+                    && before.resource_version == v.resource_version =>
+            {
+                found_as_it_was.push(token);
+            }
+            _ => return false,
+        }
+    }
+    stream
+        .baselines
+        .iter()
+        .all(|b| b.token < first.seq || found_as_it_was.contains(&b.token))
 }
 
 #[cfg(test)]

@@ -426,35 +426,47 @@ impl Journal {
     }
 
     /// The objects of `stream` (of namespace `namespace` only, when given)
-    /// whose last version before `seq` is there and is not a deletion: every
-    /// object the stream held just before a list that began at `seq`, and
-    /// perhaps some it did not (one an earlier list found gone, or only a
-    /// failed list held). One seek down each object's records.
+    /// that `wanted` keeps, whose last version before `seq` is there and is
+    /// not a deletion: every such object the stream held just before a list
+    /// that began at `seq`, and perhaps some it did not (one an earlier list
+    /// found gone, or only a failed list held). One seek down the records of
+    /// each object kept: a caller that knows some objects already (those a
+    /// window touched) leaves them out, so a window that touched them all
+    /// costs a scan of the stream's object ids.
     pub fn objects_maybe_present_before(
         &self,
         stream: StreamId,
         namespace: Option<&str>,
         seq: i64,
+        wanted: &dyn Fn(i64) -> bool,
     ) -> Result<Vec<i64>, JournalError> {
-        let mut stmt = self
-            .conn()
+        let conn = self.conn();
+        let err = |e| self.err(e);
+        let ids: Vec<i64> = conn
             .prepare_cached(
-                "SELECT o.id, r.watch_type FROM objects o
-                 JOIN records r ON r.seq = (SELECT max(seq) FROM records
-                                            WHERE object_id = o.id AND seq < ?2)
-                 WHERE o.stream_id = ?1 AND (?3 IS NULL OR o.namespace = ?3)",
+                "SELECT id FROM objects WHERE stream_id = ?1 AND (?2 IS NULL OR namespace = ?2)",
             )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map(params![stream, seq, namespace], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
+            .and_then(|mut s| {
+                s.query_map(params![stream, namespace], |r| r.get(0))?
+                    .collect::<rusqlite::Result<Vec<i64>>>()
             })
-            .map_err(|e| self.err(e))?;
+            .map_err(err)?;
+        let mut last = conn
+            .prepare_cached(
+                "SELECT watch_type FROM records WHERE object_id = ?1 AND seq < ?2
+                 ORDER BY seq DESC LIMIT 1",
+            )
+            .map_err(err)?;
         let mut out = Vec::new();
         // Bounded by the stream's objects.
-        for row in rows {
-            let (id, watch_type) = row.map_err(|e| self.err(e))?;
-            if watch_type.and_then(WatchType::from_code) != Some(WatchType::Deleted) {
+        for id in ids.into_iter().filter(|id| wanted(*id)) {
+            let watch_type: Option<Option<i64>> = last
+                .query_row(params![id, seq], |r| r.get(0))
+                .optional()
+                .map_err(err)?;
+            if let Some(watch_type) = watch_type
+                && watch_type.and_then(WatchType::from_code) != Some(WatchType::Deleted)
+            {
                 out.push(id);
             }
         }

@@ -188,6 +188,89 @@ fn the_manager_shown_is_that_of_the_newest_change_that_is_not_status_only() {
     );
 }
 
+/// A recorder restart lists every object as it was: the manager a row shows
+/// is still found from the newest version back, past the restart's list,
+/// and is what the whole timeline says: here a status update after the
+/// restart leaves the scale before it as frontend's newest change, and every
+/// row's newest change is the timeline's.
+#[test]
+fn the_manager_shown_after_a_recorder_restart_is_the_timelines() {
+    let env = Env::shop();
+    let rec = env.start_recorder(&["deploy"]);
+    env.wait_baselines(1);
+    let since = krply::time::Millis::now().as_ms();
+    let mut frontend = env.get_json("deploy/frontend", "shop");
+    frontend["spec"]["replicas"] = 4.into();
+    env.sim.update_by(frontend, "kubectl-scale").unwrap();
+    let mut cart = env.get_json("deploy/cartservice", "shop");
+    cart["metadata"]["labels"]["team"] = "cart".into();
+    env.sim.update_by(cart, "kubectl-label").unwrap();
+    env.wait_events(DEPLOY, 2);
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+
+    let rec = env.start_recorder(&["deploy"]);
+    env.wait_baselines(2);
+    let mut frontend = env.get_json("deploy/frontend", "shop");
+    frontend["status"] = serde_json::json!({"replicas": 4, "observedGeneration": 9});
+    env.sim
+        .update_status_by(frontend, "kube-controller-manager")
+        .unwrap();
+    let mut cart = env.get_json("deploy/cartservice", "shop");
+    cart["spec"]["replicas"] = 3.into();
+    env.sim.update_by(cart, "kubectl-scale").unwrap();
+    env.wait_events(DEPLOY, 4);
+    let out = rec.stop();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let until = krply::time::Millis::now().as_ms();
+
+    let journal = krply::journal::Journal::open(&env.store).unwrap();
+    let cluster = journal.clusters().unwrap()[0].id.clone();
+    let history = krply::history::History::load(&journal, &cluster, until).unwrap();
+    let scope = krply::history::Scope {
+        namespace: Some("shop".into()),
+        types: None,
+    };
+    let lines = krply::browse::source::objects(&history, &scope, since, until).unwrap();
+    let manager = |name: &str| {
+        let line = lines.iter().find(|l| l.name == name).unwrap();
+        krply::browse::source::detail(&history, line, (since, until))
+            .unwrap()
+            .manager
+    };
+    assert_eq!(manager("frontend").as_deref(), Some("kubectl-scale"));
+    assert_eq!(manager("cartservice").as_deref(), Some("kubectl-scale"));
+    for line in &lines {
+        let tracked = krply::browse::source::tracked(&history, line)
+            .unwrap()
+            .unwrap();
+        let shown = history.last_change(&tracked, (since, until)).unwrap();
+        let timeline =
+            krply::browse::source::timeline(&history, line, &krply::diff::DiffOptions::default())
+                .unwrap()
+                .unwrap();
+        let newest = timeline.entries.into_iter().rev().find(|e| {
+            e.kind != krply::history::timeline::EntryType::Gap
+                && e.observed_at > since
+                && e.observed_at <= until
+                && !e.fields.is_empty()
+        });
+        let key = |e: &krply::history::timeline::Entry| {
+            (
+                e.observed_at,
+                e.resource_version.clone(),
+                krply::history::diff::managers(&e.fields),
+            )
+        };
+        assert_eq!(
+            shown.as_ref().map(key),
+            newest.as_ref().map(key),
+            "{}",
+            line.name
+        );
+    }
+}
+
 /// The list counts every object as `log` does where its count is read from
 /// the heads of the records in one pass along them: windows that begin
 /// before the journal, inside a zone (its records after the window's start
