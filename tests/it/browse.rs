@@ -141,6 +141,33 @@ fn browse_says_in_one_line_why_it_cannot_open() {
     assert!(out.stdout.is_empty(), "{out:?}");
 }
 
+/// The controller writes frontend's status (a status-only change).
+fn controller_writes_frontend_status(env: &Env) {
+    let mut frontend = env.get_json("deploy/frontend", "shop");
+    frontend["status"] = serde_json::json!({"replicas": 4, "observedGeneration": 9});
+    env.sim
+        .update_status_by(frontend, "kube-controller-manager")
+        .unwrap();
+}
+
+/// `f` of the journal's history up to `until` and browse's rows of
+/// namespace shop for `(since, until)`.
+fn with_shop_rows<T>(
+    env: &Env,
+    (since, until): (i64, i64),
+    f: impl FnOnce(&krply::history::History<'_>, &[krply::browse::app::ObjectLine]) -> T,
+) -> T {
+    let journal = krply::journal::Journal::open(&env.store).unwrap();
+    let cluster = journal.clusters().unwrap()[0].id.clone();
+    let history = krply::history::History::load(&journal, &cluster, until).unwrap();
+    let scope = krply::history::Scope {
+        namespace: Some("shop".into()),
+        types: None,
+    };
+    let lines = krply::browse::source::objects(&history, &scope, since, until).unwrap();
+    f(&history, &lines)
+}
+
 /// The MANAGER of a row is who made the newest change that is not
 /// status-only: a label, then a scale followed by the controller's status
 /// update shows the scale's manager (issue 28, bug 6), found from the
@@ -159,33 +186,23 @@ fn the_manager_shown_is_that_of_the_newest_change_that_is_not_status_only() {
     frontend["spec"]["replicas"] = 4.into();
     env.sim.update_by(frontend, "kubectl-scale").unwrap();
     env.wait_events(DEPLOY, 2);
-    let mut frontend = env.get_json("deploy/frontend", "shop");
-    frontend["status"] = serde_json::json!({"replicas": 4, "observedGeneration": 9});
-    env.sim
-        .update_status_by(frontend, "kube-controller-manager")
-        .unwrap();
+    controller_writes_frontend_status(&env);
     env.wait_events(DEPLOY, 3);
     let out = rec.stop();
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let until = krply::time::Millis::now().as_ms();
 
-    let journal = krply::journal::Journal::open(&env.store).unwrap();
-    let cluster = journal.clusters().unwrap()[0].id.clone();
-    let history = krply::history::History::load(&journal, &cluster, until).unwrap();
-    let scope = krply::history::Scope {
-        namespace: Some("shop".into()),
-        types: None,
-    };
-    let lines = krply::browse::source::objects(&history, &scope, since, until).unwrap();
-    let line = lines.iter().find(|l| l.name == "frontend").unwrap();
-    // The status update is no change `log` lists (docs/browse.md): two.
-    assert_eq!(line.changes, 2);
-    let detail = krply::browse::source::detail(&history, line, (since, until)).unwrap();
-    assert_eq!(
-        detail.manager.as_deref(),
-        Some("kubectl-scale"),
-        "{detail:?}"
-    );
+    with_shop_rows(&env, (since, until), |history, lines| {
+        let line = lines.iter().find(|l| l.name == "frontend").unwrap();
+        // The status update is no change `log` lists (docs/browse.md): two.
+        assert_eq!(line.changes, 2);
+        let detail = krply::browse::source::detail(history, line, (since, until)).unwrap();
+        assert_eq!(
+            detail.manager.as_deref(),
+            Some("kubectl-scale"),
+            "{detail:?}"
+        );
+    });
 }
 
 /// A recorder restart lists every object as it was: the manager a row shows
@@ -211,11 +228,7 @@ fn the_manager_shown_after_a_recorder_restart_is_the_timelines() {
 
     let rec = env.start_recorder(&["deploy"]);
     env.wait_baselines(2);
-    let mut frontend = env.get_json("deploy/frontend", "shop");
-    frontend["status"] = serde_json::json!({"replicas": 4, "observedGeneration": 9});
-    env.sim
-        .update_status_by(frontend, "kube-controller-manager")
-        .unwrap();
+    controller_writes_frontend_status(&env);
     let mut cart = env.get_json("deploy/cartservice", "shop");
     cart["spec"]["replicas"] = 3.into();
     env.sim.update_by(cart, "kubectl-scale").unwrap();
@@ -224,51 +237,48 @@ fn the_manager_shown_after_a_recorder_restart_is_the_timelines() {
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let until = krply::time::Millis::now().as_ms();
 
-    let journal = krply::journal::Journal::open(&env.store).unwrap();
-    let cluster = journal.clusters().unwrap()[0].id.clone();
-    let history = krply::history::History::load(&journal, &cluster, until).unwrap();
-    let scope = krply::history::Scope {
-        namespace: Some("shop".into()),
-        types: None,
-    };
-    let lines = krply::browse::source::objects(&history, &scope, since, until).unwrap();
-    let manager = |name: &str| {
-        let line = lines.iter().find(|l| l.name == name).unwrap();
-        krply::browse::source::detail(&history, line, (since, until))
-            .unwrap()
-            .manager
-    };
-    assert_eq!(manager("frontend").as_deref(), Some("kubectl-scale"));
-    assert_eq!(manager("cartservice").as_deref(), Some("kubectl-scale"));
-    for line in &lines {
-        let tracked = krply::browse::source::tracked(&history, line)
-            .unwrap()
-            .unwrap();
-        let shown = history.last_change(&tracked, (since, until)).unwrap();
-        let timeline =
-            krply::browse::source::timeline(&history, line, &krply::diff::DiffOptions::default())
+    with_shop_rows(&env, (since, until), |history, lines| {
+        let manager = |name: &str| {
+            let line = lines.iter().find(|l| l.name == name).unwrap();
+            krply::browse::source::detail(history, line, (since, until))
+                .unwrap()
+                .manager
+        };
+        assert_eq!(manager("frontend").as_deref(), Some("kubectl-scale"));
+        assert_eq!(manager("cartservice").as_deref(), Some("kubectl-scale"));
+        for line in lines {
+            let tracked = krply::browse::source::tracked(history, line)
                 .unwrap()
                 .unwrap();
-        let newest = timeline.entries.into_iter().rev().find(|e| {
-            e.kind != krply::history::timeline::EntryType::Gap
-                && e.observed_at > since
-                && e.observed_at <= until
-                && !e.fields.is_empty()
-        });
-        let key = |e: &krply::history::timeline::Entry| {
-            (
-                e.observed_at,
-                e.resource_version.clone(),
-                krply::history::diff::managers(&e.fields),
+            let shown = history.last_change(&tracked, (since, until)).unwrap();
+            let timeline = krply::browse::source::timeline(
+                history,
+                line,
+                &krply::diff::DiffOptions::default(),
             )
-        };
-        assert_eq!(
-            shown.as_ref().map(key),
-            newest.as_ref().map(key),
-            "{}",
-            line.name
-        );
-    }
+            .unwrap()
+            .unwrap();
+            let newest = timeline.entries.into_iter().rev().find(|e| {
+                e.kind != krply::history::timeline::EntryType::Gap
+                    && e.observed_at > since
+                    && e.observed_at <= until
+                    && !e.fields.is_empty()
+            });
+            let key = |e: &krply::history::timeline::Entry| {
+                (
+                    e.observed_at,
+                    e.resource_version.clone(),
+                    krply::history::diff::managers(&e.fields),
+                )
+            };
+            assert_eq!(
+                shown.as_ref().map(key),
+                newest.as_ref().map(key),
+                "{}",
+                line.name
+            );
+        }
+    });
 }
 
 /// The list counts every object as `log` does where its count is read from
