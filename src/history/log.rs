@@ -15,7 +15,7 @@ use super::tracked::Tracked;
 use super::{Between, History, HistoryError, Scope, StreamHistory};
 use crate::diff::DiffOptions;
 use crate::journal::read::GapWindow;
-use crate::journal::versions::{ObjectRow, RvKeys, VersionRow};
+use crate::journal::versions::{Before, ObjectRow, RvKeys, VersionRow};
 use crate::journal::{IdMap, IdSet, StreamId};
 use crate::model::WatchType;
 use crate::time::TimeWindow;
@@ -388,13 +388,20 @@ impl History<'_> {
                         o.info.id == stream.info.id
                             || stream.info.selector.is_none() && o.shares_objects_with(stream)
                     }) {
-                        let namespace = (holder.info.id != stream.info.id)
-                            .then_some(stream.info.namespace.as_deref())
-                            .flatten();
+                        // Another stream's records are in time order with
+                        // the list's, not in `seq` order (an imported lane).
+                        let (namespace, before) = if holder.info.id == stream.info.id {
+                            (None, Before::Seq(list.token))
+                        } else {
+                            (
+                                stream.info.namespace.as_deref(),
+                                Before::Time(list.observed_at),
+                            )
+                        };
                         let present = self.journal.objects_maybe_present_before(
                             holder.info.id,
                             namespace,
-                            list.token,
+                            before,
                             &|id| !touched.contains_key(&id) && !before_list.contains(&id),
                         )?;
                         before_list.extend(present);

@@ -154,6 +154,14 @@ pub struct BaselineRef {
     pub items: u64,
 }
 
+/// Where a list began, for [`Journal::objects_maybe_present_before`]: at a
+/// `seq` of the stream asked about, or at a time (another stream's list).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Before {
+    Seq(i64),
+    Time(i64),
+}
+
 /// An object of a stream, by name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ObjectRow {
@@ -426,18 +434,22 @@ impl Journal {
     }
 
     /// The objects of `stream` (of namespace `namespace` only, when given)
-    /// that `wanted` keeps, whose last version before `seq` is there and is
-    /// not a deletion: every such object the stream held just before a list
-    /// that began at `seq`, and perhaps some it did not (one an earlier list
-    /// found gone, or only a failed list held). One seek down the records of
-    /// each object kept: a caller that knows some objects already (those a
+    /// that `wanted` keeps, whose last version before a list is there and is
+    /// not a deletion: every such object the stream held just before the
+    /// list, and perhaps some it did not (one an earlier list found gone, or
+    /// only a failed list held). The list is the stream's own, that began at
+    /// a `seq` ([`Before::Seq`]), or another stream's, observed at a time
+    /// ([`Before::Time`]): the records of two streams are in time order only
+    /// within each (an imported lane's come after the journal's own, whatever
+    /// their times). One seek down the records of each object kept (by time,
+    /// a walk of them): a caller that knows some objects already (those a
     /// window touched) leaves them out, so a window that touched them all
     /// costs a scan of the stream's object ids.
     pub fn objects_maybe_present_before(
         &self,
         stream: StreamId,
         namespace: Option<&str>,
-        seq: i64,
+        before: Before,
         wanted: &dyn Fn(i64) -> bool,
     ) -> Result<Vec<i64>, JournalError> {
         let conn = self.conn();
@@ -451,17 +463,24 @@ impl Journal {
                     .collect::<rusqlite::Result<Vec<i64>>>()
             })
             .map_err(err)?;
-        let mut last = conn
-            .prepare_cached(
+        let (sql, bound) = match before {
+            Before::Seq(seq) => (
                 "SELECT watch_type FROM records WHERE object_id = ?1 AND seq < ?2
                  ORDER BY seq DESC LIMIT 1",
-            )
-            .map_err(err)?;
+                seq,
+            ),
+            Before::Time(at) => (
+                "SELECT watch_type FROM records WHERE object_id = ?1 AND observed_at < ?2
+                 ORDER BY observed_at DESC, seq DESC LIMIT 1",
+                at,
+            ),
+        };
+        let mut last = conn.prepare_cached(sql).map_err(err)?;
         let mut out = Vec::new();
         // Bounded by the stream's objects.
         for id in ids.into_iter().filter(|id| wanted(*id)) {
             let watch_type: Option<Option<i64>> = last
-                .query_row(params![id, seq], |r| r.get(0))
+                .query_row(params![id, bound], |r| r.get(0))
                 .optional()
                 .map_err(err)?;
             if let Some(watch_type) = watch_type

@@ -96,13 +96,10 @@ impl<'t> Oracle<'t> {
     /// pruned, merged); each stretch between two of them whose relist the
     /// window holds; the object existed when watching stopped, was gone when
     /// the relist was in the journal, and no recorder of the journal watched
-    /// its deletion. Its last deletion in the stretch is given. Only a
-    /// journal's own streams are judged: an imported lane shares its objects
-    /// with the streams of the journal it came into.
+    /// its deletion. Its last deletion in the stretch is given. The
+    /// journals imported into this one count as its own: their lanes share
+    /// their objects with its streams.
     pub fn found_gone(&self, since: i64, until: i64) -> Vec<&'t Written> {
-        if self.journals.len() != 1 {
-            return Vec::new();
-        }
         let mut out = Vec::new();
         for key in self.keys() {
             let mut watching: Vec<(i64, i64)> = Vec::new();
