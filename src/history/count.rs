@@ -180,15 +180,23 @@ impl Counting {
     pub fn finish(self, list_tokens: impl Iterator<Item = i64>) -> Option<Tally> {
         let first = self.first?;
         let stood_by: Vec<i64> = list_tokens.collect();
-        let lists_hold = stood_by
-            .iter()
-            .all(|t| *t < first || self.lists.contains(t))
-            && self.lists.iter().all(|t| stood_by.contains(t));
-        (self.told && lists_hold).then_some(Tally {
+        (self.told && lists_found_it_as_it_was(first, &self.lists, &stood_by)).then_some(Tally {
             changes: self.changes,
             last: self.last,
         })
     }
+}
+
+/// Whether the lists of a stream left an object's history from its version
+/// at `first` (a `seq`) on as its events tell it: every list the stream
+/// stands by (`stood_by`, their tokens) that began after that version found
+/// the object as it was (its token in `found`: an item with the
+/// resourceVersion of the version before it, not a deletion), and every
+/// list in `found` is one it stands by (not one that failed). Another list
+/// may have found the object changed or gone: only its timeline tells.
+pub fn lists_found_it_as_it_was(first: i64, found: &[i64], stood_by: &[i64]) -> bool {
+    stood_by.iter().all(|t| *t < first || found.contains(t))
+        && found.iter().all(|t| stood_by.contains(t))
 }
 
 /// The versions of one object from some record on, counted before the ones

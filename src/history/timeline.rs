@@ -908,37 +908,29 @@ fn vanished(b: &BaselineRef, stream: &str) -> Entry {
     }
 }
 
-/// Whether every list of `stream` after the first of `versions` (an
-/// object's versions from the one a window began with, oldest first) found
-/// the object as it was: each has an item among `versions` with the
-/// resourceVersion of the version before it, which was not a deletion; and
-/// every item is of a list the stream stands by. A list without such an
-/// item may have found the object changed or gone.
+/// Whether the lists of `stream` left an object's `versions` (from the one
+/// a window began with, oldest first) as their events tell them
+/// ([`super::count::lists_found_it_as_it_was`]): each item among them has
+/// the resourceVersion of the version before it, which was not a deletion.
 fn lists_found_nothing_new(stream: &StreamHistory, versions: &[VersionRow]) -> bool {
     let Some(first) = versions.first() else {
         return true;
     };
-    let mut found_as_it_was: Vec<i64> = first.list_token.into_iter().collect();
+    let mut found: Vec<i64> = first.list_token.into_iter().collect();
     for pair in versions.windows(2) {
         let (before, v) = (&pair[0], &pair[1]);
         if v.kind == kind::EVENT {
             continue;
         }
         match v.list_token {
-            Some(token)
-                if stream.lists.contains(&token)
-                    && !before.deleted()
-                    && before.resource_version == v.resource_version =>
-            {
-                found_as_it_was.push(token);
+            Some(token) if !before.deleted() && before.resource_version == v.resource_version => {
+                found.push(token);
             }
             _ => return false,
         }
     }
-    stream
-        .baselines
-        .iter()
-        .all(|b| b.token < first.seq || found_as_it_was.contains(&b.token))
+    let stood_by: Vec<i64> = stream.baselines.iter().map(|b| b.token).collect();
+    super::count::lists_found_it_as_it_was(first.seq, &found, &stood_by)
 }
 
 #[cfg(test)]
