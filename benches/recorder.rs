@@ -149,6 +149,37 @@ fn churn_lines(objects: &mut [Value], events: usize, base_rv: u64) -> (Vec<Vec<u
     (lines, raw)
 }
 
+/// What reading one event costs the recorder's reading thread, in this
+/// process and without the socket: `decode_line` (envelope, identity and
+/// compared digest), against parsing the line into a `serde_json::Value` as
+/// the bare client does (docs/journal.md, "Where the recorder's time goes").
+fn decode_cost(name: &str, lines: &[Vec<u8>]) {
+    let per_event = |f: &dyn Fn(&[u8])| {
+        // The best of three passes: this machine's speed drifts.
+        (0..3)
+            .map(|_| {
+                let t = Instant::now();
+                for line in lines {
+                    f(line);
+                }
+                t.elapsed().as_secs_f64() * 1e6 / lines.len() as f64
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let decoded = per_event(&|line| {
+        let Ok(WireEvent::Object { meta, .. }) = decode_line(line) else {
+            panic!("an event the recorder cannot read");
+        };
+        assert!(meta.diff_digest.is_some());
+    });
+    let bare = per_event(&|line| {
+        std::hint::black_box(serde_json::from_slice::<Value>(line).unwrap());
+    });
+    println!(
+        "{name} reading, in process: decode_line {decoded:.2} µs an event, a serde_json::Value {bare:.2} µs"
+    );
+}
+
 /// Reads `n` watch lines from `rv` on, as the source alone (`parse: false`) or as a
 /// bare client that parses each line into a `serde_json::Value`; events/s.
 fn read_watch(kubeconfig: &Path, rv: &str, n: usize, parse: bool) -> f64 {
@@ -186,6 +217,7 @@ fn workload(name: &str, objects: usize, events: usize) {
         events_raw as f64 / events as f64
     );
 
+    decode_cost(name, &lines);
     sim.serve_canned_watch("deployments", &lines);
     let source = read_watch(&kubeconfig, &base_rv, events, false);
     // The bare client and the recorder take turns, a few times: this machine's

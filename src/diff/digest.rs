@@ -73,21 +73,113 @@ fn put(out: &mut Vec<u8>, tag: u8, n: u64) {
 /// when the diff's answer about it cannot be told from a digest (above), or
 /// `raw` is not one JSON object.
 pub fn compared_digest(raw: &[u8]) -> Option<u64> {
+    walk(raw, None)
+}
+
+/// The members of an object's `metadata` that say which object and version
+/// it is, each a string, `null` (`None`) or absent (`None`).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+impl Identity {
+    /// The place of member `key` of `metadata`, if it is one of these.
+    fn slot(&mut self, key: &str) -> Option<&mut Option<String>> {
+        match key {
+            "namespace" => Some(&mut self.namespace),
+            "name" => Some(&mut self.name),
+            "uid" => Some(&mut self.uid),
+            "resourceVersion" => Some(&mut self.resource_version),
+            _ => None,
+        }
+    }
+}
+
+/// [`compared_digest`] and the object's [`Identity`], read in the same walk
+/// so that the recorder parses each event once (docs/journal.md, "Where
+/// the recorder's time goes"). `None` wherever `compared_digest` is, and
+/// also when `metadata` names one of the identity members twice or holds
+/// one that is neither a string nor `null`: the caller then reads the
+/// object as usual, which says what is wrong with it.
+pub fn compared_digest_and_identity(raw: &[u8]) -> Option<(u64, Identity)> {
+    let mut identity = Identity::default();
+    let digest = walk(raw, Some(&mut identity))?;
+    Some((digest, identity))
+}
+
+/// The digest of `raw`, reading its identity into `identity` when given.
+fn walk(raw: &[u8], identity: Option<&mut Identity>) -> Option<u64> {
     // Checked as UTF-8 once, so that no string is checked again as it is
     // read (a seventh of the recorder's reading thread, string by string).
     let text = std::str::from_utf8(raw).ok()?;
     let mut de = serde_json::Deserializer::from_str(text);
-    let mut members = Vec::with_capacity(64);
-    let mut out = Vec::with_capacity(raw.len());
+    let mut state = State {
+        out: Vec::with_capacity(raw.len()),
+        members: Vec::with_capacity(64),
+        identity,
+        taken: 0,
+    };
     Walk {
         at: At::Root,
-        out: &mut out,
-        members: &mut members,
+        state: &mut state,
     }
     .deserialize(&mut de)
     .ok()?;
     de.end().ok()?;
-    Some(KEY.hash_one(out.as_slice()))
+    Some(KEY.hash_one(state.out.as_slice()))
+}
+
+/// What one walk writes and collects.
+struct State<'de, 'i> {
+    /// The encoding being hashed.
+    out: Vec<u8>,
+    /// The names and digests of the members of the objects being walked,
+    /// the innermost last (one allocation for the whole walk).
+    members: Vec<(Cow<'de, str>, u64)>,
+    /// Where the identity is read to, when it is.
+    identity: Option<&'i mut Identity>,
+    /// The identity members read so far: a bit for each.
+    taken: u8,
+}
+
+impl State<'_, '_> {
+    /// Reads member `key` of `metadata` into the identity when it is one of
+    /// its members and the identity is read (`Ok(true)`), an error when it
+    /// was read before.
+    fn take<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        let Some(identity) = self.identity.as_deref_mut() else {
+            return Ok(false);
+        };
+        let bit = match key {
+            "namespace" => 1,
+            "name" => 2,
+            "uid" => 4,
+            "resourceVersion" => 8,
+            _ => return Ok(false),
+        };
+        if self.taken & bit != 0 {
+            return Err(A::Error::custom("an identity member named twice"));
+        }
+        self.taken |= bit;
+        let value: Option<String> = map.next_value()?;
+        *identity.slot(key).expect("one of the four") = value;
+        Ok(true)
+    }
+}
+
+/// Writes a string or `null` as the walk does.
+fn put_str(out: &mut Vec<u8>, v: Option<&str>) {
+    match v {
+        None => out.push(NULL),
+        Some(v) => {
+            put(out, STRING, v.len() as u64);
+            out.extend_from_slice(v.as_bytes());
+        }
+    }
 }
 
 /// Where a walked value is: only the first three hold noise.
@@ -129,15 +221,12 @@ impl At {
 /// on their own (their bytes then dropped from `out`), to be written in the
 /// order of their names. One SipHash per member, over one slice: hashing
 /// piece by piece took a quarter of the recorder's reading thread.
-struct Walk<'o, 'm, 'de> {
+struct Walk<'s, 'de, 'i> {
     at: At,
-    out: &'o mut Vec<u8>,
-    /// The names and digests of the members of the objects being walked,
-    /// the innermost last (one allocation for the whole walk).
-    members: &'m mut Vec<(Cow<'de, str>, u64)>,
+    state: &'s mut State<'de, 'i>,
 }
 
-impl<'de> DeserializeSeed<'de> for Walk<'_, '_, 'de> {
+impl<'de> DeserializeSeed<'de> for Walk<'_, 'de, '_> {
     type Value = bool;
 
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
@@ -148,7 +237,7 @@ impl<'de> DeserializeSeed<'de> for Walk<'_, '_, 'de> {
     }
 }
 
-impl<'de> Visitor<'de> for Walk<'_, '_, 'de> {
+impl<'de> Visitor<'de> for Walk<'_, 'de, '_> {
     type Value = bool;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -156,27 +245,27 @@ impl<'de> Visitor<'de> for Walk<'_, '_, 'de> {
     }
 
     fn visit_unit<E>(self) -> Result<bool, E> {
-        self.out.push(NULL);
+        self.state.out.push(NULL);
         Ok(true)
     }
 
     fn visit_bool<E>(self, v: bool) -> Result<bool, E> {
-        self.out.push(if v { TRUE } else { FALSE });
+        self.state.out.push(if v { TRUE } else { FALSE });
         Ok(true)
     }
 
     // serde_json hands non-negative integers to `visit_u64`, negative ones to
     // `visit_i64`, and a `Value` keeps them apart from floats the same way.
     fn visit_u64<E>(self, v: u64) -> Result<bool, E> {
-        put(self.out, UINT, v);
+        put(&mut self.state.out, UINT, v);
         Ok(true)
     }
 
     fn visit_i64<E>(self, v: i64) -> Result<bool, E> {
         // A non-negative one is the same number as a `u64`.
         match u64::try_from(v) {
-            Ok(v) => put(self.out, UINT, v),
-            Err(_) => put(self.out, NEG_INT, v.cast_unsigned()),
+            Ok(v) => put(&mut self.state.out, UINT, v),
+            Err(_) => put(&mut self.state.out, NEG_INT, v.cast_unsigned()),
         }
         Ok(true)
     }
@@ -184,49 +273,50 @@ impl<'de> Visitor<'de> for Walk<'_, '_, 'de> {
     fn visit_f64<E>(self, v: f64) -> Result<bool, E> {
         // Equal floats compare equal in a `Value`: `-0.0` is `0.0`.
         let v = if v == 0.0 { 0.0 } else { v };
-        put(self.out, FLOAT, v.to_bits());
+        put(&mut self.state.out, FLOAT, v.to_bits());
         Ok(true)
     }
 
     fn visit_str<E>(self, v: &str) -> Result<bool, E> {
-        put(self.out, STRING, v.len() as u64);
-        self.out.extend_from_slice(v.as_bytes());
+        put_str(&mut self.state.out, Some(v));
         Ok(true)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
-        self.out.push(LIST);
+        self.state.out.push(LIST);
         let mut len = 0u64;
         // Items are never `metadata` or `annotations`: always written.
         while seq
             .next_element_seed(Walk {
                 at: At::Elsewhere,
-                out: &mut *self.out,
-                members: &mut *self.members,
+                state: &mut *self.state,
             })?
             .is_some()
         {
             len += 1;
         }
-        put(self.out, CLOSE, len);
+        put(&mut self.state.out, CLOSE, len);
         Ok(true)
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
         let opts = DiffOptions::default();
         let holds_noise = self.at != At::Elsewhere;
-        let start = self.members.len();
+        let start = self.state.members.len();
         // In a container that holds noise, the names of members walked but
         // left out (noise only): one named twice is an error even then.
         let mut left_out: Vec<Cow<'de, str>> = Vec::new();
         let mut any = false;
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             any = true;
+            let taken = self.at == At::Metadata && self.state.take(&key, &mut map)?;
             if holds_noise {
                 let (path, len) = self.at.member(&key);
                 let filled = self.at == At::Root && (key == "apiVersion" || key == "kind");
                 if filled || is_noise_path(&path[..len], &opts) {
-                    map.next_value::<IgnoredAny>()?;
+                    if !taken {
+                        map.next_value::<IgnoredAny>()?;
+                    }
                     continue;
                 }
             }
@@ -235,21 +325,28 @@ impl<'de> Visitor<'de> for Walk<'_, '_, 'de> {
             } else {
                 At::Elsewhere
             };
-            let mark = self.out.len();
-            let written = map.next_value_seed(Walk {
-                at,
-                out: &mut *self.out,
-                members: &mut *self.members,
-            })?;
+            let mark = self.state.out.len();
+            let written = if taken {
+                // Written as the walk writes a string or `null`.
+                let st = &mut *self.state;
+                let value = st.identity.as_deref_mut().and_then(|i| i.slot(&key));
+                put_str(&mut st.out, value.and_then(|v| v.as_deref()));
+                true
+            } else {
+                map.next_value_seed(Walk {
+                    at,
+                    state: &mut *self.state,
+                })?
+            };
             if written {
-                let digest = KEY.hash_one(&self.out[mark..]);
-                self.members.push((key, digest));
+                let digest = KEY.hash_one(&self.state.out[mark..]);
+                self.state.members.push((key, digest));
             } else {
                 left_out.push(key);
             }
-            self.out.truncate(mark);
+            self.state.out.truncate(mark);
         }
-        let members = &mut self.members[start..];
+        let members = &mut self.state.members[start..];
         members.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let twice = members.windows(2).any(|w| w[0].0 == w[1].0)
             || left_out
@@ -268,16 +365,17 @@ impl<'de> Visitor<'de> for Walk<'_, '_, 'de> {
             }
             At::Metadata | At::Annotations if members.is_empty() => false,
             _ => {
-                put(self.out, OBJECT, members.len() as u64);
+                let out = &mut self.state.out;
+                put(out, OBJECT, members.len() as u64);
                 for (name, value) in members.iter() {
-                    put(self.out, NAME, name.len() as u64);
-                    self.out.extend_from_slice(name.as_bytes());
-                    self.out.extend_from_slice(&value.to_le_bytes());
+                    put(out, NAME, name.len() as u64);
+                    out.extend_from_slice(name.as_bytes());
+                    out.extend_from_slice(&value.to_le_bytes());
                 }
                 true
             }
         };
-        self.members.truncate(start);
+        self.state.members.truncate(start);
         Ok(written)
     }
 }

@@ -53,7 +53,7 @@ mod tests;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use digest::compared_digest;
+pub use digest::{Identity, compared_digest, compared_digest_and_identity};
 pub use facts::ObjectFacts;
 pub use noise::{
     LAST_APPLIED_ANNOTATION, REVISION_ANNOTATION, TEMPLATE_GENERATION_ANNOTATION, is_noise,
