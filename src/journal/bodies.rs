@@ -16,7 +16,7 @@
 //! The decisions are pure functions ([`is_surely_new`], [`keep_delta`],
 //! [`to_pack`], [`Sampler::add`]) tested on their own; the rest carries them out.
 
-use super::codec::{Codec, DecoderDict, EncoderDict, KeyframeCache};
+use super::codec::{Codec, DecoderDict, EncoderDict, KeyframeCache, Pace};
 use super::schema::{BodyRow, body_row};
 use super::{IdMap, JournalError, StreamId};
 use rusqlite::{OptionalExtension, Transaction, params};
@@ -178,6 +178,16 @@ pub struct BodyStore {
     pack: bool,
 }
 
+/// A version of an object to store.
+pub struct NewVersion<'a> {
+    pub resource_version: &'a str,
+    pub raw: &'a [u8],
+    /// Its [`crate::diff::compared_digest`], when taken.
+    pub diff_digest: Option<u64>,
+    /// How a keyframe of it is compressed.
+    pub pace: Pace,
+}
+
 /// A stored body: its row, and the object's previous body row, if any.
 pub struct Stored {
     pub body: i64,
@@ -245,17 +255,20 @@ impl BodyStore {
     /// Stores `raw` as the next body of `object` in `stream`. An unchanged body
     /// (same resourceVersion, same bytes) is not stored again; a changed one
     /// becomes a delta against the object's keyframe while that is clearly
-    /// smaller, else a new keyframe. `diff_digest` is the version's
-    /// [`crate::diff::compared_digest`], when taken.
+    /// smaller, else a new keyframe, compressed at the level for its pace.
     pub fn store(
         &mut self,
         tx: &Transaction<'_>,
         stream: StreamId,
         object: i64,
-        resource_version: &str,
-        raw: &[u8],
-        diff_digest: Option<u64>,
+        version: NewVersion<'_>,
     ) -> Result<Stored, JournalError> {
+        let NewVersion {
+            resource_version,
+            raw,
+            diff_digest,
+            pace,
+        } = version;
         self.load(tx, object)?;
         let digest = hash(raw);
         // Taken out and put back: no copy of the state per event.
@@ -329,7 +342,7 @@ impl BodyStore {
         let dict = self.dict_for(tx, stream, raw)?;
         let frame = self
             .codec
-            .keyframe(raw, dict.as_deref())
+            .keyframe(raw, dict.as_deref(), pace)
             .map_err(|e| self.codec_err(e))?;
         let dict_id = dict.map(|d| d.id);
         let id = insert_body(tx, None, dict_id, raw.len(), &frame).map_err(|e| self.sqlite(e))?;

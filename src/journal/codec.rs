@@ -14,10 +14,32 @@
 use std::fmt;
 use zstd::zstd_safe;
 
-/// zstd level for keyframes, written once per object: on the recorder bench's
-/// Deployments, level 6 makes a keyframe with the dictionary a fifth smaller
-/// than level 3 (about 145 bytes against 175), for about 12 µs more each.
+/// zstd level for a list's keyframes, written once per object: on the
+/// recorder bench's Deployments, level 6 makes a keyframe with the
+/// dictionary a fifth smaller than level 3 (about 145 bytes against 175),
+/// for about 12 µs more each.
 const LEVEL: i32 = 6;
+/// zstd level for the keyframes of events, made while the watch streams:
+/// on W-wide a fifth of the events become keyframes, and at level 6 they
+/// held the writer back (docs/journal.md, "Where the recorder's time goes").
+const LIVE_LEVEL: i32 = 3;
+
+/// How a keyframe is compressed: [`Pace::Listed`] for a list's items,
+/// [`Pace::Live`] for a watch's events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pace {
+    Listed,
+    Live,
+}
+
+impl Pace {
+    fn level(self) -> i32 {
+        match self {
+            Pace::Listed => LEVEL,
+            Pace::Live => LIVE_LEVEL,
+        }
+    }
+}
 /// zstd level for packs: consecutive versions of one object, mostly long matches
 /// against each other; level 3 packs them nearly as tightly as level 5 at a
 /// quarter of the time (measured on the recorder bench's W-deep).
@@ -43,16 +65,24 @@ pub fn train(samples: &[Vec<u8>]) -> Option<Vec<u8>> {
 pub struct EncoderDict {
     /// Its row in `dicts`.
     pub id: i64,
-    cdict: zstd_safe::CDict<'static>,
+    /// Prepared for [`Pace::Listed`] and for [`Pace::Live`].
+    listed: zstd_safe::CDict<'static>,
+    live: zstd_safe::CDict<'static>,
 }
 
 impl EncoderDict {
     /// Loads a dictionary for compressing; a damaged one (a `dicts` row of a
     /// damaged journal) is an error, not a panic.
     pub fn new(id: i64, dict: &[u8]) -> Result<EncoderDict, CodecError> {
-        let cdict = zstd_safe::CDict::try_create(dict, LEVEL)
-            .ok_or_else(|| CodecError(format!("dictionary {id} cannot be loaded")))?;
-        Ok(EncoderDict { id, cdict })
+        let prepared = |pace: Pace| {
+            zstd_safe::CDict::try_create(dict, pace.level())
+                .ok_or_else(|| CodecError(format!("dictionary {id} cannot be loaded")))
+        };
+        Ok(EncoderDict {
+            id,
+            listed: prepared(Pace::Listed)?,
+            live: prepared(Pace::Live)?,
+        })
     }
 }
 
@@ -119,16 +149,19 @@ impl Codec {
         self.cctx.get_or_insert_with(zstd_safe::CCtx::create)
     }
 
-    /// Compresses a body on its own, with its stream's dictionary when there is one.
+    /// Compresses a body on its own, with its stream's dictionary when there
+    /// is one, at the level for `pace`.
     pub fn keyframe(
         &mut self,
         raw: &[u8],
         dict: Option<&EncoderDict>,
+        pace: Pace,
     ) -> Result<Vec<u8>, CodecError> {
         let mut out = Vec::with_capacity(zstd_safe::compress_bound(raw.len()));
-        match dict {
-            None => self.cctx().compress(&mut out, raw, LEVEL),
-            Some(d) => self.cctx().compress_using_cdict(&mut out, raw, &d.cdict),
+        match (dict, pace) {
+            (None, _) => self.cctx().compress(&mut out, raw, pace.level()),
+            (Some(d), Pace::Listed) => self.cctx().compress_using_cdict(&mut out, raw, &d.listed),
+            (Some(d), Pace::Live) => self.cctx().compress_using_cdict(&mut out, raw, &d.live),
         }
         .map_err(zstd_err)?;
         Ok(out)
@@ -326,7 +359,7 @@ mod tests {
         // reader try to allocate it, and the process abort.
         let mut codec = Codec::new();
         let body = version(3, "shop/frontend:v1");
-        let key = codec.keyframe(&body, None).unwrap();
+        let key = codec.keyframe(&body, None, Pace::Listed).unwrap();
         let huge = codec.decode(&key, 0x3b00_0000_00f7, None).unwrap_err();
         assert!(huge.0.contains("more than any object"), "{huge}");
         let short = codec.decode(&key, body.len() - 1, None).unwrap_err();
@@ -346,7 +379,7 @@ mod tests {
         let mut c = Codec::new();
         let v1 = version(1, "frontend:v0.10.5");
         let v2 = version(2, "frontend:v0.10.6");
-        let k = c.keyframe(&v1, None).unwrap();
+        let k = c.keyframe(&v1, None, Pace::Listed).unwrap();
         let d = c.delta(&v2, &v1).unwrap();
         assert!(
             d.len() < k.len() / 2,
@@ -374,7 +407,7 @@ mod tests {
     fn decoding_with_a_wrong_length_fails() {
         let mut c = Codec::new();
         let v1 = version(1, "a");
-        let k = c.keyframe(&v1, None).unwrap();
+        let k = c.keyframe(&v1, None, Pace::Listed).unwrap();
         assert!(c.decode(&k, v1.len() + 1, None).is_err());
         assert!(c.decode(b"not zstd", 10, None).is_err());
     }
@@ -390,8 +423,8 @@ mod tests {
         let enc = EncoderDict::new(3, &dict).unwrap();
         let dec = DecoderDict::new(3, &dict).unwrap();
         let body = version(4, "shop/checkout:v9");
-        let alone = c.keyframe(&body, None).unwrap();
-        let with = c.keyframe(&body, Some(&enc)).unwrap();
+        let alone = c.keyframe(&body, None, Pace::Listed).unwrap();
+        let with = c.keyframe(&body, Some(&enc), Pace::Listed).unwrap();
         assert!(
             with.len() * 2 < alone.len(),
             "{} vs {}",

@@ -11,7 +11,8 @@
 //! with a checkpoint for each stream whose events it holds, so an event and the
 //! checkpoint it advances are durable together.
 
-use super::bodies::{BodyStore, is_surely_new};
+use super::bodies::{BodyStore, NewVersion, is_surely_new};
+use super::codec::Pace;
 use super::records::{BaselineInfo, CheckpointInfo, CheckpointReason, CoverageInfo, GapInfo};
 use super::schema::{kind, mark};
 use super::zones::{self, Zone};
@@ -960,10 +961,17 @@ fn apply_event(
     let digest = meta
         .diff_digest
         .filter(|_| watch_type != WatchType::Deleted);
-    let stored =
-        cx.caches
-            .bodies
-            .store(tx, stream, object, &meta.resource_version, &body, digest)?;
+    let stored = cx.caches.bodies.store(
+        tx,
+        stream,
+        object,
+        NewVersion {
+            resource_version: &meta.resource_version,
+            raw: &body,
+            diff_digest: digest,
+            pace: Pace::Live,
+        },
+    )?;
     if cx.caches.feed.as_mut().is_some_and(|f| f.admit()) {
         let before = match (watch_type, stored.previous) {
             (WatchType::Modified, Some(prev)) => Some(cx.caches.bodies.read(tx, prev)?),
@@ -1068,9 +1076,12 @@ fn apply_baseline_item(
             tx,
             stream,
             object,
-            &meta.resource_version,
-            &body,
-            meta.diff_digest,
+            NewVersion {
+                resource_version: &meta.resource_version,
+                raw: &body,
+                diff_digest: meta.diff_digest,
+                pace: Pace::Listed,
+            },
         )?
         .body;
     let seq = take_seq(&mut cx.caches.next_seq);
