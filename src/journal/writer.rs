@@ -965,12 +965,7 @@ fn apply_event(
         tx,
         stream,
         object,
-        NewVersion {
-            resource_version: &meta.resource_version,
-            raw: &body,
-            diff_digest: digest,
-            pace: Pace::Live,
-        },
+        version(&meta, &body, digest, Pace::Live),
     )?;
     if cx.caches.feed.as_mut().is_some_and(|f| f.admit()) {
         let before = match (watch_type, stored.previous) {
@@ -1035,6 +1030,21 @@ fn apply_event(
     Ok(())
 }
 
+/// The version of an object that `meta` and `body` are, to store.
+fn version<'a>(
+    meta: &'a ObjectMeta,
+    body: &'a [u8],
+    diff_digest: Option<u64>,
+    pace: Pace,
+) -> NewVersion<'a> {
+    NewVersion {
+        resource_version: &meta.resource_version,
+        raw: body,
+        diff_digest,
+        pace,
+    }
+}
+
 /// Whether this event of `object` is already journaled: a redelivery has the
 /// same resourceVersion and type (journals of schema version 3 also hold an
 /// `event_key` for it, which is no longer needed).
@@ -1076,12 +1086,7 @@ fn apply_baseline_item(
             tx,
             stream,
             object,
-            NewVersion {
-                resource_version: &meta.resource_version,
-                raw: &body,
-                diff_digest: meta.diff_digest,
-                pace: Pace::Listed,
-            },
+            version(&meta, &body, meta.diff_digest, Pace::Listed),
         )?
         .body;
     let seq = take_seq(&mut cx.caches.next_seq);
