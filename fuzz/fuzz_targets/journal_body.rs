@@ -19,7 +19,9 @@
 
 #![no_main]
 
-use krply::journal::codec::{Codec, DecoderDict, EncoderDict, PreparedKeyframe, slice_of_pack};
+use krply::journal::codec::{
+    Codec, DecoderDict, EncoderDict, Pace, PreparedKeyframe, slice_of_pack,
+};
 use krply::journal::schema::{pack_ref, parse_pack_ref};
 use libfuzzer_sys::fuzz_target;
 
@@ -67,24 +69,29 @@ fuzz_target!(|data: &[u8]| {
 
     // Writing then reading gives the bytes back.
     // A dictionary that loads compresses and decodes with either side.
-    if let (Ok(enc), Ok(dec)) = (EncoderDict::new(2, base), DecoderDict::new(2, base)) {
+    // Either pace: a list's keyframes and a watch's.
+    for pace in [Pace::Listed, Pace::Live] {
+        if let (Ok(enc), Ok(dec)) = (EncoderDict::new(2, base), DecoderDict::new(2, base)) {
+            let key = codec
+                .keyframe(blob, Some(&enc), pace)
+                .expect("compressing with a dictionary");
+            assert_eq!(
+                codec
+                    .decode_with_dict(&key, blob.len(), &dec)
+                    .expect("decoding with the dictionary"),
+                blob
+            );
+        }
         let key = codec
-            .keyframe(blob, Some(&enc))
-            .expect("compressing with a dictionary");
+            .keyframe(blob, None, pace)
+            .expect("compressing a keyframe");
         assert_eq!(
             codec
-                .decode_with_dict(&key, blob.len(), &dec)
-                .expect("decoding with the dictionary"),
+                .decode(&key, blob.len(), None)
+                .expect("decoding a fresh keyframe"),
             blob
         );
     }
-    let key = codec.keyframe(blob, None).expect("compressing a keyframe");
-    assert_eq!(
-        codec
-            .decode(&key, blob.len(), None)
-            .expect("decoding a fresh keyframe"),
-        blob
-    );
     let delta = codec.delta(blob, base).expect("compressing a delta");
     assert_eq!(
         codec
