@@ -3,8 +3,9 @@
 //!
 //! Batching is a group commit: the thread blocks for the first op, takes
 //! everything already waiting, and unless that is a batch big enough
-//! ([`BATCH_ENOUGH`]) lets more arrive for [`COMMIT_WINDOW`]; all of it (up
-//! to [`MAX_BATCH`]) goes into one transaction. Nothing waits longer than the
+//! ([`BATCH_ENOUGH`]) takes more as it arrives, for up to [`COMMIT_WINDOW`]
+//! or until the batch is big enough; all of it (up to [`MAX_BATCH`]) goes
+//! into one transaction. Nothing waits longer than the
 //! window to become durable, and a busy cluster pays one commit (one WAL write
 //! of the touched pages) per window or per few hundred ops instead of one per
 //! event. Every transaction ends
@@ -402,11 +403,7 @@ impl WriterState {
             };
             let mut bytes = first.body_len();
             batch.push(first);
-            take_waiting(&mut rx, &mut batch, &mut bytes);
-            if waits_for_more(&batch, bytes) && !rx.is_closed() && !window.is_zero() {
-                std::thread::sleep(window);
-                take_waiting(&mut rx, &mut batch, &mut bytes);
-            }
+            gather(&mut rx, &mut batch, &mut bytes, window);
             if let Err(e) = self.commit(&mut batch, Some(&mut rx)) {
                 rx.close();
                 return Err(e);
@@ -1273,6 +1270,33 @@ fn waits_for_more(ops: &[Op], bytes: usize) -> bool {
     !urgent && !enough
 }
 
+/// How often a transaction that waits for more ops takes those queued.
+const GATHER_STEP: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Takes the ops queued into `batch`, and while it [`waits_for_more`], those
+/// that arrive within `window`, as they arrive: a batch is begun as soon as
+/// it is big enough, and the queue never stays full while the writer waits.
+/// Sleeping out the whole window instead, when a busy stream's queue was
+/// momentarily short, made the stream wait on a full queue for most of it
+/// (docs/journal.md, "Where the recorder's time goes"). At most one step
+/// of [`GATHER_STEP`] after the window.
+fn gather(
+    rx: &mut tokio::sync::mpsc::Receiver<Op>,
+    batch: &mut Vec<Op>,
+    bytes: &mut usize,
+    window: std::time::Duration,
+) {
+    let deadline = std::time::Instant::now() + window;
+    loop {
+        take_waiting(rx, batch, bytes);
+        let now = std::time::Instant::now();
+        if !waits_for_more(batch, *bytes) || rx.is_closed() || now >= deadline {
+            return;
+        }
+        std::thread::sleep(GATHER_STEP.min(deadline - now));
+    }
+}
+
 /// Moves the ops already queued into `batch`, up to [`MAX_BATCH`] ops or
 /// [`MAX_BATCH_BYTES`] of bodies, counting their bytes into `bytes`.
 fn take_waiting(rx: &mut tokio::sync::mpsc::Receiver<Op>, batch: &mut Vec<Op>, bytes: &mut usize) {
@@ -1601,6 +1625,59 @@ mod tests {
             meta: meta(name, rv),
             body: body(name, rv, rv),
         }
+    }
+
+    #[test]
+    fn a_transaction_begins_as_soon_as_enough_ops_arrive_within_its_window() {
+        let (_dir, stream) = configmap_stream();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(QUEUE);
+        let (done, finished) = std::sync::mpsc::sync_channel::<()>(1);
+        let send = move |tx: &tokio::sync::mpsc::Sender<Op>, ops: std::ops::Range<usize>| {
+            for i in ops {
+                tx.blocking_send(event(stream, i as i64, "cm", &(i + 1).to_string()))
+                    .unwrap();
+            }
+        };
+        let sender = std::thread::spawn(move || {
+            send(&tx, 0..BATCH_ENOUGH / 2);
+            // The rest once the writer has taken the first half, so that
+            // it arrives while the writer waits for more.
+            let taken = (0..60_000).any(|_| {
+                let all = tx.capacity() == tx.max_capacity();
+                if !all {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                all
+            });
+            assert!(taken, "the writer took nothing for a minute");
+            send(&tx, BATCH_ENOUGH / 2..BATCH_ENOUGH);
+            // The channel stays open until the test is done with it, or
+            // far longer than it needs.
+            let _ = finished.recv_timeout(std::time::Duration::from_secs(60));
+        });
+        let (mut batch, mut bytes) = (Vec::new(), 0);
+        batch.extend(rx.blocking_recv());
+        // A window far longer than the test may take: gathering must end
+        // because enough arrived, not because the window did.
+        gather(
+            &mut rx,
+            &mut batch,
+            &mut bytes,
+            std::time::Duration::from_secs(90),
+        );
+        assert_eq!(batch.len(), BATCH_ENOUGH);
+        assert!(!rx.is_closed(), "gathered until the sender gave up");
+        done.send(()).unwrap();
+        sender.join().unwrap();
+        // A closed channel ends the wait at once, with what came.
+        let mut batch = Vec::new();
+        gather(
+            &mut rx,
+            &mut batch,
+            &mut bytes,
+            std::time::Duration::from_secs(90),
+        );
+        assert!(batch.is_empty());
     }
 
     #[test]
