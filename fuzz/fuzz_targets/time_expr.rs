@@ -59,7 +59,10 @@ fuzz_target!(|data: &[u8]| {
                 at.as_ms()
             );
         }
-        assert!(at <= now, "{s:?} at now={now} gave {at}, which is after now");
+        assert!(
+            at <= now,
+            "{s:?} at now={now} gave {at}, which is after now"
+        );
     }
 
     match parse_duration(s) {
