@@ -516,7 +516,7 @@ async fn watch_from_rv_sees_added_modified_deleted_in_order() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_canned_watch_serves_its_lines_once_then_watches_are_live_again() {
+async fn a_canned_watch_serves_its_lines_once_when_let_then_watches_are_live_again() {
     let (sim, client) = shop().await;
     let cms: Api<ConfigMap> = Api::namespaced(client, "shop");
     let rv = list_rv(&cms).await;
@@ -530,9 +530,14 @@ async fn a_canned_watch_serves_its_lines_once_then_watches_are_live_again() {
             .into_bytes()
         })
         .collect();
-    sim.serve_canned_watch("configmaps", &lines);
+    // Gated, as the recorder bench serves them: they flow once told to.
+    let gate = sim.serve_canned_watch_gated("configmaps", &lines);
+    assert!(!gate.watched());
     let params = WatchParams::default().timeout(30).disable_bookmarks();
     let mut w = cms.watch(&params, &rv).await.unwrap().boxed();
+    // The response has begun: the watch has taken the lines.
+    assert!(gate.watched());
+    gate.go();
     for i in 1..=3 {
         match next(&mut w).await {
             Some(Ok(WatchEvent::Modified(o))) => {

@@ -794,6 +794,14 @@ impl Simulator {
     /// of the store's events: a watch source for benchmarks that does no work per
     /// event. The lines are not checked and the store does not change.
     pub fn serve_canned_watch(&self, plural: &str, lines: &[Vec<u8>]) {
+        self.serve_canned_watch_gated(plural, lines).go();
+    }
+
+    /// [`Simulator::serve_canned_watch`], but the lines flow only once
+    /// [`CannedGate::go`] is called: a benchmark times the stream alone, from
+    /// a watch that is already open (as the yardstick's source does with
+    /// `POST /_control/go`), not the client's start and list with it.
+    pub fn serve_canned_watch_gated(&self, plural: &str, lines: &[Vec<u8>]) -> CannedGate {
         const CHUNK: usize = 64 << 10;
         let mut chunks = Vec::new();
         let mut chunk = Vec::with_capacity(CHUNK);
@@ -807,10 +815,15 @@ impl Simulator {
         if !chunk.is_empty() {
             chunks.push(bytes::Bytes::from(chunk));
         }
+        let (go, gate) = tokio::sync::watch::channel(false);
+        let (taken, watched) = tokio::sync::watch::channel(false);
         *lock(&self.shared().canned) = Some(shared::CannedWatch {
             plural: plural.to_owned(),
             chunks,
+            go: gate,
+            taken,
         });
+        CannedGate { go, watched }
     }
 
     /// Writes one line that is not JSON into every open watch; the watches go on.
@@ -865,5 +878,23 @@ impl Simulator {
         f.forbidden.retain(|(r, ns)| {
             !(r == resource && (namespace.is_none() || ns.as_deref() == namespace))
         });
+    }
+}
+
+/// The gate of a canned watch ([`Simulator::serve_canned_watch_gated`]).
+pub struct CannedGate {
+    go: tokio::sync::watch::Sender<bool>,
+    watched: tokio::sync::watch::Receiver<bool>,
+}
+
+impl CannedGate {
+    /// Whether a watch has taken the lines and waits for them.
+    pub fn watched(&self) -> bool {
+        *self.watched.borrow()
+    }
+
+    /// Lets the lines flow.
+    pub fn go(&self) {
+        self.go.send_replace(true);
     }
 }

@@ -575,7 +575,8 @@ fn start_watch(
 }
 
 /// The canned lines for a watch of `plural`, if some are waiting: streamed from
-/// memory as fast as the client reads them, then the watch stays open, quiet, until
+/// memory as fast as the client reads them once their gate opens, then the watch
+/// stays open, quiet, until
 /// the client goes or the simulator stops. A source for benchmarks that is never
 /// the bottleneck (it does no JSON work).
 fn take_canned(shared: &Arc<Shared>, plural: &str) -> Option<Response<SimBody>> {
@@ -587,7 +588,14 @@ fn take_canned(shared: &Arc<Shared>, plural: &str) -> Option<Response<SimBody>> 
     drop(slot);
     let (tx, rx) = tokio::sync::mpsc::channel(8);
     let mut shutdown = shared.shutdown.clone();
+    canned.taken.send_replace(true);
+    let mut go = canned.go;
     tokio::spawn(async move {
+        tokio::select! {
+            _ = go.wait_for(|go| *go) => {}
+            _ = tx.closed() => return,
+            _ = shutdown.wait_for(|stop| *stop) => return,
+        }
         for chunk in canned.chunks {
             if tx.send(chunk).await.is_err() {
                 return;

@@ -81,6 +81,10 @@ pub(crate) struct Shared {
 pub(crate) struct CannedWatch {
     pub plural: String,
     pub chunks: Vec<Bytes>,
+    /// Flips to true when the lines may flow ([`super::CannedGate::go`]).
+    pub go: watch::Receiver<bool>,
+    /// Set to true when a watch has taken the lines.
+    pub taken: watch::Sender<bool>,
 }
 
 impl Shared {
