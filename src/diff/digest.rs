@@ -87,13 +87,14 @@ pub struct Identity {
 }
 
 impl Identity {
-    /// The place of member `key` of `metadata`, if it is one of these.
-    fn slot(&mut self, key: &str) -> Option<&mut Option<String>> {
+    /// The place of member `key` of `metadata`, if it is one of these, and
+    /// the bit that marks it read.
+    fn slot(&mut self, key: &str) -> Option<(u8, &mut Option<String>)> {
         match key {
-            "namespace" => Some(&mut self.namespace),
-            "name" => Some(&mut self.name),
-            "uid" => Some(&mut self.uid),
-            "resourceVersion" => Some(&mut self.resource_version),
+            "namespace" => Some((1, &mut self.namespace)),
+            "name" => Some((2, &mut self.name)),
+            "uid" => Some((4, &mut self.uid)),
+            "resourceVersion" => Some((8, &mut self.resource_version)),
             _ => None,
         }
     }
@@ -151,22 +152,14 @@ impl State<'_, '_> {
     /// its members and the identity is read (`Ok(true)`), an error when it
     /// was read before.
     fn take<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
-        let Some(identity) = self.identity.as_deref_mut() else {
+        let Some((bit, slot)) = self.identity.as_deref_mut().and_then(|i| i.slot(key)) else {
             return Ok(false);
-        };
-        let bit = match key {
-            "namespace" => 1,
-            "name" => 2,
-            "uid" => 4,
-            "resourceVersion" => 8,
-            _ => return Ok(false),
         };
         if self.taken & bit != 0 {
             return Err(A::Error::custom("an identity member named twice"));
         }
         self.taken |= bit;
-        let value: Option<String> = map.next_value()?;
-        *identity.slot(key).expect("one of the four") = value;
+        *slot = map.next_value()?;
         Ok(true)
     }
 }
@@ -330,7 +323,7 @@ impl<'de> Visitor<'de> for Walk<'_, 'de, '_> {
                 // Written as the walk writes a string or `null`.
                 let st = &mut *self.state;
                 let value = st.identity.as_deref_mut().and_then(|i| i.slot(&key));
-                put_str(&mut st.out, value.and_then(|v| v.as_deref()));
+                put_str(&mut st.out, value.and_then(|(_, v)| v.as_deref()));
                 true
             } else {
                 map.next_value_seed(Walk {
