@@ -206,13 +206,9 @@ pub fn decode_line(line: &[u8]) -> Result<WireEvent, Malformed> {
 /// JSON; the caller's walk does.
 fn written_as_the_server_writes(line: &[u8]) -> Option<(WatchType, &[u8])> {
     let rest = line.strip_prefix(br#"{"type":""#)?;
-    let (watch_type, rest) = [
-        (WatchType::Added, &b"ADDED"[..]),
-        (WatchType::Modified, b"MODIFIED"),
-        (WatchType::Deleted, b"DELETED"),
-    ]
-    .into_iter()
-    .find_map(|(t, name)| Some((t, rest.strip_prefix(name)?)))?;
+    let (watch_type, rest) = [WatchType::Added, WatchType::Modified, WatchType::Deleted]
+        .into_iter()
+        .find_map(|t| Some((t, rest.strip_prefix(t.as_str().as_bytes())?)))?;
     let object = rest.strip_prefix(br#"","object":"#)?;
     let object = trim_json_space(object).strip_suffix(b"}")?;
     Some((watch_type, trim_json_space(object)))
