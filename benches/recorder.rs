@@ -417,15 +417,22 @@ fn body_kinds(store: &Path) -> Vec<(String, i64, f64)> {
             .unwrap();
     let mut stmt = conn
         .prepare(
-            "SELECT CASE WHEN b.base_id IS NULL AND b.dict_id IS NOT NULL THEN 'keyframes, dictionary'
+            &format!(
+                "SELECT CASE WHEN b.base_id IS NULL AND b.dict_id IS NOT NULL THEN 'keyframes, dictionary'
                          WHEN b.base_id IS NULL THEN 'keyframes, alone'
-                         WHEN l.body_id IS NOT NULL THEN 'deltas waiting'
+                         WHEN l.slot IS NOT NULL THEN 'deltas waiting'
                          WHEN b.pack_ref IS NOT NULL THEN 'deltas packed'
                          ELSE 'deltas in place' END,
                     count(*), avg(length(coalesce(l.data, b.data)))
-             FROM bodies b LEFT JOIN blobs l ON l.body_id = b.id GROUP BY 1
+             FROM bodies b LEFT JOIN waiting l
+                ON b.pack_ref >= {w} AND b.pack_ref < {p}
+                AND l.slot = b.pack_ref - {w}
+             GROUP BY 1
              UNION ALL
              SELECT 'packs', count(*), avg(length(data)) FROM packs",
+                w = krply::journal::schema::WAITING,
+                p = krply::journal::schema::PACKED,
+            ),
         )
         .unwrap();
     stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))

@@ -76,6 +76,34 @@ pub fn to_pack(unpacked: &[(i64, usize)], packed: usize) -> usize {
     if n >= 2 { n } else { 0 }
 }
 
+/// The packs to make of a keyframe's waiting deltas ((body row, bytes of
+/// JSON), oldest first) once the object has a new keyframe: which of them go
+/// in each. None of them is the latest any more, so all are packed,
+/// [`PACK_VERSIONS`] at a time at most (fewer when they pass
+/// [`PACK_MAX_BYTES`]); a version that would be alone in its pack stays as it
+/// is.
+pub fn orphans_to_pack(unpacked: &[(i64, usize)]) -> Vec<std::ops::Range<usize>> {
+    let mut packs = Vec::new();
+    let mut start = 0;
+    while start < unpacked.len() {
+        let mut bytes = 0;
+        let n = unpacked[start..]
+            .iter()
+            .take(PACK_VERSIONS)
+            .take_while(|(_, len)| {
+                bytes += *len;
+                bytes <= PACK_MAX_BYTES
+            })
+            .count()
+            .max(1);
+        if n >= 2 {
+            packs.push(start..start + n);
+        }
+        start += n;
+    }
+    packs
+}
+
 /// Whether an event with resourceVersion `rv` is surely not yet stored, given the
 /// last version stored for its object. resourceVersions are opaque to clients,
 /// but kube-apiserver's are etcd revisions, which grow; when both parse as
@@ -176,6 +204,7 @@ pub struct BodyStore {
     decoders: HashMap<i64, Arc<DecoderDict>>,
     /// Whether older versions are packed (on, but for comparisons).
     pack: bool,
+    slots: Slots,
 }
 
 /// A version of an object to store.
@@ -210,6 +239,7 @@ impl BodyStore {
             objects: IdMap::default(),
             dicts: HashMap::new(),
             decoders: HashMap::new(),
+            slots: Slots::default(),
         }
     }
 
@@ -299,15 +329,19 @@ impl BodyStore {
                 .delta(raw, &base)
                 .map_err(|e| self.codec_err(e))?;
             if keep_delta(delta.len(), s.keyframe.data.len()) {
-                let id = if self.pack {
-                    insert_unpacked(tx, s.keyframe.id, raw.len(), &delta)
+                let waiting = if self.pack {
+                    self.slots.insert(tx, &delta).map_err(|e| self.sqlite(e))?
                 } else {
-                    insert_body(tx, Some(s.keyframe.id), None, raw.len(), &delta)
+                    None
+                };
+                let id = match waiting {
+                    Some(at) => insert_waiting(tx, s.keyframe.id, raw.len(), at),
+                    None => insert_body(tx, Some(s.keyframe.id), None, raw.len(), &delta),
                 }
                 .map_err(|e| self.sqlite(e))?;
                 let mut unpacked = s.unpacked;
                 let packed = s.deltas - unpacked.len();
-                if self.pack {
+                if waiting.is_some() {
                     unpacked.push((id, raw.len()));
                 }
                 let n = if self.pack {
@@ -337,6 +371,15 @@ impl BodyStore {
                     same_for_diff,
                     changed_for_diff,
                 });
+            }
+            // The object gets a new keyframe: its old keyframe's waiting
+            // deltas will never be the latest again, so they are packed now
+            // rather than left alone in `blobs`.
+            if self.pack {
+                for range in orphans_to_pack(&s.unpacked) {
+                    let ids: Vec<i64> = s.unpacked[range].iter().map(|(id, _)| *id).collect();
+                    self.pack(tx, &s.keyframe, &ids)?;
+                }
             }
         }
         let dict = self.dict_for(tx, stream, raw)?;
@@ -384,8 +427,10 @@ impl BodyStore {
         let base = self.keyframe_raw(tx, keyframe)?;
         let mut raw = Vec::new();
         let mut offsets = Vec::with_capacity(ids.len());
+        let mut slots = Vec::with_capacity(ids.len());
         for id in ids {
             let row = body_row(tx, *id).map_err(|e| self.sqlite(e))?;
+            slots.push(row.waiting);
             let version = self
                 .codec
                 .decode(&row.data, row.raw_len, Some(&base))
@@ -408,15 +453,16 @@ impl BodyStore {
                 .map_err(|e| self.sqlite(e))?;
             return Ok(());
         }
-        for (id, offset) in ids.iter().zip(offsets) {
+        for ((id, offset), slot) in ids.iter().zip(offsets).zip(slots) {
             let Some(at) = super::schema::pack_ref(pack, offset) else {
                 continue;
             };
             tx.prepare_cached("UPDATE bodies SET pack_ref = ?2 WHERE id = ?1")
                 .and_then(|mut s| s.execute(params![id, at]))
-                .and_then(|_| tx.prepare_cached("DELETE FROM blobs WHERE body_id = ?1"))
-                .and_then(|mut s| s.execute(params![id]))
-                .map_err(|e| JournalError::sqlite(&self.path, e))?;
+                .map_err(|e| self.sqlite(e))?;
+            if let Some(slot) = slot {
+                self.slots.free(tx, slot).map_err(|e| self.sqlite(e))?;
+            }
         }
         Ok(())
     }
@@ -616,21 +662,122 @@ fn keyframe_of(row: BodyRow, id: i64) -> Keyframe {
     }
 }
 
-/// A delta waiting to be packed: its bytes in `blobs`.
-fn insert_unpacked(
+/// The body row of a delta waiting to be packed, its bytes in `waiting` at
+/// `pack_ref`.
+fn insert_waiting(
     tx: &Transaction<'_>,
     base: i64,
     raw_len: usize,
-    data: &[u8],
+    pack_ref: i64,
 ) -> rusqlite::Result<i64> {
     tx.prepare_cached(
         "INSERT INTO bodies(base_id, raw_len, data, pack_ref) VALUES (?1, ?2, x'', ?3)",
     )?
-    .execute(params![base, raw_len as i64, super::schema::UNPACKED])?;
-    let id = tx.last_insert_rowid();
-    tx.prepare_cached("INSERT INTO blobs(body_id, data) VALUES (?1, ?2)")?
-        .execute(params![id, data])?;
-    Ok(id)
+    .execute(params![base, raw_len as i64, pack_ref])?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// The most free stretches of slots [`Slots`] takes from what earlier runs
+/// left in `waiting`: the lowest ones, 1 MiB of them.
+const MAX_HOLES: usize = 1 << 16;
+/// The most taken slots tried before a new one: each try fails only when
+/// another writer of the journal took that slot meanwhile.
+const SLOT_TRIES: usize = 4;
+
+/// Which slots of `waiting` are free for the next delta: those packing freed
+/// in this run, the latest first (their pages were just written), then the
+/// holes earlier runs left, lowest first; else a new slot after the last.
+/// docs/journal.md, "Packs".
+#[derive(Default)]
+struct Slots {
+    freed: Vec<i64>,
+    /// Free stretches below the last slot, read from `waiting` at the first
+    /// delta of the run (`None` until then).
+    holes: Option<std::collections::VecDeque<std::ops::Range<i64>>>,
+}
+
+impl Slots {
+    /// Stores a waiting delta's bytes; returns its `bodies.pack_ref`, or
+    /// `None` when no slot fits (the delta then stays in its body row).
+    fn insert(&mut self, tx: &Transaction<'_>, data: &[u8]) -> rusqlite::Result<Option<i64>> {
+        for _ in 0..SLOT_TRIES {
+            let Some(slot) = self.take(tx)? else { break };
+            let stored = tx
+                .prepare_cached("INSERT OR IGNORE INTO waiting(slot, data) VALUES (?1, ?2)")?
+                .execute(params![slot, data])?;
+            if stored == 1 {
+                return Ok(super::schema::waiting_ref(slot));
+            }
+        }
+        tx.prepare_cached("INSERT INTO waiting(data) VALUES (?1)")?
+            .execute(params![data])?;
+        let slot = tx.last_insert_rowid();
+        let at = super::schema::waiting_ref(slot);
+        if at.is_none() {
+            tx.prepare_cached("DELETE FROM waiting WHERE slot = ?1")?
+                .execute(params![slot])?;
+        }
+        Ok(at)
+    }
+
+    /// Deletes a packed delta's bytes; its slot is the next one taken.
+    fn free(&mut self, tx: &Transaction<'_>, slot: i64) -> rusqlite::Result<()> {
+        tx.prepare_cached("DELETE FROM waiting WHERE slot = ?1")?
+            .execute(params![slot])?;
+        self.freed.push(slot);
+        Ok(())
+    }
+
+    fn take(&mut self, tx: &Transaction<'_>) -> rusqlite::Result<Option<i64>> {
+        if let Some(slot) = self.freed.pop() {
+            return Ok(Some(slot));
+        }
+        let holes = match &mut self.holes {
+            Some(holes) => holes,
+            None => self.holes.insert(holes_in(tx)?),
+        };
+        let Some(first) = holes.front_mut() else {
+            return Ok(None);
+        };
+        let slot = first.start;
+        first.start += 1;
+        if first.is_empty() {
+            holes.pop_front();
+        }
+        Ok(Some(slot))
+    }
+}
+
+/// The free stretches of slots below the last one in `waiting`, lowest
+/// first, at most [`MAX_HOLES`]: one pass over its keys.
+fn holes_in(
+    tx: &Transaction<'_>,
+) -> rusqlite::Result<std::collections::VecDeque<std::ops::Range<i64>>> {
+    let mut stmt = tx.prepare("SELECT slot FROM waiting ORDER BY slot")?;
+    let slots = stmt.query_map([], |r| r.get::<_, i64>(0))?;
+    Ok(free_below(
+        slots.collect::<rusqlite::Result<Vec<_>>>()?.into_iter(),
+        MAX_HOLES,
+    ))
+}
+
+/// The gaps between ascending `taken` slots, from slot 0, at most `most`.
+fn free_below(
+    taken: impl Iterator<Item = i64>,
+    most: usize,
+) -> std::collections::VecDeque<std::ops::Range<i64>> {
+    let mut holes = std::collections::VecDeque::new();
+    let mut next = 0;
+    for slot in taken {
+        if holes.len() == most {
+            break;
+        }
+        if slot > next {
+            holes.push_back(next..slot);
+        }
+        next = next.max(slot + 1);
+    }
+    holes
 }
 
 fn insert_body(
@@ -686,6 +833,44 @@ mod tests {
         // Large objects: fewer at a time, and never one alone.
         assert_eq!(to_pack(&waiting(enough, PACK_MAX_BYTES / 4), 4), 4);
         assert_eq!(to_pack(&waiting(enough, PACK_MAX_BYTES), 4), 0);
+    }
+
+    #[test]
+    fn a_replaced_keyframes_waiting_deltas_are_all_packed_but_a_lone_one() {
+        let waiting = |lens: &[usize]| lens.iter().map(|l| (7, *l)).collect::<Vec<_>>();
+        assert!(orphans_to_pack(&[]).is_empty());
+        assert!(
+            orphans_to_pack(&waiting(&[3000])).is_empty(),
+            "alone: stays"
+        );
+        assert_eq!(orphans_to_pack(&waiting(&[3000; 2])), vec![0..2]);
+        assert_eq!(orphans_to_pack(&waiting(&[3000; 16])), vec![0..16]);
+        assert_eq!(orphans_to_pack(&waiting(&[3000; 18])), vec![0..16, 16..18]);
+        assert_eq!(
+            orphans_to_pack(&waiting(&[3000; 17])),
+            vec![0..16],
+            "the 17th would be alone"
+        );
+        // Large ones: fewer at a time; one too large for any pack stays, and
+        // those after it are still packed.
+        let big = PACK_MAX_BYTES / 2;
+        assert_eq!(
+            orphans_to_pack(&waiting(&[big, big, big, PACK_MAX_BYTES + 1, 10, 10])),
+            vec![0..2, 4..6]
+        );
+    }
+
+    #[test]
+    fn the_free_slots_are_the_gaps_below_the_last_taken() {
+        let holes = |taken: &[i64], most| Vec::from(free_below(taken.iter().copied(), most));
+        assert_eq!(holes(&[], 8), vec![]);
+        assert_eq!(holes(&[0, 1, 2], 8), vec![]);
+        assert_eq!(holes(&[3, 4, 9], 8), vec![0..3, 5..9]);
+        assert_eq!(
+            holes(&[1, 3, 5, 7], 2),
+            vec![0..1, 2..3],
+            "the lowest, at most"
+        );
     }
 
     #[test]

@@ -132,12 +132,18 @@ impl Journal {
                 params![snapshots_before],
             )
             .map_err(err)? as u64;
-        // Deltas no longer read go first (with their bytes waiting in `blobs`),
-        // then the packs none of their versions is in any more, then the
-        // keyframes only they used.
+        // Deltas no longer read go first (with their bytes waiting in
+        // `waiting`), then the packs none of their versions is in any more,
+        // then the keyframes only they used.
         tx.execute(
-            "DELETE FROM blobs WHERE
-                body_id NOT IN (SELECT body_id FROM records WHERE body_id IS NOT NULL)",
+            &format!(
+                "DELETE FROM waiting WHERE slot IN
+                    (SELECT pack_ref - {waiting} FROM bodies
+                     WHERE pack_ref >= {waiting} AND pack_ref < {packed}
+                       AND id NOT IN (SELECT body_id FROM records WHERE body_id IS NOT NULL))",
+                waiting = super::schema::WAITING,
+                packed = super::schema::PACKED,
+            ),
             [],
         )
         .map_err(err)?;
@@ -152,8 +158,8 @@ impl Journal {
         tx.execute(
             &format!(
                 "DELETE FROM packs WHERE id NOT IN
-                    (SELECT (pack_ref - {unpacked}) >> {bits} FROM bodies WHERE pack_ref > {unpacked})",
-                unpacked = super::schema::UNPACKED,
+                    (SELECT (pack_ref - {packed}) >> {bits} FROM bodies WHERE pack_ref > {packed})",
+                packed = super::schema::PACKED,
                 bits = super::schema::OFFSET_BITS,
             ),
             [],

@@ -21,7 +21,7 @@
 //! The caller keeps foreign-key enforcement off meanwhile, as `prune` does:
 //! enforcement would check each deleted body against every record.
 
-use super::schema::{UNPACKED, kind, parse_pack_ref};
+use super::schema::{kind, parse_pack_ref, parse_waiting_ref};
 use super::{StreamId, prune::StreamCut};
 use rusqlite::{OptionalExtension, Transaction, params};
 use std::collections::{BTreeSet, HashSet};
@@ -306,10 +306,7 @@ fn body_links(
 
 /// The pack a `pack_ref` points into.
 fn pack_of(pack_ref: Option<i64>) -> Option<i64> {
-    pack_ref
-        .filter(|&p| p > UNPACKED)
-        .and_then(parse_pack_ref)
-        .map(|(pack, _)| pack)
+    pack_ref.and_then(parse_pack_ref).map(|(pack, _)| pack)
 }
 
 /// Deletes, of `candidates` (bodies of `object` its deleted records used),
@@ -364,7 +361,9 @@ fn collect_object(tx: &Transaction<'_>, object: i64, candidates: &[i64]) -> rusq
     }
     let mut deleted = 0;
     for &body in bodies.iter().filter(|b| !needed_bodies.contains(b)) {
-        tx.execute("DELETE FROM blobs WHERE body_id = ?1", params![body])?;
+        if let Some(slot) = body_links(tx, body)?.and_then(|(_, r)| r.and_then(parse_waiting_ref)) {
+            tx.execute("DELETE FROM waiting WHERE slot = ?1", params![slot])?;
+        }
         deleted += tx.execute("DELETE FROM bodies WHERE id = ?1", params![body])? as u64;
     }
     Ok(deleted)

@@ -12,7 +12,7 @@ use rusqlite::{Connection, OptionalExtension};
 pub const APPLICATION_ID: i64 = 0x6b72_706c;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 
 /// Record kinds stored in `records.kind`.
 ///
@@ -213,7 +213,33 @@ const MIGRATIONS: &[(i64, Step)] = &[
     (7, Step::Sql(MIGRATE_V7_TO_V8)),
     (8, Step::Sql(MIGRATE_V8_TO_V9)),
     (9, Step::Code(migrate_v9_to_v10)),
+    (10, Step::Sql(MIGRATE_V10_TO_V11)),
 ];
+
+/// Version 11: deltas waiting to be packed are kept in `waiting`, by a slot
+/// the writer reuses, instead of in `blobs` by body id (docs/journal.md,
+/// "Packs").
+///
+/// A `blobs` row was keyed by its body's id, which only grows: once packed,
+/// its row left a hole in a page that no later row could fill, and a page was
+/// freed only when every delta on it was packed, which the latest version of
+/// a quiet object never is. On W-wide a fifth of `blobs` was holes. A slot
+/// freed by packing is taken by the next delta, so holes are filled.
+///
+/// A waiting delta's `bodies.pack_ref` is [`WAITING`] + its slot (six bytes
+/// in SQLite, as a pack's place, so packing still rewrites the row in place).
+/// The rows of `blobs` move to `waiting` with their body's id as slot, then
+/// `blobs` goes: a version 10 binary, which would look there, refuses
+/// version 11.
+const MIGRATE_V10_TO_V11: &str = r#"
+CREATE TABLE waiting (
+    slot INTEGER PRIMARY KEY,
+    data BLOB NOT NULL
+);
+INSERT INTO waiting(slot, data) SELECT body_id, data FROM blobs;
+UPDATE bodies SET pack_ref = 35184372088832 + id WHERE id IN (SELECT body_id FROM blobs);
+DROP TABLE blobs;
+"#;
 
 /// Version 10: audit events packed per object (docs/journal.md, "Audit
 /// packs"). A row of `audit_events` took about 53 bytes a write, 22 of them
@@ -443,10 +469,10 @@ INSERT INTO zones(first_seq, last_seq, records, min_at, max_at)
 /// to a zstd frame (`packs.data`, with their keyframe as dictionary).
 ///
 /// - A delta written since holds its bytes in `blobs` while it is not packed, and
-///   its row in `bodies` has empty `data` and `pack_ref` [`UNPACKED`].
+///   its row in `bodies` has empty `data` and `pack_ref` 2^46.
 /// - Packing it writes the pack, sets `pack_ref` to where in which pack its bytes
 ///   are (a number of the same size, so the row is rewritten in place) and
-///   deletes its `blobs` row, whose space later rows reuse.
+///   deletes its `blobs` row. (Version 11 moves these rows to `waiting`.)
 /// - Rows written before keep their bytes in `data` and `pack_ref` NULL.
 ///
 /// A version 4 binary would read the empty `data`: hence the new version.
@@ -464,13 +490,18 @@ CREATE TABLE blobs (
 ALTER TABLE bodies ADD COLUMN pack_ref INTEGER;
 "#;
 
-/// Reads one body row: base, dictionary, length, bytes (from `blobs` while a
+/// Reads one body row: base, dictionary, length, bytes (from `waiting` while a
 /// delta waits to be packed) and `pack_ref`.
-pub const BODY_ROW: &str =
-    "SELECT b.base_id, b.dict_id, b.raw_len, coalesce(l.data, b.data), b.pack_ref
-     FROM bodies b LEFT JOIN blobs l ON l.body_id = b.id WHERE b.id = ?1";
+static BODY_ROW: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT b.base_id, b.dict_id, b.raw_len, coalesce(w.data, b.data), b.pack_ref
+         FROM bodies b LEFT JOIN waiting w
+            ON b.pack_ref >= {WAITING} AND b.pack_ref < {PACKED} AND w.slot = b.pack_ref - {WAITING}
+         WHERE b.id = ?1"
+    )
+});
 
-/// A row of `bodies`, its bytes from `blobs` while it waits to be packed.
+/// A row of `bodies`, its bytes from `waiting` while it waits to be packed.
 pub struct BodyRow {
     pub base: Option<i64>,
     pub dict: Option<i64>,
@@ -478,11 +509,13 @@ pub struct BodyRow {
     pub data: Vec<u8>,
     /// A packed version: its pack and where in it its bytes start.
     pub pack: Option<(i64, usize)>,
+    /// A delta waiting to be packed: its slot in `waiting`.
+    pub waiting: Option<i64>,
 }
 
 /// Reads body `id`.
 pub fn body_row(conn: &Connection, id: i64) -> rusqlite::Result<BodyRow> {
-    conn.prepare_cached(BODY_ROW)?.query_row([id], |r| {
+    conn.prepare_cached(&BODY_ROW)?.query_row([id], |r| {
         let pack_ref: Option<i64> = r.get(4)?;
         Ok(BodyRow {
             base: r.get(0)?,
@@ -490,31 +523,50 @@ pub fn body_row(conn: &Connection, id: i64) -> rusqlite::Result<BodyRow> {
             raw_len: r.get::<_, i64>(2)?.max(0) as usize,
             data: r.get(3)?,
             pack: pack_ref.and_then(parse_pack_ref),
+            waiting: pack_ref.and_then(parse_waiting_ref),
         })
     })
 }
 
-/// `bodies.pack_ref` of a delta whose bytes are in `blobs`.
-pub const UNPACKED: i64 = 1 << 46;
+/// `bodies.pack_ref` of a delta waiting in `waiting` at slot 0; slot `n` is
+/// `WAITING + n`. Below [`PACKED`], so that every slot takes six bytes too.
+pub const WAITING: i64 = 1 << 45;
+/// `bodies.pack_ref` of the first byte of pack 0 (which no pack is): a packed
+/// version's is above it.
+pub const PACKED: i64 = 1 << 46;
+
+/// `bodies.pack_ref` of a delta waiting at `slot`; `None` when the slot does
+/// not fit.
+pub fn waiting_ref(slot: i64) -> Option<i64> {
+    (0..PACKED - WAITING)
+        .contains(&slot)
+        .then_some(WAITING + slot)
+}
+
+/// The slot in `waiting` a `pack_ref` names, if it names one.
+pub fn parse_waiting_ref(value: i64) -> Option<i64> {
+    (WAITING..PACKED).contains(&value).then(|| value - WAITING)
+}
+
 /// Bits of `pack_ref` for the offset in the pack (packs hold at most 4 MiB).
 pub const OFFSET_BITS: u32 = 22;
 /// Bits of `pack_ref` for the pack's id.
 const PACK_ID_BITS: u32 = 24;
 
 /// Where a packed version's bytes are, as `bodies.pack_ref` holds it: above
-/// [`UNPACKED`], the pack id, then the offset. Every value, [`UNPACKED`]
-/// included, takes six bytes in SQLite (2^31 <= v < 2^47), so setting it
+/// [`PACKED`], the pack id, then the offset. Every value, and every
+/// [`waiting_ref`] too, takes six bytes in SQLite (2^31 <= v < 2^47), so setting it
 /// rewrites the row in place. `None` when the pack id or offset does not fit.
 pub fn pack_ref(pack: i64, offset: usize) -> Option<i64> {
     let fits = (1..1 << PACK_ID_BITS).contains(&pack) && offset < 1 << OFFSET_BITS;
-    fits.then_some(UNPACKED | pack << OFFSET_BITS | offset as i64)
+    fits.then_some(PACKED | pack << OFFSET_BITS | offset as i64)
 }
 
-/// The pack and offset a `pack_ref` names, `None` for [`UNPACKED`] (and for a
+/// The pack and offset a `pack_ref` names, `None` for a waiting delta (and for a
 /// value no writer makes).
 pub fn parse_pack_ref(value: i64) -> Option<(i64, usize)> {
     let rest = value
-        .checked_sub(UNPACKED)
+        .checked_sub(PACKED)
         .filter(|r| (0..1 << 46).contains(r))?;
     let pack = rest >> OFFSET_BITS;
     let offset = (rest & ((1 << OFFSET_BITS) - 1)) as usize;
@@ -763,8 +815,20 @@ mod tests {
     #[test]
     fn pack_refs_round_trip_and_all_take_six_bytes() {
         let six_bytes = |v: i64| (1i64 << 31..1i64 << 47).contains(&v);
-        assert!(six_bytes(UNPACKED));
-        assert_eq!(parse_pack_ref(UNPACKED), None);
+        assert!(six_bytes(PACKED));
+        assert_eq!(parse_pack_ref(PACKED), None);
+        for slot in [0, 1, 70_000, PACKED - WAITING - 1] {
+            let v = waiting_ref(slot).unwrap();
+            assert!(six_bytes(v), "{v}");
+            assert_eq!(parse_waiting_ref(v), Some(slot));
+            assert_eq!(parse_pack_ref(v), None, "a waiting delta is in no pack");
+        }
+        assert_eq!(waiting_ref(-1), None);
+        assert_eq!(waiting_ref(PACKED - WAITING), None);
+        assert_eq!(parse_waiting_ref(PACKED + (1 << OFFSET_BITS)), None);
+        assert_eq!(parse_waiting_ref(5), None);
+        // The migration to version 11 writes the number itself.
+        assert!(MIGRATE_V10_TO_V11.contains(&format!(" {WAITING} + id")));
         for (pack, offset) in [(1, 0), (7, 3_441), ((1 << 24) - 1, (4 << 20) - 1)] {
             let v = pack_ref(pack, offset).unwrap();
             assert!(six_bytes(v), "{v}");
@@ -776,6 +840,51 @@ mod tests {
         assert_eq!(parse_pack_ref(5), None);
         assert_eq!(parse_pack_ref(i64::MIN), None);
         assert_eq!(parse_pack_ref(i64::MAX), None);
+    }
+
+    /// A version 10 journal's waiting deltas move from `blobs` to `waiting`
+    /// and read as they did; other bodies are untouched.
+    #[test]
+    fn a_version_10_journal_keeps_its_waiting_deltas() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(SCHEMA_V1).unwrap();
+        migrate_with(&mut conn, 1, &MIGRATIONS[..9], 10).unwrap();
+        conn.execute_batch(
+            "INSERT INTO bodies(id, base_id, raw_len, data, pack_ref)
+                VALUES (1, NULL, 3, x'6b31', NULL),
+                       (2, 1, 3, x'', 70368744177664),
+                       (3, 1, 3, x'6433', NULL),
+                       (9, 1, 3, x'', 70368744177664);
+             INSERT INTO blobs(body_id, data) VALUES (2, x'6432'), (9, x'6439');",
+        )
+        .unwrap();
+        let rows = |conn: &Connection| -> Vec<(Vec<u8>, bool)> {
+            [1, 2, 3, 9]
+                .into_iter()
+                .map(|id| {
+                    let row = body_row(conn, id).unwrap();
+                    (row.data, row.pack.is_some())
+                })
+                .collect()
+        };
+        migrate(&mut conn, 10).unwrap();
+        let after = rows(&conn);
+        let want = |d: &[u8]| (d.to_vec(), false);
+        assert_eq!(
+            after,
+            vec![want(b"k1"), want(b"d2"), want(b"d3"), want(b"d9")]
+        );
+        assert_eq!(body_row(&conn, 2).unwrap().waiting, Some(2));
+        assert_eq!(body_row(&conn, 9).unwrap().waiting, Some(9));
+        assert_eq!(body_row(&conn, 3).unwrap().waiting, None);
+        let blobs: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name = 'blobs'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(blobs, 0);
     }
 
     #[test]

@@ -1898,7 +1898,7 @@ mod tests {
                 &format!(
                     "SELECT (SELECT count(*) FROM packs),
                             (SELECT count(*) FROM bodies WHERE pack_ref > {})",
-                    crate::journal::schema::UNPACKED
+                    crate::journal::schema::PACKED
                 ),
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?)),
@@ -1908,11 +1908,18 @@ mod tests {
         assert_eq!(packed, (FIRST_PACK_VERSIONS + 2 * PACK_VERSIONS) as i64);
         let waiting: i64 = reader
             .conn()
-            .query_row("SELECT count(*) FROM blobs", [], |r| r.get(0))
+            .query_row("SELECT count(*) FROM waiting", [], |r| r.get(0))
             .unwrap();
         // The first version is the keyframe; the deltas after it wait in
-        // `blobs` until packed, and the latest ones are still waiting.
+        // `waiting` until packed, and the latest ones are still waiting.
         assert_eq!(waiting, (HOT_VERSIONS + 2) as i64);
+        // Each delta took a slot a packed one freed, when there was one: no
+        // more slots than ever waited at once.
+        let most: i64 = reader
+            .conn()
+            .query_row("SELECT max(slot) FROM waiting", [], |r| r.get(0))
+            .unwrap();
+        assert!(most < (PACK_VERSIONS + HOT_VERSIONS) as i64, "{most}");
         let mut decoder = Decoder::default();
         let records: Vec<_> = reader
             .all_records()
@@ -1938,6 +1945,124 @@ mod tests {
             assert_eq!(r.body.as_deref(), Some(&want[..]), "read at {rv}");
             let stored = reader.stored_body(id, None).unwrap();
             assert_eq!(decoder.decode(&stored).unwrap(), want, "decoded at {rv}");
+        }
+    }
+
+    #[test]
+    fn slots_freed_by_packing_in_one_run_are_taken_by_the_next() {
+        use crate::journal::bodies::{FIRST_PACK_VERSIONS, HOT_VERSIONS, PACK_VERSIONS};
+        let (dir, stream) = configmap_stream();
+        let path = dir.path().join("journal.db");
+        let versions = |name: &str, n: usize| -> Vec<Op> {
+            (0..n)
+                .map(|i| event(stream, i as i64, name, &format!("{}", 100 + i)))
+                .collect()
+        };
+        let slots = || -> (i64, i64) {
+            Journal::open(&path)
+                .unwrap()
+                .conn()
+                .query_row("SELECT max(slot), count(*) FROM waiting", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .unwrap()
+        };
+        // 17 deltas wait at most, then 16 are packed: 14 slots end free.
+        write_all(
+            &path,
+            versions("a", 1 + FIRST_PACK_VERSIONS + PACK_VERSIONS + 3),
+        );
+        let (last, taken) = slots();
+        assert_eq!(taken, (HOT_VERSIONS + 2) as i64);
+        assert!(last + 1 - taken >= 5, "holes were left: {last} {taken}");
+        // The next run's five deltas go into those holes.
+        write_all(&path, versions("b", 1 + FIRST_PACK_VERSIONS + HOT_VERSIONS));
+        let (after, now) = slots();
+        assert_eq!(now, taken + HOT_VERSIONS as i64);
+        assert_eq!(after, last, "no slot after the last was needed");
+    }
+
+    /// Version `i` of ConfigMap "a": from the fifth on it carries 800
+    /// characters the first keyframe shares nothing with, too far from it for
+    /// a delta.
+    fn drifting(i: usize) -> (String, Vec<u8>) {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let noise: String = (0..800)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                char::from_digit((x % 36) as u32, 36).unwrap()
+            })
+            .collect();
+        let rv = format!("{}", 100 + i);
+        let value = if i < 4 {
+            rv.clone()
+        } else {
+            format!("{rv}{noise}")
+        };
+        let body = body("a", &rv, &value);
+        (rv, body)
+    }
+
+    fn drifting_ops(stream: StreamId, n: usize) -> Vec<Op> {
+        (0..n)
+            .map(|i| {
+                let (rv, body) = drifting(i);
+                Op::Event {
+                    stream,
+                    at: i as i64,
+                    watch_type: WatchType::Modified,
+                    meta: meta("a", &rv),
+                    body,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_replaced_keyframes_waiting_deltas_are_packed_and_every_version_comes_back_exact() {
+        use crate::journal::versions::Decoder;
+        let (dir, stream) = configmap_stream();
+        let path = dir.path().join("journal.db");
+        // A keyframe, three deltas waiting (too few for a first pack), a new
+        // keyframe, two deltas against it.
+        let n = 7;
+        write_all(&path, drifting_ops(stream, n));
+        let reader = Journal::open(&path).unwrap();
+        let count = |sql: &str| -> i64 { reader.conn().query_row(sql, [], |r| r.get(0)).unwrap() };
+        assert_eq!(
+            count("SELECT count(*) FROM bodies WHERE base_id IS NULL"),
+            2
+        );
+        assert_eq!(count("SELECT count(*) FROM packs"), 1);
+        let packed = format!(
+            "SELECT count(*) FROM bodies WHERE pack_ref > {}",
+            crate::journal::schema::PACKED
+        );
+        assert_eq!(count(&packed), 3, "the first keyframe's three deltas");
+        assert_eq!(
+            count("SELECT count(*) FROM waiting"),
+            2,
+            "the new one's two"
+        );
+        let mut decoder = Decoder::default();
+        let ids: Vec<i64> = reader
+            .conn()
+            .prepare(&format!(
+                "SELECT body_id FROM records WHERE kind = {} ORDER BY seq",
+                kind::EVENT
+            ))
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(ids.len(), n);
+        for (i, id) in ids.into_iter().enumerate() {
+            let (_, want) = drifting(i);
+            let stored = reader.stored_body(id, None).unwrap();
+            assert_eq!(decoder.decode(&stored).unwrap(), want, "version {i}");
         }
     }
 

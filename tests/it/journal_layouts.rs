@@ -395,7 +395,7 @@ fn history_written_with_and_without_packs_answers_the_same() {
     let orphans = format!(
         "SELECT count(*) FROM packs WHERE id NOT IN
             (SELECT (pack_ref - {u}) >> {b} FROM bodies WHERE pack_ref > {u})",
-        u = krply::journal::schema::UNPACKED,
+        u = krply::journal::schema::PACKED,
         b = krply::journal::schema::OFFSET_BITS
     );
     assert_eq!(count(&packed, &orphans), 0);
@@ -403,12 +403,16 @@ fn history_written_with_and_without_packs_answers_the_same() {
         count(&packed, "SELECT count(*) FROM packs") > 0,
         "later packs stay"
     );
+    let stray = format!(
+        "SELECT count(*) FROM waiting WHERE slot NOT IN
+            (SELECT pack_ref - {w} FROM bodies WHERE pack_ref >= {w} AND pack_ref < {p})",
+        w = krply::journal::schema::WAITING,
+        p = krply::journal::schema::PACKED,
+    );
     assert_eq!(
-        count(
-            &packed,
-            "SELECT count(*) FROM blobs WHERE body_id NOT IN (SELECT id FROM bodies)"
-        ),
-        0
+        count(&packed, &stray),
+        0,
+        "a waiting delta without its body"
     );
     for case in [
         vec!["timeline", "deployment/svc-1", "-o", "json"],
