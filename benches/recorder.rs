@@ -13,9 +13,10 @@
 //!    with a mix of controller status churn (70 %), rollouts (20 %) and edits (10 %).
 //!    Their source streams pre-serialised lines from memory (the simulator's canned
 //!    watch, let flow once the recorder's watch is open), so the source is far
-//!    faster than any reader; its own rate and a bare client's (each line parsed
-//!    as the yardstick's bare client does, [`BareValue`]) are printed beside the
-//!    recorder's, and the ratio only when the source is at least 3x both. Bare
+//!    faster than any reader; its own rate and a bare client's are printed beside
+//!    the recorder's, and the ratio only when the source is at least 3x both. The
+//!    bare client reads as the yardstick's does: one GET on a plain socket, the
+//!    chunked body decoded by hand, each line parsed into a [`BareValue`]. Bare
 //!    client and recorder take three turns each, and the median ratio of the
 //!    turns is the figure: this machine's speed drifts between runs.
 //!
@@ -251,21 +252,64 @@ fn decode_cost(name: &str, lines: &[Vec<u8>]) {
     );
 }
 
-/// Reads `n` watch lines from `rv` on, as the source alone (`parse: false`) or as a
-/// bare client that parses each line into a [`BareValue`]; events/s.
-fn read_watch(kubeconfig: &Path, rv: &str, n: usize, parse: bool) -> f64 {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let mut body = watch_deployments(kubeconfig, rv, false).await;
-        let start = Instant::now();
-        for _ in 0..n {
-            let line = body.next_line().await.unwrap().expect("stream open");
-            if parse {
-                std::hint::black_box(serde_json::from_slice::<BareValue>(&line).unwrap());
-            }
+/// Reads `n` lines of the canned watch from `rv` on as the yardstick's bare
+/// client reads its source: one GET on a plain socket, the chunked body
+/// decoded by hand, each line parsed into a [`BareValue`] (`parse: false`:
+/// the source alone, lines split and not parsed). The lines flow once the
+/// response's headers are read, and the clock starts then; events/s.
+fn read_watch(sim: &Simulator, lines: &[Vec<u8>], rv: &str, parse: bool) -> f64 {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let gate = sim.serve_canned_watch_gated("deployments", lines);
+    let url = sim.url();
+    let host = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut socket = std::net::TcpStream::connect(host).expect("the simulator, over plain HTTP");
+    write!(
+        socket,
+        "GET /apis/apps/v1/namespaces/{NS}/deployments?watch=1&resourceVersion={rv} HTTP/1.1\r\n\
+         Host: {host}\r\nAccept: application/json\r\n\r\n"
+    )
+    .unwrap();
+    let mut r = BufReader::with_capacity(1 << 20, socket);
+    let mut header = String::new();
+    let mut chunked = false;
+    // The status line and headers, up to the blank line (bounded: the
+    // simulator sends a dozen).
+    for _ in 0..100 {
+        header.clear();
+        r.read_line(&mut header).unwrap();
+        chunked |= header
+            .to_ascii_lowercase()
+            .starts_with("transfer-encoding: chunked");
+        if header == "\r\n" {
+            break;
         }
-        n as f64 / start.elapsed().as_secs_f64()
-    })
+    }
+    assert!(chunked, "a watch is streamed in chunks");
+    gate.go();
+    let start = Instant::now();
+    let (mut got, mut chunk, mut pending) = (0, Vec::new(), Vec::new());
+    // Each pass reads one chunk; the stream ends after the n lines.
+    while got < lines.len() {
+        header.clear();
+        r.read_line(&mut header).unwrap();
+        let size = usize::from_str_radix(header.trim(), 16).expect("a chunk's size");
+        assert!(size > 0, "the watch ended after {got} lines");
+        chunk.resize(size + 2, 0);
+        r.read_exact(&mut chunk).unwrap();
+        pending.extend_from_slice(&chunk[..size]);
+        let mut from = 0;
+        while let Some(end) = pending[from..].iter().position(|&b| b == b'\n') {
+            if parse {
+                std::hint::black_box(
+                    serde_json::from_slice::<BareValue>(&pending[from..from + end]).unwrap(),
+                );
+            }
+            got += 1;
+            from += end + 1;
+        }
+        pending.drain(..from);
+    }
+    got as f64 / start.elapsed().as_secs_f64()
 }
 
 /// One journal workload: the source's rate, a bare client's, the recorder's, the
@@ -289,15 +333,13 @@ fn workload(name: &str, objects: usize, events: usize) {
     );
 
     decode_cost(name, &lines);
-    sim.serve_canned_watch("deployments", &lines);
-    let source = read_watch(&kubeconfig, &base_rv, events, false);
+    let source = read_watch(&sim, &lines, &base_rv, false);
     // The bare client and the recorder take turns, a few times: this machine's
     // speed drifts, and a ratio of two runs minutes apart measures the drift.
     let mut rounds = Vec::new();
     let mut store = PathBuf::new();
     for round in 0..P1_ROUNDS {
-        sim.serve_canned_watch("deployments", &lines);
-        let bare = read_watch(&kubeconfig, &base_rv, events, true);
+        let bare = read_watch(&sim, &lines, &base_rv, true);
         // The lines flow once the recorder's watch is open and its list
         // durable, as the yardstick's source does: the clock times the
         // stream alone (without the gate, a recorder that was quick to

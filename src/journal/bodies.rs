@@ -633,6 +633,13 @@ impl BodyStore {
         // Each row read once: the last body, and its keyframe if it is a delta.
         let (delta, keyframe) = self.fetch(tx, body)?;
         let raw = self.decode(tx, delta.as_ref(), &keyframe)?;
+        // The deltas an earlier run left waiting against this keyframe are
+        // packed with this run's.
+        let unpacked = if self.pack && delta.is_some() {
+            left_waiting(tx, object, keyframe.id).map_err(|e| self.sqlite(e))?
+        } else {
+            Vec::new()
+        };
         self.objects.insert(
             object,
             ObjState {
@@ -640,10 +647,8 @@ impl BodyStore {
                 body,
                 hash: hash(&raw),
                 keyframe,
-                // Deltas stored by earlier runs stay unpacked: finding them
-                // would mean reading the object's whole history.
-                unpacked: Vec::new(),
-                deltas: 0,
+                deltas: unpacked.len(),
+                unpacked,
                 // Digests are of this process only: the next version is
                 // compared as usual.
                 diff_digest: None,
@@ -651,6 +656,54 @@ impl BodyStore {
         );
         Ok(())
     }
+}
+
+/// The most of an object's latest records [`left_waiting`] looks through:
+/// an earlier run packed its deltas once [`PACK_VERSIONS`] + 1 waited.
+const WAITING_LOOKBACK: usize = 4 * PACK_VERSIONS;
+
+/// The deltas against `keyframe` still waiting to be packed among `object`'s
+/// latest records, oldest first, as (body row, bytes of JSON): from the
+/// newest back to the first that is not one (the keyframe, a packed delta,
+/// another keyframe's delta). Packs take the oldest first, so none waits
+/// before that. At most [`WAITING_LOOKBACK`] records are read (by the
+/// object's index); an object whose waiting deltas go further back packs only
+/// those.
+fn left_waiting(
+    tx: &Transaction<'_>,
+    object: i64,
+    keyframe: i64,
+) -> rusqlite::Result<Vec<(i64, usize)>> {
+    let mut stmt = tx.prepare_cached(&format!(
+        "SELECT b.id, b.base_id, b.raw_len, b.pack_ref FROM records r JOIN bodies b ON b.id = r.body_id
+         WHERE r.object_id = ?1 AND r.body_id IS NOT NULL ORDER BY r.seq DESC LIMIT {WAITING_LOOKBACK}"
+    ))?;
+    let rows = stmt.query_map(params![object], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, Option<i64>>(1)?,
+            r.get::<_, i64>(2)?,
+            r.get::<_, Option<i64>>(3)?,
+        ))
+    })?;
+    let mut waiting: Vec<(i64, usize)> = Vec::new();
+    for row in rows {
+        let (id, base, raw_len, pack_ref) = row?;
+        // A relist of an unchanged object points at the same row again.
+        if waiting.last().is_some_and(|(last, _)| *last == id) {
+            continue;
+        }
+        let still = base == Some(keyframe)
+            && pack_ref
+                .and_then(super::schema::parse_waiting_ref)
+                .is_some();
+        if !still {
+            break;
+        }
+        waiting.push((id, raw_len.max(0) as usize));
+    }
+    waiting.reverse();
+    Ok(waiting)
 }
 
 fn keyframe_of(row: BodyRow, id: i64) -> Keyframe {

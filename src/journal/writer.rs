@@ -1949,6 +1949,48 @@ mod tests {
     }
 
     #[test]
+    fn deltas_a_run_left_waiting_are_packed_by_the_next() {
+        use crate::journal::bodies::FIRST_PACK_VERSIONS;
+        use crate::journal::versions::Decoder;
+        let (dir, stream) = configmap_stream();
+        let path = dir.path().join("journal.db");
+        let version = |i: usize| event(stream, i as i64, "a", &format!("{}", 100 + i));
+        // The keyframe and two deltas; then, in the next run, three more: five
+        // wait, and the oldest four are packed, two of them the first run's.
+        write_all(&path, (0..3).map(version).collect());
+        write_all(&path, (3..6).map(version).collect());
+        let reader = Journal::open(&path).unwrap();
+        let count = |sql: &str| -> i64 { reader.conn().query_row(sql, [], |r| r.get(0)).unwrap() };
+        assert_eq!(count("SELECT count(*) FROM packs"), 1);
+        assert_eq!(
+            count("SELECT count(*) FROM waiting"),
+            (5 - FIRST_PACK_VERSIONS) as i64
+        );
+        let mut decoder = Decoder::default();
+        let ids: Vec<i64> = reader
+            .conn()
+            .prepare(&format!(
+                "SELECT body_id FROM records WHERE kind = {} ORDER BY seq",
+                kind::EVENT
+            ))
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(ids.len(), 6);
+        for (i, id) in ids.into_iter().enumerate() {
+            let rv = format!("{}", 100 + i);
+            let stored = reader.stored_body(id, None).unwrap();
+            assert_eq!(
+                decoder.decode(&stored).unwrap(),
+                body("a", &rv, &rv),
+                "version {i}"
+            );
+        }
+    }
+
+    #[test]
     fn slots_freed_by_packing_in_one_run_are_taken_by_the_next() {
         use crate::journal::bodies::{FIRST_PACK_VERSIONS, HOT_VERSIONS, PACK_VERSIONS};
         let (dir, stream) = configmap_stream();
