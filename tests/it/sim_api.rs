@@ -515,6 +515,65 @@ async fn watch_from_rv_sees_added_modified_deleted_in_order() {
     assert_eq!(logged, rvs.iter().map(u64::to_string).collect::<Vec<_>>());
 }
 
+#[tokio::test]
+async fn a_canned_list_is_served_to_every_list_as_given_and_the_store_is_untouched() {
+    let (sim, client) = shop().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "shop");
+    let items: Vec<Vec<u8>> = (1..=3)
+        .map(|i| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": format!("canned-{i}"), "namespace": "shop",
+                                "resourceVersion": "7"}, "data": {"k": i.to_string()}})
+            .to_string()
+            .into_bytes()
+        })
+        .collect();
+    sim.serve_canned_list("configmaps", "ConfigMapList", "v1", "9", &items);
+    // Every list gets the items as given, whole or a page at a time.
+    for limit in [None, Some(1), Some(2), Some(5)] {
+        let mut names = Vec::new();
+        let mut params = ListParams::default();
+        if let Some(n) = limit {
+            params = params.limit(n);
+        }
+        // Bounded: three items.
+        for _ in 0..4 {
+            let page = cms.list(&params).await.unwrap();
+            assert_eq!(page.metadata.resource_version.as_deref(), Some("9"));
+            assert!(
+                page.items
+                    .iter()
+                    .all(|c| c.metadata.managed_fields.is_none()),
+                "as given"
+            );
+            names.extend(page.items.iter().map(|c| c.metadata.name.clone().unwrap()));
+            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) => params = params.continue_token(&token),
+                None => break,
+            }
+        }
+        assert_eq!(
+            names,
+            ["canned-1", "canned-2", "canned-3"],
+            "limit {limit:?}"
+        );
+    }
+    let refused = cms
+        .list(&ListParams::default().continue_token("not-ours"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, kube::Error::Api(ref s) if s.code == 400),
+        "{refused:?}"
+    );
+    assert!(sim.list("v1", "ConfigMap", Some("shop")).iter().all(|c| {
+        !c["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("canned")
+    }));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_canned_watch_serves_its_lines_once_when_let_then_watches_are_live_again() {
     let (sim, client) = shop().await;

@@ -826,6 +826,34 @@ impl Simulator {
         CannedGate { go, watched }
     }
 
+    /// Serves every list of `plural` from memory: `items` (each an object's
+    /// JSON, as it is to be sent) under a list `kind` and `apiVersion` at
+    /// `resource_version`, a page of `limit` at a time with a continue token,
+    /// whatever else the query says. With
+    /// [`Simulator::serve_canned_watch_gated`], a source for benchmarks whose
+    /// objects are exactly the given bytes: the store, which adds defaulted
+    /// fields and managedFields to what it keeps, does not change. The items
+    /// are not checked.
+    pub fn serve_canned_list(
+        &self,
+        plural: &str,
+        kind: &str,
+        api_version: &str,
+        resource_version: &str,
+        items: &[Vec<u8>],
+    ) {
+        *lock(&self.shared().canned_list) = Some(shared::CannedList {
+            plural: plural.to_owned(),
+            kind: kind.to_owned(),
+            api_version: api_version.to_owned(),
+            resource_version: resource_version.to_owned(),
+            items: items
+                .iter()
+                .map(|i| bytes::Bytes::from(i.clone()))
+                .collect(),
+        });
+    }
+
     /// Writes one line that is not JSON into every open watch; the watches go on.
     pub fn inject_malformed_line(&self) {
         self.shared().broadcast(WatchCtl::Malformed);

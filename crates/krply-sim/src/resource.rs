@@ -643,6 +643,20 @@ async fn list(
     q: &Query,
 ) -> Result<Response<SimBody>, ApiStatus> {
     let def = &filter.def;
+    if let Some(canned) = lock(&shared.canned_list)
+        .as_ref()
+        .filter(|c| c.plural == def.plural)
+    {
+        let limit = q
+            .get("limit")
+            .and_then(|s| s.parse::<usize>().ok())
+            .filter(|n| *n > 0);
+        let cont = q.get("continue").filter(|s| !s.is_empty());
+        return canned
+            .page(limit, cont)
+            .map(|body| respond::json_bytes(200, body))
+            .ok_or_else(|| bad("continue: not a token this list gave".into()));
+    }
     let limit = match q.get("limit").filter(|s| !s.is_empty()) {
         Some(s) => {
             let n = s

@@ -69,6 +69,9 @@ pub(crate) struct Shared {
     /// Watch lines served from memory to the next watch of a resource
     /// ([`super::Simulator::serve_canned_watch`]).
     pub canned: Mutex<Option<CannedWatch>>,
+    /// A list served from memory to every list of a resource
+    /// ([`super::Simulator::serve_canned_list`]).
+    pub canned_list: Mutex<Option<CannedList>>,
     /// Flips to true when the simulator shuts down.
     pub shutdown: watch::Receiver<bool>,
     /// The audit log writes made as a user go to ([`super::Simulator::audit_to`]).
@@ -85,6 +88,55 @@ pub(crate) struct CannedWatch {
     pub go: watch::Receiver<bool>,
     /// Set to true when a watch has taken the lines.
     pub taken: watch::Sender<bool>,
+}
+
+/// Pre-serialised objects served as the list of one resource (plural name),
+/// a page at a time.
+#[derive(Debug)]
+pub(crate) struct CannedList {
+    pub plural: String,
+    /// The list's `kind`, `apiVersion` and `metadata.resourceVersion`.
+    pub kind: String,
+    pub api_version: String,
+    pub resource_version: String,
+    pub items: Vec<Bytes>,
+}
+
+impl CannedList {
+    /// The continue token of the page that starts at item `offset`.
+    pub fn token(offset: usize) -> String {
+        format!("canned-{offset}")
+    }
+
+    /// The page of up to `limit` items (all without one) from the one
+    /// `continue` names, as kube-apiserver sends a list: with a continue
+    /// token and the count of the items left while there are more. `None`
+    /// for a token this list did not give.
+    pub fn page(&self, limit: Option<usize>, cont: Option<&str>) -> Option<Vec<u8>> {
+        let start = match cont {
+            None => 0,
+            Some(t) => t.strip_prefix("canned-")?.parse().ok()?,
+        };
+        let rest = self.items.get(start..)?;
+        let take = limit.unwrap_or(rest.len()).min(rest.len());
+        let mut metadata = serde_json::json!({"resourceVersion": self.resource_version});
+        if take < rest.len() {
+            metadata["continue"] = Self::token(start + take).into();
+            metadata["remainingItemCount"] = (rest.len() - take).into();
+        }
+        let head = serde_json::json!({"kind": self.kind, "apiVersion": self.api_version, "metadata": metadata});
+        let mut body = serde_json::to_vec(&head).ok()?;
+        body.pop();
+        body.extend_from_slice(br#","items":["#);
+        for (i, item) in rest[..take].iter().enumerate() {
+            if i > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(item);
+        }
+        body.extend_from_slice(b"]}");
+        Some(body)
+    }
 }
 
 impl Shared {
@@ -108,6 +160,7 @@ impl Shared {
             requests: Mutex::new(Vec::new()),
             watches: Mutex::new((0, HashMap::new())),
             canned: Mutex::new(None),
+            canned_list: Mutex::new(None),
             shutdown,
             audit: Mutex::new(None),
         }
