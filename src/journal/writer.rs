@@ -1603,6 +1603,21 @@ mod tests {
         (dir, stream)
     }
 
+    /// The body row of each event record, in journal order.
+    fn event_bodies(journal: &Journal) -> Vec<i64> {
+        journal
+            .conn()
+            .prepare(&format!(
+                "SELECT body_id FROM records WHERE kind = {} ORDER BY seq",
+                kind::EVENT
+            ))
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
     fn write_all(path: &std::path::Path, ops: Vec<Op>) -> StreamTotals {
         let journal = Journal::open_or_create(path).unwrap();
         let stream = journal.register_stream("c1", &cm_spec()).unwrap();
@@ -1928,17 +1943,7 @@ mod tests {
             .filter(|r| r.kind == kind::EVENT)
             .collect();
         assert_eq!(records.len(), n);
-        let ids: Vec<i64> = reader
-            .conn()
-            .prepare(&format!(
-                "SELECT body_id FROM records WHERE kind = {} ORDER BY seq",
-                kind::EVENT
-            ))
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let ids = event_bodies(&reader);
         for (r, id) in records.iter().zip(ids) {
             let rv = r.resource_version.clone().unwrap();
             let want = body("a", &rv, &rv);
@@ -1967,17 +1972,7 @@ mod tests {
             (5 - FIRST_PACK_VERSIONS) as i64
         );
         let mut decoder = Decoder::default();
-        let ids: Vec<i64> = reader
-            .conn()
-            .prepare(&format!(
-                "SELECT body_id FROM records WHERE kind = {} ORDER BY seq",
-                kind::EVENT
-            ))
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let ids = event_bodies(&reader);
         assert_eq!(ids.len(), 6);
         for (i, id) in ids.into_iter().enumerate() {
             let rv = format!("{}", 100 + i);
@@ -2089,17 +2084,7 @@ mod tests {
             "the new one's two"
         );
         let mut decoder = Decoder::default();
-        let ids: Vec<i64> = reader
-            .conn()
-            .prepare(&format!(
-                "SELECT body_id FROM records WHERE kind = {} ORDER BY seq",
-                kind::EVENT
-            ))
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let ids = event_bodies(&reader);
         assert_eq!(ids.len(), n);
         for (i, id) in ids.into_iter().enumerate() {
             let (_, want) = drifting(i);
