@@ -374,7 +374,7 @@ impl BodyStore {
             }
             // The object gets a new keyframe: its old keyframe's waiting
             // deltas will never be the latest again, so they are packed now
-            // rather than left alone in `blobs`.
+            // rather than left alone in `waiting`.
             if self.pack {
                 for range in orphans_to_pack(&s.unpacked) {
                     let ids: Vec<i64> = s.unpacked[range].iter().map(|(id, _)| *id).collect();
