@@ -21,7 +21,7 @@
 //! The caller keeps foreign-key enforcement off meanwhile, as `prune` does:
 //! enforcement would check each deleted body against every record.
 
-use super::schema::{kind, parse_pack_ref, parse_waiting_ref};
+use super::schema::{kind, parse_pack_ref};
 use super::{StreamId, prune::StreamCut};
 use rusqlite::{OptionalExtension, Transaction, params};
 use std::collections::{BTreeSet, HashSet};
@@ -361,9 +361,16 @@ fn collect_object(tx: &Transaction<'_>, object: i64, candidates: &[i64]) -> rusq
     }
     let mut deleted = 0;
     for &body in bodies.iter().filter(|b| !needed_bodies.contains(b)) {
-        if let Some(slot) = body_links(tx, body)?.and_then(|(_, r)| r.and_then(parse_waiting_ref)) {
-            tx.execute("DELETE FROM waiting WHERE slot = ?1", params![slot])?;
-        }
+        // Its bytes while it waits to be packed, found from its row in the
+        // same statement.
+        tx.prepare_cached(&format!(
+            "DELETE FROM waiting WHERE slot =
+                (SELECT pack_ref - {waiting} FROM bodies
+                 WHERE id = ?1 AND pack_ref >= {waiting} AND pack_ref < {packed})",
+            waiting = super::schema::WAITING,
+            packed = super::schema::PACKED,
+        ))?
+        .execute(params![body])?;
         deleted += tx.execute("DELETE FROM bodies WHERE id = ?1", params![body])? as u64;
     }
     Ok(deleted)

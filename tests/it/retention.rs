@@ -171,6 +171,21 @@ fn retention_prunes_behind_the_recorder_and_keeps_answers_in_its_window() {
             assert_ne!(code, Some(0), "pruned, at {at}: {got}");
         }
     }
+    // A delta retention deleted takes its waiting bytes with it.
+    let stray: i64 = rusqlite::Connection::open(&env.store)
+        .unwrap()
+        .query_row(
+            &format!(
+                "SELECT count(*) FROM waiting WHERE slot NOT IN
+                    (SELECT pack_ref - {w} FROM bodies WHERE pack_ref >= {w} AND pack_ref < {p})",
+                w = krply::journal::schema::WAITING,
+                p = krply::journal::schema::PACKED,
+            ),
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stray, 0, "waiting bytes without their body");
     // The file stops growing once retention keeps up (pages freed are
     // reused, or given back).
     let (mid, last) = (sizes[sizes.len() / 2].1, sizes.last().unwrap().1);
