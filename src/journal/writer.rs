@@ -2019,6 +2019,88 @@ mod tests {
         assert_eq!(after, last, "no slot after the last was needed");
     }
 
+    #[test]
+    fn retention_takes_a_deleted_deltas_waiting_bytes_and_keeps_the_rest_exact() {
+        use crate::journal::versions::Decoder;
+        let (dir, stream) = configmap_stream();
+        let path = dir.path().join("journal.db");
+        // The keyframe and three deltas, all waiting (fewer than a pack).
+        write_all(
+            &path,
+            (0..4)
+                .map(|i| event(stream, i, "a", &format!("{}", 100 + i)))
+                .collect(),
+        );
+        let journal = Journal::open(&path).unwrap();
+        let ids = event_bodies(&journal);
+        let waiting = |j: &Journal| -> i64 {
+            j.conn()
+                .query_row("SELECT count(*) FROM waiting", [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(waiting(&journal), 3);
+        let object: i64 = journal
+            .conn()
+            .query_row("SELECT id FROM objects WHERE name = 'a'", [], |r| r.get(0))
+            .unwrap();
+        // Cut at the third version: it becomes the baseline's item, so the
+        // first delta (version 1) has nothing left that reads it.
+        let cut = crate::journal::prune::StreamCut {
+            stream,
+            cut: 2,
+            items: vec![(object, ids[2], "102".into())],
+            list_rv: "102".into(),
+        };
+        let mut job = super::super::retain::RetainJob::new(cut);
+        let mut conn = rusqlite::Connection::open(&path).unwrap();
+        conn.pragma_update(None, "foreign_keys", false).unwrap();
+        for _ in 0..16 {
+            let tx = conn.transaction().unwrap();
+            let done = job.step(&tx).unwrap().done;
+            tx.commit().unwrap();
+            if done {
+                break;
+            }
+        }
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        drop(conn);
+        let journal = Journal::open(&path).unwrap();
+        let gone = |id: i64| -> bool {
+            journal
+                .conn()
+                .query_row("SELECT count(*) = 0 FROM bodies WHERE id = ?1", [id], |r| {
+                    r.get(0)
+                })
+                .unwrap()
+        };
+        // Version 1's delta is gone with its waiting bytes; the keyframe
+        // stays, the base of what is left.
+        assert!(gone(ids[1]), "the delta nothing reads");
+        assert!(!gone(ids[0]) && !gone(ids[2]) && !gone(ids[3]));
+        assert_eq!(waiting(&journal), 2, "its waiting bytes went with it");
+        let stray: i64 = journal
+            .conn()
+            .query_row(
+                &format!(
+                    "SELECT count(*) FROM waiting WHERE slot NOT IN
+                        (SELECT pack_ref - {WAITING} FROM bodies
+                         WHERE pack_ref >= {WAITING} AND pack_ref < {PACKED})",
+                    WAITING = crate::journal::schema::WAITING,
+                    PACKED = crate::journal::schema::PACKED,
+                ),
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(stray, 0);
+        let mut decoder = Decoder::default();
+        for (i, id) in [(2, ids[2]), (3, ids[3])] {
+            let rv = format!("{}", 100 + i);
+            let stored = journal.stored_body(id, None).unwrap();
+            assert_eq!(decoder.decode(&stored).unwrap(), body("a", &rv, &rv));
+        }
+    }
+
     /// Version `i` of ConfigMap "a": from the fifth on it carries 800
     /// characters the first keyframe shares nothing with, too far from it for
     /// a delta.
