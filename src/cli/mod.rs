@@ -75,6 +75,25 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// [`Cli`] without its subcommands: the root of the tree [`command_for`]
+/// builds when the command line names one. Its settings are `Cli`'s
+/// (`the_tree_of_one_parses_as_the_whole_tree`).
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubectl krply",
+    bin_name = "kubectl krply",
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = EXAMPLES,
+    disable_version_flag = true,
+    propagate_version = false,
+    max_term_width = 100
+)]
+struct Root {
+    #[command(flatten)]
+    global: GlobalArgs,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     Record(record::RecordArgs),
@@ -104,7 +123,8 @@ pub fn main() -> ExitCode {
     if let Some(code) = completion::answer_kubectl() {
         return code;
     }
-    let matches = match Cli::command().try_get_matches() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let matches = match command_for(args.get(1..).unwrap_or_default()).try_get_matches_from(&args) {
         Ok(m) => m,
         Err(e) => return clap_error(e),
     };
@@ -120,6 +140,71 @@ pub fn main() -> ExitCode {
             e.exit_code()
         }
     }
+}
+
+/// The command tree to parse `args` (the words after the program's name)
+/// with. When they name one of the subcommands, the tree holds only that one.
+///
+/// clap copies each global argument into every subcommand of the tree as it
+/// starts to parse: 20 arguments into 18 subcommands, with their help texts,
+/// about 70 pages of fresh memory for a `status` that touches 500 in all
+/// (docs/journal.md, "Where the time of an answer goes"). A tree of one
+/// parses the same words into the same [`Cli`], with the same errors and the
+/// same help for that subcommand. Words that name none (a typo, `help`,
+/// `--help` first, nothing) get the whole tree, with its suggestions.
+pub(crate) fn command_for(args: &[std::ffi::OsString]) -> clap::Command {
+    let root = Root::command();
+    let Some(name) = named_subcommand(&root, args) else {
+        return Cli::command();
+    };
+    let all = <Command as Subcommand>::augment_subcommands(clap::Command::new(""));
+    match all.find_subcommand(name) {
+        Some(sub) => root
+            .subcommand(sub.clone())
+            .subcommand_required(true)
+            .arg_required_else_help(true),
+        None => Cli::command(),
+    }
+}
+
+/// The subcommand `args` name, if any: their first word that is neither an
+/// option of `root` nor an option's value. `None` at `--`, and at an option `root` does not know (`--help`, a typo),
+/// whose value, if any, cannot be told from a subcommand.
+fn named_subcommand<'a>(root: &clap::Command, args: &'a [std::ffi::OsString]) -> Option<&'a str> {
+    let takes_value = |arg: &clap::Arg| arg.get_action().takes_values();
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        let word = word.to_str()?;
+        if word == "--" {
+            return None;
+        }
+        if let Some(long) = word.strip_prefix("--") {
+            let (long, value) = match long.split_once('=') {
+                Some((long, _)) => (long, true),
+                None => (long, false),
+            };
+            let arg = root.get_arguments().find(|a| a.get_long() == Some(long))?;
+            if takes_value(arg) && !value {
+                words.next();
+            }
+            continue;
+        }
+        if let Some(shorts) = word.strip_prefix('-').filter(|s| !s.is_empty()) {
+            // Flags together (`-vA`), or a flag and its value (`-nshop`, `-n shop`).
+            for (i, c) in shorts.char_indices() {
+                let arg = root.get_arguments().find(|a| a.get_short() == Some(c))?;
+                if takes_value(arg) {
+                    if i + c.len_utf8() == shorts.len() {
+                        words.next();
+                    }
+                    break;
+                }
+            }
+            continue;
+        }
+        return Some(word);
+    }
+    None
 }
 
 /// clap's own errors: help and version print as usual; a usage error becomes one
@@ -347,6 +432,133 @@ mod tests {
             .try_get_matches_from(args)
             .expect_err("a usage error");
         usage_error_parts(&e.render().to_string())
+    }
+
+    fn words(args: &[&str]) -> Vec<std::ffi::OsString> {
+        args.iter().map(std::ffi::OsString::from).collect()
+    }
+
+    #[test]
+    fn the_subcommand_named_is_the_first_word_no_option_takes() {
+        let root = Root::command();
+        let named = |args: &[&str]| named_subcommand(&root, &words(args)).map(str::to_string);
+        let said = |name: &str| Some(name.to_string());
+        assert_eq!(named(&["status"]), said("status"));
+        assert_eq!(
+            named(&["-n", "shop", "diff", "--since", "1h"]),
+            said("diff")
+        );
+        assert_eq!(named(&["-nshop", "log"]), said("log"));
+        assert_eq!(named(&["-n=shop", "log"]), said("log"));
+        assert_eq!(named(&["-vA", "timeline"]), said("timeline"));
+        assert_eq!(named(&["--store=/j.db", "get"]), said("get"));
+        assert_eq!(named(&["--context", "diff", "log"]), said("log"));
+        assert_eq!(named(&["-o", "json", "reconstruct"]), said("reconstruct"));
+        // A value, not a subcommand.
+        assert_eq!(named(&["-n", "status"]), None);
+        assert_eq!(named(&["--store", "status"]), None);
+        // Not to be told: the whole tree answers.
+        for args in [
+            &[][..],
+            &["--help", "status"],
+            &["-h", "status"],
+            &["--", "status"],
+            &["--no-such-flag", "status"],
+            &["-Z", "status"],
+        ] {
+            assert_eq!(named(args), None, "{args:?}");
+        }
+    }
+
+    /// What clap makes of `args` under `tree`: the parsed command line, or its
+    /// error, rendered.
+    fn outcome(tree: clap::Command, args: &[String]) -> String {
+        let argv = std::iter::once("kubectl-krply").chain(args.iter().map(String::as_str));
+        match tree.try_get_matches_from(argv) {
+            Ok(m) => format!("{:?}", Cli::from_arg_matches(&m).map(|c| format!("{c:?}"))),
+            Err(e) => format!("{:?}: {}", e.kind(), e.render()),
+        }
+    }
+
+    #[test]
+    fn words_that_name_no_subcommand_get_the_whole_tree() {
+        let subcommands = Cli::command().get_subcommands().count();
+        for args in [
+            &[][..],
+            &["stauts"],
+            &["help", "status"],
+            &["--help", "status"],
+            &["-n", "status"],
+        ] {
+            assert_eq!(
+                command_for(&words(args)).get_subcommands().count(),
+                subcommands,
+                "{args:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_tree_of_one_parses_as_the_whole_tree() {
+        let (whole, of_one) = (Cli::command(), Root::command());
+        assert_eq!(of_one.get_name(), whole.get_name());
+        assert_eq!(of_one.get_bin_name(), whole.get_bin_name());
+        assert_eq!(
+            of_one.get_about().map(|s| s.to_string()),
+            whole.get_about().map(|s| s.to_string())
+        );
+        assert_eq!(
+            of_one.get_long_about().map(|s| s.to_string()),
+            whole.get_long_about().map(|s| s.to_string())
+        );
+        assert_eq!(
+            of_one.get_after_help().map(|s| s.to_string()),
+            whole.get_after_help().map(|s| s.to_string())
+        );
+        assert_eq!(
+            of_one.is_disable_version_flag_set(),
+            whole.is_disable_version_flag_set()
+        );
+        assert_eq!(
+            of_one.is_propagate_version_set(),
+            whole.is_propagate_version_set()
+        );
+        let mut lines: Vec<Vec<String>> = vec![];
+        for sub in whole.get_subcommands() {
+            let nested: Vec<&str> = sub.get_subcommands().map(|s| s.get_name()).collect();
+            for name in std::iter::once(sub.get_name()).chain(sub.get_all_aliases()) {
+                let mut add = |args: &[&str]| {
+                    lines.push(args.iter().map(|a| a.replace("{}", name)).collect());
+                };
+                add(&["{}"]);
+                add(&["{}", "--help"]);
+                add(&["{}", "-h"]);
+                add(&["{}", "--bogus"]);
+                add(&["{}", "--color", "blue"]);
+                add(&["{}", "deploy/frontend", "--since", "30m"]);
+                add(&["-n", "shop", "{}", "--store", "/tmp/j.db", "-o", "json"]);
+                add(&["--store=/tmp/j.db", "-vq", "{}", "-A", "--utc"]);
+                add(&["{}", "help"]);
+                for inner in &nested {
+                    for tail in [&[][..], &["--help"], &["--bogus"], &["--at", "2h"]] {
+                        let mut args = vec!["{}", inner];
+                        args.extend_from_slice(tail);
+                        add(&args);
+                    }
+                }
+            }
+        }
+        assert!(lines.len() > 150, "{}", lines.len());
+        for args in &lines {
+            let os: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+            let tree = command_for(&os);
+            assert_eq!(tree.get_subcommands().count(), 1, "{args:?}");
+            assert_eq!(
+                outcome(tree, args),
+                outcome(Cli::command(), args),
+                "{args:?}"
+            );
+        }
     }
 
     #[test]
