@@ -83,7 +83,10 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
             // The cluster answers are about, when one is selected.
             if let Ok(cluster) = super::reader::select_cluster(&journal, global) {
                 out.audit.coverage = crate::render::coverage::AuditOut::of(&journal, &cluster.id)?;
-                bars = crate::render::coverage::bars_of(&journal, &cluster.id, global.paint())?;
+                // Only the text shows them.
+                if !matches!(format, Format::Json | Format::Yaml) {
+                    bars = crate::render::coverage::bars_of(&journal, &cluster.id, global.paint())?;
+                }
             }
         }
         Err(JournalError::Missing(_)) => {}
