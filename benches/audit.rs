@@ -68,18 +68,13 @@ fn main() {
 
     let import = || {
         let t = Instant::now();
-        let out = Command::new(BIN)
-            .args(["audit", "import", "-o", "json", "--store"])
-            .arg(&store)
-            .args(["--cluster-id", CLUSTER])
-            .arg(&log)
-            .env("KUBECONFIG", dir.join("none"))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = common::output_of(
+            Command::new(BIN)
+                .args(["audit", "import", "-o", "json", "--store"])
+                .arg(&store)
+                .args(["--cluster-id", CLUSTER])
+                .arg(&log)
+                .env("KUBECONFIG", dir.join("none")),
         );
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         (t.elapsed().as_secs_f64(), report)

@@ -34,6 +34,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[allow(dead_code)] // the history journal is other benches'
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-krply");
 const NS: &str = "bench";
 
@@ -499,16 +502,11 @@ fn cold_blocks(kubeconfig: &Path, store: &Path) -> ColdBlocks {
         #[serde(borrow)]
         object: Option<&'a serde_json::value::RawValue>,
     }
-    let out = Command::new(BIN)
-        .args(["export", "-A", "--store"])
-        .arg(store)
-        .env("KUBECONFIG", kubeconfig)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::output_of(
+        Command::new(BIN)
+            .args(["export", "-A", "--store"])
+            .arg(store)
+            .env("KUBECONFIG", kubeconfig),
     );
     // Each object's versions in journal order: (seq, ms, watch type, rv, JSON).
     type Version<'a> = (i64, i64, u8, &'a str, &'a [u8]);

@@ -29,6 +29,19 @@ pub fn deployment_journal(store: &Path, cluster: &str, ns: &str) -> (Writer, Str
     (Writer::start(journal).unwrap(), stream)
 }
 
+/// Runs `cmd` to its end and returns what it wrote; its failure is the
+/// bench's, with what it said on stderr.
+#[allow(dead_code)] // not every bench runs the binary
+pub fn output_of(cmd: &mut std::process::Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// The history journal's size: 1M events over 10k objects, or with
 /// `--quick` 100k over 1k.
 #[allow(dead_code)] // not every bench builds it
