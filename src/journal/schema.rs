@@ -668,6 +668,17 @@ fn migrate_with(
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_docs_name_the_current_version_and_its_history() {
+        let doc = include_str!("../../docs/journal.md");
+        let current = format!("currently **{SCHEMA_VERSION}**");
+        assert!(doc.contains(&current), "docs/journal.md lacks {current:?}");
+        for version in 2..=SCHEMA_VERSION {
+            let entry = format!("  - version {version}:");
+            assert!(doc.contains(&entry), "docs/journal.md lacks {entry:?}");
+        }
+    }
+
     /// A journal of schema version 1 at `path`.
     fn version_1_journal(path: &std::path::Path) -> Connection {
         let conn = Connection::open(path).unwrap();
