@@ -16,6 +16,8 @@ pub mod merge;
 mod pipeline;
 pub mod prune;
 pub mod resolve;
+#[cfg(test)]
+pub(crate) mod script;
 pub mod snapshot;
 pub mod state;
 pub mod suggest;
