@@ -315,6 +315,22 @@ impl Journal {
             .map_err(|e| self.err(e))
     }
 
+    /// The ids of `stream`'s objects, at most `limit` of them: every object
+    /// it ever held when fewer come back.
+    pub fn stream_object_ids(
+        &self,
+        stream: StreamId,
+        limit: usize,
+    ) -> Result<Vec<i64>, JournalError> {
+        self.conn()
+            .prepare_cached("SELECT id FROM objects WHERE stream_id = ?1 LIMIT ?2")
+            .and_then(|mut s| {
+                s.query_map(params![stream, limit as i64], |r| r.get(0))?
+                    .collect()
+            })
+            .map_err(|e| self.err(e))
+    }
+
     /// Live events of a stream after `after_seq` observed up to `until`, in
     /// order, each as `(seq, object, deleted)`: replaying them finds which
     /// objects are present, and [`Journal::version`] reads the full row of the
