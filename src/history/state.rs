@@ -9,7 +9,10 @@ use crate::journal::zones::SeqBounds;
 use std::collections::BTreeMap;
 
 /// About how many records a replay reads, in `seq` order, in the time a
-/// lookup of one object's last version takes ([`History::stream_at`]).
+/// lookup of one object's last version takes ([`History::stream_at`]): on
+/// the history bench's 10M journal a record read in order took about 0.28
+/// µs and a lookup about 6 µs, some 20 records; 32 leans to the replay
+/// (docs/journal.md, "`snapshot --at` and the state at a time").
 const SEEK_RECORDS: i64 = 32;
 
 /// What the journal knows about one object at one time.
