@@ -168,8 +168,9 @@ pub(crate) fn command_for(args: &[std::ffi::OsString]) -> clap::Command {
 }
 
 /// The subcommand `args` name, if any: their first word that is neither an
-/// option of `root` nor an option's value. `None` at `--`, and at an option `root` does not know (`--help`, a typo),
-/// whose value, if any, cannot be told from a subcommand.
+/// option of `root` nor an option's value. `None` at `--`, and at an option
+/// `root` does not know (`--help`, a typo), whose value, if any, cannot be
+/// told from a subcommand.
 fn named_subcommand<'a>(root: &clap::Command, args: &'a [std::ffi::OsString]) -> Option<&'a str> {
     let takes_value = |arg: &clap::Arg| arg.get_action().takes_values();
     let mut words = args.iter();
