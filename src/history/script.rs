@@ -69,13 +69,8 @@ impl Script {
         (meta, body.into_bytes())
     }
 
-    pub(crate) fn list(
-        &mut self,
-        stream: StreamId,
-        at: i64,
-        items: &[(&str, &str, &str)],
-        rv: &str,
-    ) {
+    /// A list's items, (namespace, name, resourceVersion) each.
+    fn items(&mut self, stream: StreamId, at: i64, items: &[(&str, &str, &str)]) {
         for (ns, name, item_rv) in items {
             let (meta, body) = Script::object(ns, name, item_rv);
             self.ops.push(Op::BaselineItem {
@@ -85,6 +80,16 @@ impl Script {
                 body,
             });
         }
+    }
+
+    pub(crate) fn list(
+        &mut self,
+        stream: StreamId,
+        at: i64,
+        items: &[(&str, &str, &str)],
+        rv: &str,
+    ) {
+        self.items(stream, at, items);
         self.ops.push(Op::BaselineEnd {
             stream,
             at,
@@ -95,15 +100,7 @@ impl Script {
 
     /// A list whose items were written and which then failed.
     pub(crate) fn failed_list(&mut self, stream: StreamId, at: i64, items: &[(&str, &str, &str)]) {
-        for (ns, name, item_rv) in items {
-            let (meta, body) = Script::object(ns, name, item_rv);
-            self.ops.push(Op::BaselineItem {
-                stream,
-                at,
-                meta,
-                body,
-            });
-        }
+        self.items(stream, at, items);
         self.ops.push(Op::BaselineAbort { stream });
     }
 
