@@ -1,6 +1,8 @@
 //! State at a time (docs/consistency.md, docs/architecture.md §5): the latest baseline at or before T, then the
-//! events after it up to T. An object missing from a later baseline is gone from
-//! that baseline on, even if its DELETED event fell into a gap.
+//! events after it up to T, replayed, or each object's last version by T under
+//! that baseline, whichever reads less. An object missing from a later
+//! baseline is gone from that baseline on, even if its DELETED event fell into
+//! a gap.
 
 use super::{History, HistoryError, StreamHistory};
 use crate::journal::Journal;
