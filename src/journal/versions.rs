@@ -325,8 +325,8 @@ impl Journal {
         self.conn()
             .prepare_cached("SELECT id FROM objects WHERE stream_id = ?1 LIMIT ?2")
             .and_then(|mut s| {
-                s.query_map(params![stream, limit as i64], |r| r.get(0))?
-                    .collect()
+                let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+                s.query_map(params![stream, limit], |r| r.get(0))?.collect()
             })
             .map_err(|e| self.err(e))
     }
