@@ -294,6 +294,17 @@ impl RetainJob {
     }
 }
 
+/// Deletes the waiting bytes of body `?1`, if it waits to be packed.
+static DELETE_WAITING: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "DELETE FROM waiting WHERE slot =
+            (SELECT pack_ref - {waiting} FROM bodies
+             WHERE id = ?1 AND pack_ref >= {waiting} AND pack_ref < {packed})",
+        waiting = super::schema::WAITING,
+        packed = super::schema::PACKED,
+    )
+});
+
 /// A body row's base and pack reference.
 fn body_links(
     tx: &Transaction<'_>,
@@ -363,14 +374,7 @@ fn collect_object(tx: &Transaction<'_>, object: i64, candidates: &[i64]) -> rusq
     for &body in bodies.iter().filter(|b| !needed_bodies.contains(b)) {
         // Its bytes while it waits to be packed, found from its row in the
         // same statement.
-        tx.prepare_cached(&format!(
-            "DELETE FROM waiting WHERE slot =
-                (SELECT pack_ref - {waiting} FROM bodies
-                 WHERE id = ?1 AND pack_ref >= {waiting} AND pack_ref < {packed})",
-            waiting = super::schema::WAITING,
-            packed = super::schema::PACKED,
-        ))?
-        .execute(params![body])?;
+        tx.prepare_cached(&DELETE_WAITING)?.execute(params![body])?;
         deleted += tx.execute("DELETE FROM bodies WHERE id = ?1", params![body])? as u64;
     }
     Ok(deleted)
