@@ -17,6 +17,29 @@ use std::collections::BTreeMap;
 /// (docs/journal.md, "`snapshot --at` and the state at a time").
 const SEEK_RECORDS: i64 = 32;
 
+/// What a debug build takes instead of [`SEEK_RECORDS`], from 1 to
+/// 1,000,000: the truth checker's histories hold tens of objects and a few
+/// hundred records, where the product's ratio would nearly always replay;
+/// 1 looks objects up nearly always, 1,000,000 replays (docs/truth.md). Both
+/// ways give the same answers.
+pub const DEBUG_SEEK_RECORDS_ENV: &str = "KRPLY_DEBUG_SEEK_RECORDS";
+
+/// [`SEEK_RECORDS`], or in a debug build [`DEBUG_SEEK_RECORDS_ENV`] when it
+/// is set.
+fn seek_records() -> i64 {
+    if !cfg!(debug_assertions) {
+        return SEEK_RECORDS;
+    }
+    static RATIO: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *RATIO.get_or_init(|| {
+        std::env::var(DEBUG_SEEK_RECORDS_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|n| (1..=1_000_000).contains(n))
+            .unwrap_or(SEEK_RECORDS)
+    })
+}
+
 /// What the journal knows about one object at one time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ObjectState {
@@ -161,7 +184,7 @@ impl History<'_> {
             return Ok(None);
         };
         let span = self.bounds.at(at).saturating_sub(baseline.seq).max(0);
-        let few = usize::try_from(span / SEEK_RECORDS).unwrap_or(usize::MAX);
+        let few = usize::try_from(span / seek_records()).unwrap_or(usize::MAX);
         let ids = self.journal.stream_object_ids(stream.info.id, few)?;
         if ids.len() < few {
             self.stream_at_by_object(stream, at, &ids).map(Some)

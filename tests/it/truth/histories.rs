@@ -203,6 +203,11 @@ pub struct History {
     pub zone_bits: Option<u32>,
     /// How the server's audit log is imported into each journal.
     pub audit_pieces: AuditPieces,
+    /// How many records a replay may read per object of the stream before
+    /// the state at a time is looked up object by object instead
+    /// (`KRPLY_DEBUG_SEEK_RECORDS`); `None`: the product's, which on a
+    /// history this small nearly always replays.
+    pub seek_records: Option<i64>,
 }
 
 /// The server's audit log imported in `count` pieces (1: whole), each
@@ -340,11 +345,15 @@ pub fn history(seed: u64) -> History {
         reversed: pieces.chance(50),
         pack_writes: pieces.pick(&[None, Some(1), Some(2), Some(3)]),
     };
+    // And for the way the state at a time is found: a third by object, a
+    // third by replay, a third as the product chooses.
+    let seek_records = [None, Some(1), Some(1_000_000)][Rng::new(seed ^ 0x0051_a7e5).below(3)];
     History {
         seed,
         steps,
         zone_bits,
         audit_pieces,
+        seek_records,
     }
 }
 

@@ -53,9 +53,11 @@ struct Outcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum On {
     Simulator,
-    /// The simulator, with the product's zones and the audit log imported
-    /// whole, whatever the history drew ([`histories::History::zone_bits`],
-    /// [`histories::History::audit_pieces`]): a kept seed replays as it failed.
+    /// The simulator, with the product's zones, the audit log imported
+    /// whole and the product's way to the state at a time, whatever the
+    /// history drew ([`histories::History::zone_bits`],
+    /// [`histories::History::audit_pieces`],
+    /// [`histories::History::seek_records`]): a kept seed replays as it failed.
     SimulatorAsKept,
     /// The real control plane ([`real`]), one history at a time.
     RealControlPlane,
@@ -116,10 +118,15 @@ fn check_seed(seed: u64, on: On) -> Outcome {
     if on == On::SimulatorAsKept {
         history.zone_bits = None;
         history.audit_pieces = histories::AuditPieces::WHOLE;
+        history.seek_records = None;
     }
     let (history, play) = match on {
         On::Simulator | On::SimulatorAsKept => {
-            let play = Play::new(history.zone_bits, history.audit_pieces.pack_writes);
+            let play = Play::new(
+                history.zone_bits,
+                history.audit_pieces.pack_writes,
+                history.seek_records,
+            );
             (history, Ok(play))
         }
         On::RealControlPlane => (real::for_real(history), Play::real()),

@@ -104,10 +104,22 @@ fn journals_of(sandbox: &Sandbox) -> [PathBuf; 2] {
 
 impl Play {
     /// A play on the simulator, its recorders writing zones of `zone_bits`
-    /// ([`super::histories::History::zone_bits`]), and audit imports packs
-    /// of `audit_pack_writes` ([`super::histories::AuditPieces`]).
-    pub fn new(zone_bits: Option<u32>, audit_pack_writes: Option<usize>) -> Play {
+    /// ([`super::histories::History::zone_bits`]), audit imports packs of
+    /// `audit_pack_writes` ([`super::histories::AuditPieces`]), and readers
+    /// finding states at a time by `seek_records`
+    /// ([`super::histories::History::seek_records`]).
+    pub fn new(
+        zone_bits: Option<u32>,
+        audit_pack_writes: Option<usize>,
+        seek_records: Option<i64>,
+    ) -> Play {
         let mut sandbox = Sandbox::new();
+        if let Some(ratio) = seek_records {
+            sandbox.extra_env.push((
+                krply::history::state::DEBUG_SEEK_RECORDS_ENV.into(),
+                ratio.to_string().into(),
+            ));
+        }
         if let Some(bits) = zone_bits {
             sandbox.extra_env.push((
                 krply::journal::zones::DEBUG_ZONE_BITS_ENV.into(),
