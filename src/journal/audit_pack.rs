@@ -34,6 +34,8 @@
 //! Text is a varint length and its bytes. Varints are LEB128, at most ten
 //! bytes.
 
+pub use super::wire::Rv;
+use super::wire::{Damaged, Reader, put_text, put_varint, unzigzag, zigzag};
 use crate::audit::Verb;
 use rusqlite::{Connection, params};
 use std::cmp::Ordering;
@@ -134,33 +136,6 @@ impl PartialOrd for AuditId {
     }
 }
 
-/// A resourceVersion as stored: an integer when it is plain decimal (as
-/// etcd's are), else its text, so that it reads back as it was written.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Rv {
-    Int(i64),
-    Text(String),
-}
-
-impl Rv {
-    pub fn parse(rv: &str) -> Rv {
-        let plain = !rv.is_empty()
-            && rv.bytes().all(|b| b.is_ascii_digit())
-            && (rv == "0" || !rv.starts_with('0'));
-        match rv.parse::<i64>() {
-            Ok(n) if plain => Rv::Int(n),
-            _ => Rv::Text(rv.to_string()),
-        }
-    }
-
-    pub fn text(&self) -> String {
-        match self {
-            Rv::Int(n) => n.to_string(),
-            Rv::Text(t) => t.clone(),
-        }
-    }
-}
-
 /// One audit event on one object, as a pack holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackedWrite {
@@ -191,6 +166,12 @@ impl PackedWrite {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("audit pack: {0}")]
 pub struct PackError(&'static str);
+
+impl From<Damaged> for PackError {
+    fn from(d: Damaged) -> PackError {
+        PackError(d.0)
+    }
+}
 
 /// The writes, in key order, as one pack's blob. The pack's `first_at` is
 /// `writes[0].at`.
@@ -258,7 +239,7 @@ pub fn encode(writes: &[PackedWrite]) -> Vec<u8> {
 
 /// The writes of a pack whose key is `first_at`.
 pub fn decode(first_at: i64, data: &[u8]) -> Result<Vec<PackedWrite>, PackError> {
-    let mut r = Reader { data, at: 0 };
+    let mut r = Reader::new(data);
     let tagged = match r.byte()? {
         0 => false,
         1 => true,
@@ -376,79 +357,6 @@ pub fn merge(held: Vec<PackedWrite>, new: &[PackedWrite]) -> (Vec<PackedWrite>, 
     }
     out.extend(held);
     (out, added)
-}
-
-fn zigzag(n: i64) -> u64 {
-    ((n << 1) ^ (n >> 63)) as u64
-}
-
-fn unzigzag(n: u64) -> i64 {
-    (n >> 1) as i64 ^ -((n & 1) as i64)
-}
-
-fn put_varint(out: &mut Vec<u8>, mut n: u64) {
-    // Bounded: ten bytes at most.
-    while n >= 0x80 {
-        out.push(n as u8 | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-fn put_text(out: &mut Vec<u8>, text: &str) {
-    put_varint(out, text.len() as u64);
-    out.extend_from_slice(text.as_bytes());
-}
-
-struct Reader<'a> {
-    data: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn done(&self) -> bool {
-        self.at >= self.data.len()
-    }
-
-    fn byte(&mut self) -> Result<u8, PackError> {
-        let b = *self.data.get(self.at).ok_or(PackError("cut short"))?;
-        self.at += 1;
-        Ok(b)
-    }
-
-    fn bytes(&mut self, n: u64) -> Result<&'a [u8], PackError> {
-        let end = usize::try_from(n)
-            .ok()
-            .and_then(|n| self.at.checked_add(n))
-            .filter(|end| *end <= self.data.len())
-            .ok_or(PackError("cut short"))?;
-        let out = &self.data[self.at..end];
-        self.at = end;
-        Ok(out)
-    }
-
-    fn varint(&mut self) -> Result<u64, PackError> {
-        let mut n = 0u64;
-        // Bounded: ten bytes at most.
-        for shift in (0..64).step_by(7) {
-            let b = self.byte()?;
-            n |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(n);
-            }
-        }
-        Err(PackError("varint too long"))
-    }
-
-    fn text(&mut self) -> Result<String, PackError> {
-        let n = self.varint()?;
-        self.text_of(n)
-    }
-
-    fn text_of(&mut self, n: u64) -> Result<String, PackError> {
-        let bytes = self.bytes(n)?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| PackError("text is not UTF-8"))
-    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub mod retain;
 pub mod schema;
 pub mod snapshots;
 pub mod versions;
+pub mod wire;
 pub mod writer;
 pub mod zones;
 
