@@ -449,9 +449,10 @@ fn workload(name: &str, objects: usize, events: usize) {
     }
     let cold = cold_blocks(&kubeconfig, &store);
     println!(
-        "{name} P2 if history were cold blocks of {COLD_BLOCK} versions (docs/journal.md, \"Cold history in blocks\"): \
+        "{name} P2 if history were cold blocks of {} versions (docs/journal.md, \"Cold history in blocks\"): \
          bodies {:.2} MB + columns {:.2} MB + rows {:.2} MB + the rest kept {:.2} MB = 1/{:.1} \
-         (compressed in {:.0} ms, {:.0} MB/s of JSON)",
+         (made in {:.0} ms, {:.0} MB/s of distinct JSON)",
+        krply::journal::block::BLOCK_VERSIONS,
         cold.bodies as f64 / 1e6,
         cold.columns as f64 / 1e6,
         cold.rows as f64 / 1e6,
@@ -462,19 +463,13 @@ fn workload(name: &str, objects: usize, events: usize) {
     );
 }
 
-/// Versions of one object in a cold block, at most.
-const COLD_BLOCK: usize = 64;
-
 /// What a journal would weigh with each object's history in blocks
 /// ([`cold_blocks`]), in bytes.
 struct ColdBlocks {
-    /// The blocks' bodies: up to [`COLD_BLOCK`] consecutive versions of one
-    /// object, one after the other, in one zstd frame with a dictionary
-    /// trained on the journal's bodies.
+    /// The blocks' bodies frames ([`krply::journal::block`], with the
+    /// stream's own dictionary).
     bodies: usize,
-    /// Each block's records as columns (seq, time, watch type,
-    /// resourceVersion and length, each as the difference from the one
-    /// before), in a zstd frame of their own.
+    /// The blocks' columns frames.
     columns: usize,
     /// A row per block (its object, first and last seq, first and last time,
     /// a pointer): 30 bytes each.
@@ -482,23 +477,21 @@ struct ColdBlocks {
     /// What stays as it is: every table and index but the records and the
     /// bodies (`objects`, `dicts`, `streams`, ...).
     kept: usize,
-    /// The JSON compressed, and how long compressing it took.
+    /// The JSON put in blocks, and how long making the blocks took.
     raw: usize,
     seconds: f64,
 }
 
-/// A projection, not a layout of the journal: every object record of `store`
-/// (read back with `export`, byte for byte) put in blocks of
-/// [`COLD_BLOCK`] versions, and their sizes.
+/// A projection, not yet the layout of the journal: every object record of
+/// `store` put in blocks as `krply::journal::block` makes them. The records
+/// are read from `records`, their bodies back with `export` (byte for byte),
+/// and each object's are cut into blocks with `block::split`.
 fn cold_blocks(kubeconfig: &Path, store: &Path) -> ColdBlocks {
+    use krply::journal::block::{self, ColdRecord};
+    use krply::journal::codec::{Codec, EncoderDict};
     #[derive(serde::Deserialize)]
     struct Exported<'a> {
-        seq: i64,
-        observed_at: &'a str,
-        watch_type: Option<&'a str>,
-        resource_version: Option<&'a str>,
-        namespace: Option<&'a str>,
-        name: Option<&'a str>,
+        seq: Option<i64>,
         #[serde(borrow)]
         object: Option<&'a serde_json::value::RawValue>,
     }
@@ -508,95 +501,68 @@ fn cold_blocks(kubeconfig: &Path, store: &Path) -> ColdBlocks {
             .arg(store)
             .env("KUBECONFIG", kubeconfig),
     );
-    // Each object's versions in journal order: (seq, ms, watch type, rv, JSON).
-    type Version<'a> = (i64, i64, u8, &'a str, &'a [u8]);
-    let mut objects: std::collections::BTreeMap<(&str, &str), Vec<Version<'_>>> =
-        Default::default();
+    let mut bodies_by_seq = std::collections::HashMap::new();
     for line in out.stdout.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
         let r: Exported<'_> = serde_json::from_slice(line).unwrap();
-        let (Some(object), Some(name)) = (r.object, r.name) else {
-            continue;
-        };
-        let at = r
-            .observed_at
-            .parse::<jiff::Timestamp>()
-            .unwrap()
-            .as_millisecond();
-        let watch = r.watch_type.and_then(|w| w.bytes().next()).unwrap_or(0);
-        objects
-            .entry((r.namespace.unwrap_or(""), name))
-            .or_default()
-            .push((
-                r.seq,
-                at,
-                watch,
-                r.resource_version.unwrap_or(""),
-                object.get().as_bytes(),
-            ));
-    }
-    let samples: Vec<&[u8]> = objects
-        .values()
-        .flat_map(|v| v.iter().map(|x| x.4))
-        .step_by(7)
-        .take(4000)
-        .collect();
-    let dict = zstd::dict::from_samples(&samples, 16 << 10).unwrap();
-    let mut with_dict = zstd::bulk::Compressor::with_dictionary(3, &dict).unwrap();
-    with_dict.include_checksum(false).unwrap();
-    with_dict.include_dictid(false).unwrap();
-    let mut plain = zstd::bulk::Compressor::new(3).unwrap();
-    let varint = |out: &mut Vec<u8>, n: i64| {
-        let mut z = ((n << 1) ^ (n >> 63)) as u64;
-        while z >= 0x80 {
-            out.push(z as u8 | 0x80);
-            z >>= 7;
+        if let (Some(seq), Some(object)) = (r.seq, r.object) {
+            bodies_by_seq.insert(seq, object.get().as_bytes());
         }
-        out.push(z as u8);
-    };
+    }
+    let conn =
+        rusqlite::Connection::open_with_flags(store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let dict: Option<EncoderDict> = conn
+        .query_row("SELECT id, data FROM dicts ORDER BY id LIMIT 1", [], |r| {
+            Ok(EncoderDict::new(r.get(0)?, &r.get::<_, Vec<u8>>(1)?).unwrap())
+        })
+        .ok();
+    // Each object's records in seq order.
+    let mut objects: std::collections::BTreeMap<i64, Vec<ColdRecord<&[u8]>>> = Default::default();
+    let mut stmt = conn
+        .prepare(
+            "SELECT object_id, seq, kind, observed_at, watch_type, resource_version, event_key, aux
+             FROM records WHERE object_id IS NOT NULL ORDER BY object_id, seq",
+        )
+        .unwrap();
+    let mut rows = stmt.query([]).unwrap();
+    while let Some(r) = rows.next().unwrap() {
+        let seq: i64 = r.get(1).unwrap();
+        objects
+            .entry(r.get(0).unwrap())
+            .or_default()
+            .push(ColdRecord {
+                seq,
+                kind: r.get(2).unwrap(),
+                observed_at: r.get(3).unwrap(),
+                watch_type: r.get(4).unwrap(),
+                resource_version: r.get(5).unwrap(),
+                event_key: r.get(6).unwrap(),
+                aux: r.get(7).unwrap(),
+                body: bodies_by_seq.get(&seq).copied(),
+            });
+    }
+    let mut codec = Codec::new();
     let (mut bodies, mut columns, mut blocks, mut raw) = (0, 0, 0, 0);
     let started = Instant::now();
-    for versions in objects.values() {
-        for block in versions.chunks(COLD_BLOCK) {
-            let mut json = Vec::new();
-            let mut cols = Vec::new();
-            let (mut seq, mut at, mut rv) = (block[0].0, block[0].1, 0i64);
-            for &(s, t, w, v, body) in block {
-                varint(&mut cols, s - seq);
-                varint(&mut cols, t - at);
-                cols.push(w);
-                match v.parse::<i64>() {
-                    Ok(n) => {
-                        varint(&mut cols, n - rv);
-                        rv = n;
-                    }
-                    Err(_) => {
-                        cols.push(0xff);
-                        cols.extend_from_slice(v.as_bytes());
-                        cols.push(0);
-                    }
-                }
-                varint(&mut cols, body.len() as i64);
-                (seq, at) = (s, t);
-                json.extend_from_slice(body);
-            }
-            raw += json.len();
-            bodies += with_dict.compress(&json).unwrap().len();
-            columns += plain.compress(&cols).unwrap().len();
+    for records in objects.values() {
+        for part in block::split(records) {
+            let made = block::encode(&mut codec, part, dict.as_ref()).unwrap();
+            raw += made.raw_len;
+            bodies += made.bodies.len();
+            columns += made.columns.len();
             blocks += 1;
         }
     }
     let seconds = started.elapsed().as_secs_f64();
-    let kept: i64 =
-        rusqlite::Connection::open_with_flags(store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .unwrap()
-            .query_row(
-                "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name NOT IN
+    let kept: i64 = conn
+        .query_row(
+            "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name NOT IN
                 ('records', 'records_object', 'records_stream_meta', 'records_event_key',
                  'zones', 'bodies', 'waiting', 'packs')",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
     ColdBlocks {
         bodies,
         columns,

@@ -229,6 +229,23 @@ impl Codec {
     }
 }
 
+impl Codec {
+    /// Restores a frame compressed alone whose header declares its length
+    /// (every frame [`Codec::keyframe`] makes does); a frame that declares
+    /// none, or more than any object, is an error.
+    pub fn decode_declared(&mut self, data: &[u8]) -> Result<Vec<u8>, CodecError> {
+        match zstd_safe::get_frame_content_size(data) {
+            Ok(Some(n)) if n <= crate::model::MAX_OBJECT_BYTES as u64 => {
+                self.decode(data, n as usize, None)
+            }
+            Ok(Some(n)) => Err(CodecError(format!(
+                "frame declares {n} bytes, more than any object"
+            ))),
+            _ => Err(CodecError("frame declares no length".into())),
+        }
+    }
+}
+
 /// A decoded body, if it has the length its row claims.
 fn exact(out: Vec<u8>, written: usize, raw_len: usize) -> Result<Vec<u8>, CodecError> {
     if written != raw_len {

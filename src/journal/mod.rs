@@ -8,6 +8,7 @@
 
 pub mod audit;
 pub mod audit_pack;
+pub mod block;
 pub mod bodies;
 pub mod codec;
 pub mod export;
