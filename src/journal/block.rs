@@ -358,6 +358,39 @@ pub fn bodies(
     })
 }
 
+/// The body id a record in a block reads its body by ([`cold_body_parts`]):
+/// negative, so that it never meets a `bodies` row's id, and the same for
+/// the records of a block that share one body (`ordinal` counts the
+/// block's distinct bodies, from 0).
+pub fn cold_body_id(block: i64, ordinal: usize) -> i64 {
+    -(block * 128 + ordinal as i64) - 1
+}
+
+/// The block and the ordinal of a body id [`cold_body_id`] made; `None`
+/// for the id of a `bodies` row.
+pub fn cold_body_parts(id: i64) -> Option<(i64, usize)> {
+    let n = id.checked_neg()?.checked_sub(1)?;
+    (n >= 0).then_some((n / 128, (n % 128) as usize))
+}
+
+/// The ordinal of each record's body among the block's distinct bodies
+/// ([`cold_body_id`]), and the places of those bodies in the decoded JSON.
+pub fn ordinals(records: &[ColdRecord<Range<usize>>]) -> (Vec<Option<usize>>, Vec<Range<usize>>) {
+    let mut places: Vec<Range<usize>> = Vec::new();
+    let ordinals = records
+        .iter()
+        .map(|r| {
+            let place = r.body.as_ref()?;
+            // A body is the same as the block's body before it, or new.
+            if places.last() != Some(place) {
+                places.push(place.clone());
+            }
+            Some(places.len() - 1)
+        })
+        .collect();
+    (ordinals, places)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -526,6 +559,19 @@ mod tests {
     }
 
     #[test]
+    fn cold_body_ids_never_meet_body_rows_and_read_back() {
+        for (block, ordinal) in [(1, 0), (1, 63), (7, 5), ((1 << 50) + 3, 127)] {
+            let id = cold_body_id(block, ordinal);
+            assert!(id < 0);
+            assert_eq!(cold_body_parts(id), Some((block, ordinal)));
+        }
+        for row in [0, 1, 99, i64::MAX] {
+            assert_eq!(cold_body_parts(row), None);
+        }
+        assert_eq!(cold_body_parts(i64::MIN), None);
+    }
+
+    #[test]
     fn a_body_seen_again_is_stored_once() {
         let records = [
             record(1, "5", b"{\"a\":1}"),
@@ -539,6 +585,9 @@ mod tests {
         assert_eq!(cols[0].body, Some(0..7));
         assert_eq!(cols[1].body, Some(0..7));
         assert_eq!(cols[2].body, Some(7..14));
+        let (ordinals, places) = ordinals(&cols);
+        assert_eq!(ordinals, [Some(0), Some(0), Some(1)]);
+        assert_eq!(places, [0..7, 7..14]);
     }
 
     #[test]

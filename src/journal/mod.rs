@@ -12,6 +12,7 @@ pub mod block;
 pub mod bodies;
 pub mod codec;
 pub mod export;
+pub mod fold;
 pub mod imports;
 pub mod lock;
 pub mod plans;

@@ -323,7 +323,11 @@ fn pack_of(pack_ref: Option<i64>) -> Option<i64> {
 /// Deletes, of `candidates` (bodies of `object` its deleted records used),
 /// their bases and their packs, whatever the object's remaining records no
 /// longer reach. Returns the bodies deleted.
-fn collect_object(tx: &Transaction<'_>, object: i64, candidates: &[i64]) -> rusqlite::Result<u64> {
+pub(super) fn collect_object(
+    tx: &Transaction<'_>,
+    object: i64,
+    candidates: &[i64],
+) -> rusqlite::Result<u64> {
     if candidates.is_empty() {
         return Ok(0);
     }

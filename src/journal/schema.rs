@@ -12,7 +12,7 @@ use rusqlite::{Connection, OptionalExtension};
 pub const APPLICATION_ID: i64 = 0x6b72_706c;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 /// Record kinds stored in `records.kind`.
 ///
@@ -214,7 +214,36 @@ const MIGRATIONS: &[(i64, Step)] = &[
     (8, Step::Sql(MIGRATE_V8_TO_V9)),
     (9, Step::Code(migrate_v9_to_v10)),
     (10, Step::Sql(MIGRATE_V10_TO_V11)),
+    (11, Step::Sql(MIGRATE_V11_TO_V12)),
 ];
+
+/// Version 12: cold blocks (docs/journal.md, "Cold history in blocks";
+/// [`super::block`]). A row of `blocks` holds up to 64 consecutive records
+/// of one object, the oldest of its history: every record of an object
+/// before its rows in `records` is in one of its blocks, and its blocks do
+/// not overlap in `seq`. `blocks_object` finds an object's history,
+/// `blocks_time` the blocks a window may touch, `blocks_seq` those a stretch
+/// of `seq`s may.
+///
+/// A version 11 binary would not read the records in blocks: hence the new
+/// version, which it refuses.
+const MIGRATE_V11_TO_V12: &str = r#"
+CREATE TABLE blocks (
+    id        INTEGER PRIMARY KEY,
+    object_id INTEGER NOT NULL REFERENCES objects(id),
+    first_seq INTEGER NOT NULL,
+    last_seq  INTEGER NOT NULL,
+    min_at    INTEGER NOT NULL,
+    max_at    INTEGER NOT NULL,
+    records   INTEGER NOT NULL,
+    dict_id   INTEGER REFERENCES dicts(id),
+    columns   BLOB NOT NULL,
+    bodies    BLOB NOT NULL
+);
+CREATE INDEX blocks_object ON blocks(object_id, first_seq);
+CREATE INDEX blocks_time ON blocks(max_at, min_at);
+CREATE INDEX blocks_seq ON blocks(last_seq, first_seq);
+"#;
 
 /// Version 11: deltas waiting to be packed are kept in `waiting`, by a slot
 /// the writer reuses, instead of in `blobs` by body id (docs/journal.md,

@@ -2,6 +2,7 @@
 //! time, what changed in a window, the timeline of one object). Every query goes
 //! through an index on object, stream or time; none scans the whole journal.
 
+use super::block;
 use super::codec::{Codec, DecoderDict, KeyframeCache, PreparedKeyframe};
 use super::records::BaselineInfo;
 use super::schema::BodyRow;
@@ -384,13 +385,87 @@ impl Journal {
         from: i64,
         to: i64,
     ) -> Result<Vec<VersionRow>, JournalError> {
+        // Its oldest records may be in blocks, and come first.
+        let mut versions = self.cold_versions(object, from, to)?;
         let mut stmt = self
             .conn()
             .prepare_cached(&OBJECT_VERSIONS_BETWEEN)
             .map_err(|e| self.err(e))?;
-        stmt.query_map(params![object, from, to], version)
-            .and_then(|rows| rows.collect())
-            .map_err(|e| self.err(e))
+        let rows = stmt
+            .query_map(params![object, from, to], version)
+            .map_err(|e| self.err(e))?;
+        for row in rows {
+            versions.push(row.map_err(|e| self.err(e))?);
+        }
+        Ok(versions)
+    }
+
+    /// The versions of `object` kept in its blocks (docs/journal.md, "Cold
+    /// history in blocks") with a `seq` in `[from, to)`, oldest first. Their
+    /// bodies are read by [`BodyReader::read`] through the ids
+    /// [`block::cold_body_id`] gives them.
+    fn cold_versions(
+        &self,
+        object: i64,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<VersionRow>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT b.id, b.columns, o.stream_id FROM blocks b JOIN objects o ON o.id = b.object_id
+                 WHERE b.object_id = ?1 AND b.last_seq >= ?2 AND b.first_seq < ?3
+                 ORDER BY b.first_seq",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt
+            .query(params![object, from, to])
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        let mut codec: Option<Codec> = None;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let (id, frame, stream): (i64, Vec<u8>, StreamId) =
+                (|| Ok::<_, rusqlite::Error>((row.get(0)?, row.get(1)?, row.get(2)?)))()
+                    .map_err(|e| self.err(e))?;
+            let cols = block::columns(codec.get_or_insert_with(Codec::new), &frame)
+                .map_err(|e| self.damaged_block(id, e))?;
+            let (ordinals, _) = block::ordinals(&cols.records);
+            for (r, ordinal) in cols.records.iter().zip(ordinals) {
+                if r.seq < from || r.seq >= to {
+                    continue;
+                }
+                let ordinal = ordinal.ok_or_else(|| {
+                    self.damaged_block(id, block::BlockError::Damaged("a version without a body"))
+                })?;
+                let watch_type = r.watch_type.and_then(WatchType::from_code);
+                out.push(VersionRow {
+                    seq: r.seq,
+                    stream,
+                    object,
+                    kind: r.kind,
+                    observed_at: r.observed_at,
+                    watch_type,
+                    resource_version: r.resource_version.clone().unwrap_or_default(),
+                    body: block::cold_body_id(id, ordinal),
+                    list_token: (r.kind == kind::BASELINE_ITEM).then_some(r.aux).flatten(),
+                    mark: Mark::of(r.kind, watch_type, r.aux),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    fn damaged_block(&self, id: i64, e: block::BlockError) -> JournalError {
+        match e {
+            block::BlockError::Codec(source) => JournalError::Codec {
+                path: self.path().to_path_buf(),
+                source,
+            },
+            e => JournalError::Corrupt {
+                path: self.path().to_path_buf(),
+                detail: format!("block {id}: {e}"),
+            },
+        }
     }
 
     /// Calls `visit` with the head of every version (event or list item)
@@ -1013,6 +1088,8 @@ pub struct BodyReader {
     last_base: Option<i64>,
     /// The last pack decoded.
     last_pack: Option<(i64, Vec<u8>)>,
+    /// The last block decoded: its id, its bodies' places and their JSON.
+    last_block: Option<(i64, Vec<std::ops::Range<usize>>, Vec<u8>)>,
 }
 
 impl Default for BodyReader {
@@ -1029,11 +1106,15 @@ impl BodyReader {
             prepared: None,
             last_base: None,
             last_pack: None,
+            last_block: None,
         }
     }
 
     /// The exact recorded bytes of body `id`.
     pub fn read(&mut self, journal: &Journal, id: i64) -> Result<Vec<u8>, JournalError> {
+        if let Some((block, ordinal)) = block::cold_body_parts(id) {
+            return self.read_cold(journal, block, ordinal);
+        }
         let row = body_row(journal, id)?;
         let codec_err = |source| JournalError::Codec {
             path: journal.path().to_path_buf(),
@@ -1067,6 +1148,39 @@ impl BodyReader {
         self.codec
             .decode(&row.data, row.raw_len, Some(&base_raw))
             .map_err(codec_err)
+    }
+
+    /// A version in a block: the block decoded (once for consecutive
+    /// reads), then its slice.
+    fn read_cold(
+        &mut self,
+        journal: &Journal,
+        id: i64,
+        ordinal: usize,
+    ) -> Result<Vec<u8>, JournalError> {
+        if self.last_block.as_ref().is_none_or(|(b, _, _)| *b != id) {
+            let (frame, bodies, dict): (Vec<u8>, Vec<u8>, Option<i64>) = journal
+                .conn()
+                .prepare_cached("SELECT columns, bodies, dict_id FROM blocks WHERE id = ?1")
+                .and_then(|mut s| {
+                    s.query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                })
+                .map_err(|e| journal.err(e))?;
+            let cols = block::columns(&mut self.codec, &frame)
+                .map_err(|e| journal.damaged_block(id, e))?;
+            let dict = dict.map(|d| journal.decoder_dict(d)).transpose()?;
+            let json = block::bodies(&mut self.codec, &bodies, cols.raw_len, dict.as_deref())
+                .map_err(|e| journal.damaged_block(id, e))?;
+            let (_, places) = block::ordinals(&cols.records);
+            self.last_block = Some((id, places, json));
+        }
+        let (_, places, json) = self.last_block.as_ref().expect("decoded above");
+        places
+            .get(ordinal)
+            .map(|place| json[place.clone()].to_vec())
+            .ok_or_else(|| {
+                journal.damaged_block(id, block::BlockError::Damaged("no such body in the block"))
+            })
     }
 
     /// A packed version: the pack decoded (once for consecutive reads), then

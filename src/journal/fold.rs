@@ -1,0 +1,510 @@
+//! Folding: an object's oldest records moved from `records` into cold blocks
+//! (docs/journal.md, "Cold history in blocks"; the layout is
+//! [`super::block`]'s).
+//!
+//! A fold takes an object's records up to a `seq`, with the records of its
+//! last block when that block is not full, and writes them as blocks of
+//! [`block::BLOCK_VERSIONS`]; then it deletes their rows, and the bodies,
+//! waiting deltas and packs only they reached (bodies belong to one object,
+//! so this is decided from the object's remaining records, as retention
+//! does). Everything happens in one transaction: a reader sees the records
+//! as rows or as blocks, never both or neither.
+//!
+//! Nothing folds yet but the tests: the readers of window queries, export,
+//! retention and the writer's own lookups read rows only, and learn blocks
+//! before the recorder folds.
+
+use super::block::{self, ColdRecord};
+use super::codec::{Codec, EncoderDict};
+use super::versions::BodyReader;
+use super::{Journal, JournalError};
+use rusqlite::{OptionalExtension, Transaction, params};
+
+/// What a fold did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Folded {
+    /// Records moved from rows into blocks.
+    pub records: usize,
+    /// Blocks written (a short last block rewritten counts again).
+    pub blocks: usize,
+    /// Body rows no remaining record reached, deleted.
+    pub bodies_deleted: u64,
+}
+
+impl Journal {
+    /// Moves `object`'s records with a `seq` up to `upto` (included) into
+    /// blocks, in one transaction.
+    pub fn fold_object(&self, object: i64, upto: i64) -> Result<Folded, JournalError> {
+        let err = |e| self.err(e);
+        self.end_read();
+        // As in `prune`: enforcing foreign keys would check each deleted body
+        // against every record (there is no index on `body_id`). The fold
+        // deletes only what nothing references; enforcement comes back on
+        // whatever happens.
+        self.conn()
+            .pragma_update(None, "foreign_keys", false)
+            .map_err(err)?;
+        let folded = self.fold_in_one(object, upto);
+        let restored = self.conn().pragma_update(None, "foreign_keys", true);
+        let folded = folded?;
+        restored.map_err(err)?;
+        Ok(folded)
+    }
+
+    fn fold_in_one(&self, object: i64, upto: i64) -> Result<Folded, JournalError> {
+        let err = |e| self.err(e);
+        let tx = self.conn().unchecked_transaction().map_err(err)?;
+        let rows = object_rows(&tx, object, upto).map_err(err)?;
+        let Some(first_row) = rows.first() else {
+            return Ok(Folded::default());
+        };
+        let mut codec = Codec::new();
+        // The records of a last block that is not full go first, again.
+        let mut records: Vec<ColdRecord<Vec<u8>>> = Vec::new();
+        let last = last_block(&tx, object).map_err(err)?;
+        if let Some(b) = last.as_ref().filter(|b| b.records < block::BLOCK_VERSIONS) {
+            if b.last_seq >= first_row.seq {
+                return Err(self.damaged(format!(
+                    "object {object} has records in a block after its rows"
+                )));
+            }
+            records = self.block_records(&mut codec, b)?;
+            tx.execute("DELETE FROM blocks WHERE id = ?1", params![b.id])
+                .map_err(err)?;
+        } else if last.is_some_and(|b| b.last_seq >= first_row.seq) {
+            return Err(self.damaged(format!(
+                "object {object} has records in a block after its rows"
+            )));
+        }
+        let mut reader = BodyReader::new();
+        let mut bodies_used = Vec::new();
+        for row in &rows {
+            let body = match row.body {
+                Some(id) => {
+                    bodies_used.push(id);
+                    Some(reader.read(self, id)?)
+                }
+                None => None,
+            };
+            records.push(with_body(row, body));
+        }
+        let dict = self.stream_encoder_dict(&tx, object)?;
+        let borrowed: Vec<ColdRecord<&[u8]>> = records
+            .iter()
+            .map(|r| with_body(r, r.body.as_deref()))
+            .collect();
+        let mut folded = Folded {
+            records: rows.len(),
+            ..Folded::default()
+        };
+        for part in block::split(&borrowed) {
+            let made = block::encode(&mut codec, part, dict.as_ref())
+                .map_err(|e| self.damaged(e.to_string()))?;
+            tx.prepare_cached(
+                "INSERT INTO blocks(object_id, first_seq, last_seq, min_at, max_at, records,
+                                    dict_id, columns, bodies)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    object,
+                    made.first_seq,
+                    made.last_seq,
+                    made.min_at,
+                    made.max_at,
+                    made.records as i64,
+                    dict.as_ref().map(|d| d.id),
+                    made.columns,
+                    made.bodies
+                ])
+            })
+            .map_err(err)?;
+            folded.blocks += 1;
+        }
+        tx.execute(
+            "DELETE FROM records WHERE object_id = ?1 AND seq <= ?2",
+            params![object, upto],
+        )
+        .map_err(err)?;
+        bodies_used.sort_unstable();
+        bodies_used.dedup();
+        folded.bodies_deleted =
+            super::retain::collect_object(&tx, object, &bodies_used).map_err(err)?;
+        // Readers on other connections whose snapshot mark was taken before
+        // no longer hold the same rows.
+        super::retain::bump_generation(&tx).map_err(err)?;
+        tx.commit().map_err(err)?;
+        Ok(folded)
+    }
+
+    /// The records of a block, with their bodies.
+    fn block_records(
+        &self,
+        codec: &mut Codec,
+        b: &BlockRow,
+    ) -> Result<Vec<ColdRecord<Vec<u8>>>, JournalError> {
+        let damaged = |e: block::BlockError| self.damaged(format!("block {}: {e}", b.id));
+        let cols = block::columns(codec, &b.columns).map_err(damaged)?;
+        let dict = b.dict.map(|d| self.decoder_dict(d)).transpose()?;
+        let json =
+            block::bodies(codec, &b.bodies, cols.raw_len, dict.as_deref()).map_err(damaged)?;
+        Ok(cols
+            .records
+            .iter()
+            .map(|r| with_body(r, r.body.clone().map(|place| json[place].to_vec())))
+            .collect())
+    }
+
+    /// The dictionary the stream of `object` compresses keyframes with now,
+    /// if it has one.
+    fn stream_encoder_dict(
+        &self,
+        tx: &Transaction<'_>,
+        object: i64,
+    ) -> Result<Option<EncoderDict>, JournalError> {
+        let row: Option<(i64, Vec<u8>)> = tx
+            .prepare_cached(
+                "SELECT d.id, d.data FROM dicts d JOIN objects o ON o.stream_id = d.stream_id
+                 WHERE o.id = ?1 ORDER BY d.id DESC LIMIT 1",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![object], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+            })
+            .map_err(|e| self.err(e))?;
+        row.map(|(id, data)| EncoderDict::new(id, &data))
+            .transpose()
+            .map_err(|source| JournalError::Codec {
+                path: self.path().to_path_buf(),
+                source,
+            })
+    }
+
+    fn damaged(&self, detail: String) -> JournalError {
+        JournalError::Corrupt {
+            path: self.path().to_path_buf(),
+            detail,
+        }
+    }
+}
+
+/// `r` with `body` for its body.
+fn with_body<A, B>(r: &ColdRecord<A>, body: Option<B>) -> ColdRecord<B> {
+    ColdRecord {
+        seq: r.seq,
+        kind: r.kind,
+        observed_at: r.observed_at,
+        watch_type: r.watch_type,
+        resource_version: r.resource_version.clone(),
+        event_key: r.event_key,
+        aux: r.aux,
+        body,
+    }
+}
+
+/// `object`'s record rows up to `upto`, in seq order, each with its body
+/// row's id.
+fn object_rows(
+    tx: &Transaction<'_>,
+    object: i64,
+    upto: i64,
+) -> rusqlite::Result<Vec<ColdRecord<i64>>> {
+    tx.prepare_cached(
+        "SELECT seq, kind, observed_at, watch_type, resource_version, event_key, aux, body_id
+         FROM records WHERE object_id = ?1 AND seq <= ?2 ORDER BY seq",
+    )?
+    .query_map(params![object, upto], |r| {
+        Ok(ColdRecord {
+            seq: r.get(0)?,
+            kind: r.get(1)?,
+            observed_at: r.get(2)?,
+            watch_type: r.get(3)?,
+            resource_version: r.get(4)?,
+            event_key: r.get(5)?,
+            aux: r.get(6)?,
+            body: r.get(7)?,
+        })
+    })?
+    .collect()
+}
+
+/// A row of `blocks`, all but its place in time.
+pub(super) struct BlockRow {
+    pub id: i64,
+    pub last_seq: i64,
+    pub records: usize,
+    pub dict: Option<i64>,
+    pub columns: Vec<u8>,
+    pub bodies: Vec<u8>,
+}
+
+/// The block of `object` with the latest records.
+fn last_block(tx: &Transaction<'_>, object: i64) -> rusqlite::Result<Option<BlockRow>> {
+    tx.prepare_cached(
+        "SELECT id, last_seq, records, dict_id, columns, bodies FROM blocks
+         WHERE object_id = ?1 ORDER BY first_seq DESC LIMIT 1",
+    )?
+    .query_row(params![object], |r| {
+        Ok(BlockRow {
+            id: r.get(0)?,
+            last_seq: r.get(1)?,
+            records: r.get::<_, i64>(2)?.max(0) as usize,
+            dict: r.get(3)?,
+            columns: r.get(4)?,
+            bodies: r.get(5)?,
+        })
+    })
+    .optional()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::versions::VersionRow;
+    use crate::journal::writer::{Op, Writer};
+    use crate::model::{ObjectMeta, ResourceType, StreamSpec, WatchType};
+
+    fn object(name: &str, rv: u64, value: u64) -> (ObjectMeta, Vec<u8>) {
+        let meta = ObjectMeta {
+            namespace: "shop".into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            resource_version: rv.to_string(),
+            diff_digest: None,
+        };
+        // Large enough that versions are deltas and packs, as Deployments' are.
+        let body = format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","namespace":"shop","resourceVersion":"{rv}"}},"data":{{"value":"{value}","filler":"{}"}}}}"#,
+            "text of the object ".repeat(30)
+        );
+        (meta, body.into_bytes())
+    }
+
+    /// A journal of one ConfigMap stream: a list of three objects, 150
+    /// changes of `a` and 20 of `b` between them, a relist that finds `a`
+    /// unchanged, and `c` deleted.
+    fn journal() -> (tempfile::TempDir, Journal) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.db");
+        let journal = Journal::open_or_create(&path).unwrap();
+        journal.register_cluster("c1", "https://x", None).unwrap();
+        let stream = journal
+            .register_stream(
+                "c1",
+                &StreamSpec {
+                    resource: ResourceType {
+                        group: String::new(),
+                        version: "v1".into(),
+                        resource: "configmaps".into(),
+                        kind: "ConfigMap".into(),
+                        singular: "configmap".into(),
+                        short_names: vec![],
+                        namespaced: true,
+                    },
+                    namespace: Some("shop".into()),
+                    selector: None,
+                },
+            )
+            .unwrap();
+        let writer = Writer::start(journal).unwrap();
+        let tx = writer.sender();
+        let send = |op| tx.blocking_send(op).unwrap();
+        let list = |at: i64, items: &[(&str, u64, u64)], rv: u64| {
+            for &(name, item_rv, value) in items {
+                let (meta, body) = object(name, item_rv, value);
+                send(Op::BaselineItem {
+                    stream,
+                    at,
+                    meta,
+                    body,
+                });
+            }
+            send(Op::BaselineEnd {
+                stream,
+                at,
+                list_rv: rv.to_string(),
+                items: items.len() as u64,
+            });
+        };
+        list(1_000, &[("a", 10, 0), ("b", 11, 0), ("c", 12, 0)], 12);
+        let mut rv = 12;
+        for i in 1..=150u64 {
+            rv += 1;
+            let (meta, body) = object("a", rv, i);
+            send(Op::Event {
+                stream,
+                at: 1_000 + rv as i64,
+                watch_type: WatchType::Modified,
+                meta,
+                body,
+            });
+            if i % 8 == 0 {
+                rv += 1;
+                let (meta, body) = object("b", rv, i);
+                send(Op::Event {
+                    stream,
+                    at: 1_000 + rv as i64,
+                    watch_type: WatchType::Modified,
+                    meta,
+                    body,
+                });
+            }
+        }
+        let (meta, body) = object("c", rv + 1, 0);
+        send(Op::Event {
+            stream,
+            at: 5_000,
+            watch_type: WatchType::Deleted,
+            meta,
+            body,
+        });
+        // `a` unchanged: its list item is the same body again.
+        let last_b = rv - 6;
+        list(6_000, &[("a", rv - 1, 149), ("b", last_b, 144)], rv + 1);
+        drop(tx);
+        writer.finish().unwrap();
+        let journal = Journal::open(&path).unwrap();
+        (dir, journal)
+    }
+
+    fn id_of(journal: &Journal, name: &str) -> i64 {
+        journal
+            .conn()
+            .query_row("SELECT id FROM objects WHERE name = ?1", [name], |r| {
+                r.get(0)
+            })
+            .unwrap()
+    }
+
+    /// Every version of `object`, its body's bytes (as their length and
+    /// hash) in place of its body's id.
+    fn history(journal: &Journal, object: i64) -> Vec<(String, usize, u64)> {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        let mut reader = BodyReader::new();
+        journal
+            .object_versions(object)
+            .unwrap()
+            .into_iter()
+            .map(|v| {
+                let body = reader.read(journal, v.body).unwrap();
+                let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(&body);
+                let row = VersionRow { body: 0, ..v };
+                (format!("{row:?}"), body.len(), hash)
+            })
+            .collect()
+    }
+
+    fn count(journal: &Journal, sql: &str) -> i64 {
+        journal.conn().query_row(sql, [], |r| r.get(0)).unwrap()
+    }
+
+    #[test]
+    fn folded_records_read_back_as_they_were_and_free_their_rows() {
+        let (_dir, journal) = journal();
+        let names = ["a", "b", "c"];
+        let before: Vec<_> = names
+            .iter()
+            .map(|n| history(&journal, id_of(&journal, n)))
+            .collect();
+        assert_eq!(
+            before[0].len(),
+            152,
+            "a's list item, 150 events, its relist"
+        );
+        let a = id_of(&journal, "a");
+        let packs_before = count(&journal, "SELECT count(*) FROM packs");
+        assert!(packs_before > 0, "the history has packs to free");
+
+        // Part of a's history: 100 records, two blocks, one of them short.
+        let seqs = journal.object_versions(a).unwrap();
+        let mid = seqs[99].seq;
+        let folded = journal.fold_object(a, mid).unwrap();
+        assert_eq!((folded.records, folded.blocks), (100, 2));
+        assert_eq!(history(&journal, a), before[0]);
+        assert_eq!(
+            count(
+                &journal,
+                &format!("SELECT count(*) FROM records WHERE object_id = {a}")
+            ),
+            52
+        );
+        // Nothing more up to there: nothing happens.
+        assert_eq!(journal.fold_object(a, mid).unwrap(), Folded::default());
+
+        // The rest: the short block is written again with it.
+        let folded = journal.fold_object(a, i64::MAX).unwrap();
+        assert_eq!((folded.records, folded.blocks), (52, 2));
+        assert_eq!(history(&journal, a), before[0]);
+        let blocks: Vec<(i64, i64)> = journal
+            .conn()
+            .prepare("SELECT records, last_seq FROM blocks WHERE object_id = ?1 ORDER BY first_seq")
+            .unwrap()
+            .query_map([a], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(blocks.iter().map(|b| b.0).collect::<Vec<_>>(), [64, 64, 24]);
+        assert_eq!(blocks[2].1, seqs[151].seq);
+
+        for (name, was) in names.iter().zip(&before).skip(1) {
+            let id = id_of(&journal, name);
+            journal.fold_object(id, i64::MAX).unwrap();
+            assert_eq!(&history(&journal, id), was, "{name}");
+        }
+        // Every object record is in a block: nothing is left of their rows
+        // and bodies, and every key holds.
+        assert_eq!(
+            count(
+                &journal,
+                "SELECT count(*) FROM records WHERE object_id IS NOT NULL"
+            ),
+            0
+        );
+        for table in ["bodies", "waiting", "packs"] {
+            assert_eq!(
+                count(&journal, &format!("SELECT count(*) FROM {table}")),
+                0,
+                "{table}"
+            );
+        }
+        let broken: Option<String> = journal
+            .conn()
+            .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
+            .optional()
+            .unwrap();
+        assert_eq!(broken, None);
+        // Another connection reads the same.
+        let again = Journal::open(journal.path()).unwrap();
+        for (name, was) in names.iter().zip(&before) {
+            assert_eq!(&history(&again, id_of(&again, name)), was, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_block_after_the_rows_is_damage_not_a_fold() {
+        let (_dir, journal) = journal();
+        let a = id_of(&journal, "a");
+        let first = journal.object_versions(a).unwrap()[0].seq;
+        journal
+            .conn()
+            .execute(
+                "INSERT INTO blocks(object_id, first_seq, last_seq, min_at, max_at, records,
+                                    columns, bodies)
+                 VALUES (?1, ?2, ?2, 0, 0, 64, x'', x'')",
+                params![a, first + 1_000_000],
+            )
+            .unwrap();
+        assert!(matches!(
+            journal.fold_object(a, i64::MAX),
+            Err(JournalError::Corrupt { .. })
+        ));
+        // Nothing was changed.
+        assert_eq!(
+            count(
+                &journal,
+                &format!("SELECT count(*) FROM records WHERE object_id = {a}")
+            ),
+            152
+        );
+    }
+}
