@@ -264,17 +264,21 @@ mod tests {
     use crate::journal::writer::{Op, Writer};
     use crate::model::{ObjectMeta, ResourceType, StreamSpec, WatchType};
 
+    /// A version of `name`: its data changes every third `value`, its
+    /// status at the others (a change a default diff does not compare).
     fn object(name: &str, rv: u64, value: u64) -> (ObjectMeta, Vec<u8>) {
+        let data = value / 3;
         let meta = ObjectMeta {
             namespace: "shop".into(),
             name: name.into(),
             uid: format!("uid-{name}"),
             resource_version: rv.to_string(),
-            diff_digest: None,
+            // What a default diff compares: the data alone.
+            diff_digest: Some(data),
         };
         // Large enough that versions are deltas and packs, as Deployments' are.
         let body = format!(
-            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","namespace":"shop","resourceVersion":"{rv}"}},"data":{{"value":"{value}","filler":"{}"}}}}"#,
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","namespace":"shop","resourceVersion":"{rv}"}},"data":{{"value":"{data}","filler":"{}"}},"status":{{"seen":{value}}}}}"#,
             "text of the object ".repeat(30)
         );
         (meta, body.into_bytes())
@@ -394,6 +398,59 @@ mod tests {
             .collect()
     }
 
+    /// What every walk down an object's versions answers, at every time
+    /// and `seq` of its history and between: the version at a time, the
+    /// versions down to it, the version since a floor, and whether the
+    /// object may be present before a `seq` or a time.
+    fn walks(journal: &Journal, object: i64, stream: crate::journal::StreamId) -> Vec<String> {
+        use crate::journal::IdSet;
+        use crate::journal::versions::Before;
+        let versions = journal.object_versions(object).unwrap();
+        let all_lists: IdSet<i64> = versions.iter().filter_map(|v| v.list_token).collect();
+        // The first list left out too, as a list that never completed is.
+        let mut some_lists = all_lists.clone();
+        some_lists.remove(&versions[0].list_token.unwrap());
+        let bodyless = |v: VersionRow| VersionRow { body: 0, ..v };
+        let mut out = Vec::new();
+        let mut points: Vec<(i64, i64)> = vec![(0, 0), (i64::MAX, i64::MAX)];
+        for v in &versions {
+            for d in [-1, 0, 1] {
+                points.push((v.observed_at + d, v.seq + d));
+            }
+        }
+        for (at, seq) in points {
+            for lists in [&all_lists, &some_lists] {
+                for bound in [seq, i64::MAX] {
+                    let at_v = journal.object_version_at(object, at, bound, lists).unwrap();
+                    let (down, found) = journal
+                        .object_versions_down_to(object, at, bound, lists)
+                        .unwrap();
+                    out.push(format!(
+                        "at {at} bound {bound}: {:?} down {:?} {found}",
+                        at_v.map(bodyless),
+                        down.into_iter().map(|v| v.seq).collect::<Vec<_>>()
+                    ));
+                    for floor in [seq - 1, seq - 3, seq - 10, seq - 40, i64::MIN] {
+                        let since = journal
+                            .object_version_since(object, at, bound, lists, floor)
+                            .unwrap();
+                        out.push(format!(
+                            "since {floor}: {:?}",
+                            since.map(|(v, marked)| (bodyless(v), marked))
+                        ));
+                    }
+                }
+            }
+            for before in [Before::Seq(seq), Before::Time(at)] {
+                let present = journal
+                    .objects_maybe_present_before(stream, None, before, &|id| id == object)
+                    .unwrap();
+                out.push(format!("{before:?}: {present:?}"));
+            }
+        }
+        out
+    }
+
     fn count(journal: &Journal, sql: &str) -> i64 {
         journal.conn().query_row(sql, [], |r| r.get(0)).unwrap()
     }
@@ -405,6 +462,11 @@ mod tests {
         let before: Vec<_> = names
             .iter()
             .map(|n| history(&journal, id_of(&journal, n)))
+            .collect();
+        let stream = journal.object_versions(id_of(&journal, "a")).unwrap()[0].stream;
+        let walked: Vec<_> = names
+            .iter()
+            .map(|n| walks(&journal, id_of(&journal, n), stream))
             .collect();
         assert_eq!(
             before[0].len(),
@@ -421,6 +483,7 @@ mod tests {
         let folded = journal.fold_object(a, mid).unwrap();
         assert_eq!((folded.records, folded.blocks), (100, 2));
         assert_eq!(history(&journal, a), before[0]);
+        assert_eq!(walks(&journal, a, stream), walked[0]);
         assert_eq!(
             count(
                 &journal,
@@ -435,6 +498,7 @@ mod tests {
         let folded = journal.fold_object(a, i64::MAX).unwrap();
         assert_eq!((folded.records, folded.blocks), (52, 2));
         assert_eq!(history(&journal, a), before[0]);
+        assert_eq!(walks(&journal, a, stream), walked[0]);
         let blocks: Vec<(i64, i64)> = journal
             .conn()
             .prepare("SELECT records, last_seq FROM blocks WHERE object_id = ?1 ORDER BY first_seq")
@@ -446,10 +510,11 @@ mod tests {
         assert_eq!(blocks.iter().map(|b| b.0).collect::<Vec<_>>(), [64, 64, 24]);
         assert_eq!(blocks[2].1, seqs[151].seq);
 
-        for (name, was) in names.iter().zip(&before).skip(1) {
+        for (i, name) in names.iter().enumerate().skip(1) {
             let id = id_of(&journal, name);
             journal.fold_object(id, i64::MAX).unwrap();
-            assert_eq!(&history(&journal, id), was, "{name}");
+            assert_eq!(history(&journal, id), before[i], "{name}");
+            assert_eq!(walks(&journal, id, stream), walked[i], "{name}");
         }
         // Every object record is in a block: nothing is left of their rows
         // and bodies, and every key holds.

@@ -237,6 +237,42 @@ pub struct WindowRecord {
 /// costs W-deep's diff about 4 %.
 const MARKED_WALK: usize = 8;
 
+/// [`Journal::object_version_since`]'s walk down an object's versions,
+/// newest first.
+struct SinceWalk<'a> {
+    at: i64,
+    lists: &'a IdSet<i64>,
+    /// The version at `at`, once met, while the versions under it are all
+    /// status only.
+    found: Option<VersionRow>,
+    walked: usize,
+    /// Set when the walk has its answer.
+    answer: Option<Option<(VersionRow, bool)>>,
+}
+
+impl SinceWalk<'_> {
+    fn step(&mut self, v: VersionRow) -> std::ops::ControlFlow<()> {
+        use std::ops::ControlFlow::{Break, Continue};
+        let marked = v.mark == Some(Mark::StatusOnly);
+        if self.found.is_none() {
+            // Later than `at`, or an item of a list that never completed.
+            if v.observed_at > self.at || v.list_token.is_some_and(|t| !self.lists.contains(&t)) {
+                return Continue(());
+            }
+            if !marked {
+                self.answer = Some(Some((v, false)));
+                return Break(());
+            }
+            self.found = Some(v);
+        } else if !marked || self.walked == MARKED_WALK {
+            self.answer = Some(self.found.take().map(|v| (v, false)));
+            return Break(());
+        }
+        self.walked += 1;
+        Continue(())
+    }
+}
+
 fn version(r: &rusqlite::Row<'_>) -> rusqlite::Result<VersionRow> {
     let kind_: i64 = r.get(3)?;
     let watch_type = r.get::<_, Option<i64>>(5)?.and_then(WatchType::from_code);
@@ -422,23 +458,102 @@ impl Journal {
             .query(params![object, from, to])
             .map_err(|e| self.err(e))?;
         let mut out = Vec::new();
-        let mut codec: Option<Codec> = None;
+        let mut codec = None;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            let (id, frame, stream): (i64, Vec<u8>, StreamId) =
-                (|| Ok::<_, rusqlite::Error>((row.get(0)?, row.get(1)?, row.get(2)?)))()
-                    .map_err(|e| self.err(e))?;
-            let cols = block::columns(codec.get_or_insert_with(Codec::new), &frame)
-                .map_err(|e| self.damaged_block(id, e))?;
-            let (ordinals, _) = block::ordinals(&cols.records);
-            for (r, ordinal) in cols.records.iter().zip(ordinals) {
-                if r.seq < from || r.seq >= to {
-                    continue;
+            let versions = self.block_versions(&mut codec, row, object)?;
+            out.extend(versions.into_iter().filter(|v| v.seq >= from && v.seq < to));
+        }
+        Ok(out)
+    }
+
+    /// Calls `visit` with the versions of `object` kept in its blocks with a
+    /// `seq` up to `bound`, newest first, until it says to stop. Blocks hold
+    /// an object's oldest records: a walk down its rows goes on here.
+    fn cold_versions_down(
+        &self,
+        object: i64,
+        bound: i64,
+        mut visit: impl FnMut(VersionRow) -> std::ops::ControlFlow<()>,
+    ) -> Result<(), JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT b.id, b.columns, o.stream_id FROM blocks b JOIN objects o ON o.id = b.object_id
+                 WHERE b.object_id = ?1 AND b.first_seq <= ?2
+                 ORDER BY b.first_seq DESC",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt
+            .query(params![object, bound])
+            .map_err(|e| self.err(e))?;
+        let mut codec = None;
+        // Bounded by the object's blocks.
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let versions = self.block_versions(&mut codec, row, object)?;
+            for v in versions.into_iter().rev().filter(|v| v.seq <= bound) {
+                if visit(v).is_break() {
+                    return Ok(());
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// The last of `object`'s records observed before `at`, by time then
+    /// `seq`, as `(watch type, observed_at, seq)`: `rows_last`, the last of
+    /// its rows, or one of its blocks' records observed after it.
+    fn cold_last_before(
+        &self,
+        object: i64,
+        at: i64,
+        rows_last: Option<(Option<i64>, i64, i64)>,
+    ) -> Result<Option<(Option<i64>, i64, i64)>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT b.id, b.columns, o.stream_id FROM blocks b JOIN objects o ON o.id = b.object_id
+                 WHERE b.object_id = ?1 AND b.min_at < ?2 AND b.max_at >= ?3",
+            )
+            .map_err(|e| self.err(e))?;
+        let floor = rows_last.map_or(i64::MIN, |(_, observed_at, _)| observed_at);
+        let mut rows = stmt
+            .query(params![object, at, floor])
+            .map_err(|e| self.err(e))?;
+        let mut last = rows_last;
+        let mut codec = None;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            for v in self.block_versions(&mut codec, row, object)? {
+                let key = (v.observed_at, v.seq);
+                if v.observed_at < at && last.is_none_or(|(_, a, s)| key > (a, s)) {
+                    last = Some((v.watch_type.map(WatchType::code), v.observed_at, v.seq));
+                }
+            }
+        }
+        Ok(last)
+    }
+
+    /// The versions of a block, from its row `(id, columns, stream)`.
+    fn block_versions(
+        &self,
+        codec: &mut Option<Codec>,
+        row: &rusqlite::Row<'_>,
+        object: i64,
+    ) -> Result<Vec<VersionRow>, JournalError> {
+        let (id, frame, stream): (i64, Vec<u8>, StreamId) =
+            (|| Ok::<_, rusqlite::Error>((row.get(0)?, row.get(1)?, row.get(2)?)))()
+                .map_err(|e| self.err(e))?;
+        let cols = block::columns(codec.get_or_insert_with(Codec::new), &frame)
+            .map_err(|e| self.damaged_block(id, e))?;
+        let (ordinals, _) = block::ordinals(&cols.records);
+        cols.records
+            .iter()
+            .zip(ordinals)
+            .map(|(r, ordinal)| {
                 let ordinal = ordinal.ok_or_else(|| {
                     self.damaged_block(id, block::BlockError::Damaged("a version without a body"))
                 })?;
                 let watch_type = r.watch_type.and_then(WatchType::from_code);
-                out.push(VersionRow {
+                Ok(VersionRow {
                     seq: r.seq,
                     stream,
                     object,
@@ -449,10 +564,9 @@ impl Journal {
                     body: block::cold_body_id(id, ordinal),
                     list_token: (r.kind == kind::BASELINE_ITEM).then_some(r.aux).flatten(),
                     mark: Mark::of(r.kind, watch_type, r.aux),
-                });
-            }
-        }
-        Ok(out)
+                })
+            })
+            .collect()
     }
 
     fn damaged_block(&self, id: i64, e: block::BlockError) -> JournalError {
@@ -556,12 +670,13 @@ impl Journal {
             .map_err(err)?;
         let (sql, bound) = match before {
             Before::Seq(seq) => (
-                "SELECT watch_type FROM records WHERE object_id = ?1 AND seq < ?2
+                "SELECT watch_type, observed_at, seq FROM records WHERE object_id = ?1 AND seq < ?2
                  ORDER BY seq DESC LIMIT 1",
                 seq,
             ),
             Before::Time(at) => (
-                "SELECT watch_type FROM records WHERE object_id = ?1 AND observed_at < ?2
+                "SELECT watch_type, observed_at, seq FROM records
+                 WHERE object_id = ?1 AND observed_at < ?2
                  ORDER BY observed_at DESC, seq DESC LIMIT 1",
                 at,
             ),
@@ -570,11 +685,26 @@ impl Journal {
         let mut out = Vec::new();
         // Bounded by the stream's objects.
         for id in ids.into_iter().filter(|id| wanted(*id)) {
-            let watch_type: Option<Option<i64>> = last
-                .query_row(params![id, bound], |r| r.get(0))
+            let row: Option<(Option<i64>, i64, i64)> = last
+                .query_row(params![id, bound], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
                 .optional()
                 .map_err(err)?;
-            if let Some(watch_type) = watch_type
+            let row = match (before, row) {
+                // Blocks hold records older than the rows.
+                (Before::Seq(_), Some(row)) => Some(row),
+                (Before::Seq(seq), None) => {
+                    let mut last = None;
+                    self.cold_versions_down(id, seq - 1, |v| {
+                        last = Some((v.watch_type.map(WatchType::code), v.observed_at, v.seq));
+                        std::ops::ControlFlow::Break(())
+                    })?;
+                    last
+                }
+                (Before::Time(at), row) => self.cold_last_before(id, at, row)?,
+            };
+            if let Some((watch_type, _, _)) = row
                 && watch_type.and_then(WatchType::from_code) != Some(WatchType::Deleted)
             {
                 out.push(id);
@@ -603,13 +733,26 @@ impl Journal {
             .map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         let mut found = false;
+        let is_it =
+            |v: &VersionRow| v.observed_at <= at && v.list_token.is_none_or(|t| lists.contains(&t));
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             let v = version(row).map_err(|e| self.err(e))?;
-            found = v.observed_at <= at && v.list_token.is_none_or(|t| lists.contains(&t));
+            found = is_it(&v);
             out.push(v);
             if found {
                 break;
             }
+        }
+        if !found {
+            self.cold_versions_down(object, seq_bound, |v| {
+                found = is_it(&v);
+                out.push(v);
+                if found {
+                    std::ops::ControlFlow::Break(())
+                } else {
+                    std::ops::ControlFlow::Continue(())
+                }
+            })?;
         }
         out.reverse();
         Ok((out, found))
@@ -640,7 +783,15 @@ impl Journal {
                 _ => return Ok(Some(v)),
             }
         }
-        Ok(None)
+        let mut found = None;
+        self.cold_versions_down(object, seq_bound, |v| {
+            if v.observed_at > at || v.list_token.is_some_and(|t| !lists.contains(&t)) {
+                return std::ops::ControlFlow::Continue(());
+            }
+            found = Some(v);
+            std::ops::ControlFlow::Break(())
+        })?;
+        Ok(found)
     }
 
     /// [`Journal::object_version_at`] among the records of `object` after
@@ -663,28 +814,30 @@ impl Journal {
         let mut rows = stmt
             .query(params![object, seq_bound, floor])
             .map_err(|e| self.err(e))?;
-        let mut found = None;
-        let mut walked = 0;
+        let mut walk = SinceWalk {
+            at,
+            lists,
+            found: None,
+            walked: 0,
+            answer: None,
+        };
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             let v = version(row).map_err(|e| self.err(e))?;
-            let marked = v.kind == kind::EVENT
-                && v.watch_type == Some(WatchType::Modified)
-                && row.get::<_, Option<i64>>(8).map_err(|e| self.err(e))? == Some(1);
-            if found.is_none() {
-                // Later than `at`, or an item of a list that never completed.
-                if v.observed_at > at || v.list_token.is_some_and(|t| !lists.contains(&t)) {
-                    continue;
-                }
-                if !marked {
-                    return Ok(Some((v, false)));
-                }
-                found = Some(v);
-            } else if !marked || walked == MARKED_WALK {
-                return Ok(found.map(|v| (v, false)));
+            if walk.step(v).is_break() {
+                return Ok(walk.answer.flatten());
             }
-            walked += 1;
         }
-        Ok(found.map(|v| (v, true)))
+        // The object's older records may be in blocks.
+        self.cold_versions_down(object, seq_bound, |v| {
+            if v.seq <= floor {
+                return std::ops::ControlFlow::Break(());
+            }
+            walk.step(v)
+        })?;
+        Ok(match walk.answer {
+            Some(answer) => answer,
+            None => walk.found.map(|v| (v, true)),
+        })
     }
 
     /// What [`Journal::object_version_at`] needs to skip later records: see
