@@ -451,6 +451,96 @@ mod tests {
         out
     }
 
+    /// What every scan of the stream's records answers, over stretches of
+    /// `seq` and windows of time across its history: its events after a
+    /// `seq`, its lists' items, the heads of its versions, the objects a
+    /// window touched, the records a window visits, each version by `seq`,
+    /// and its busiest object.
+    fn scans(journal: &Journal, stream: crate::journal::StreamId) -> Vec<String> {
+        use crate::journal::IdSet;
+        use crate::journal::versions::RvKeys;
+        let streams: IdSet<_> = [stream].into_iter().collect();
+        let bodyless = |v: VersionRow| VersionRow { body: 0, ..v };
+        let mut out = Vec::new();
+        for b in journal.baselines(stream).unwrap() {
+            let items: Vec<_> = journal
+                .baseline_items(stream, &b)
+                .unwrap()
+                .into_iter()
+                .map(bodyless)
+                .collect();
+            out.push(format!("{b:?}: {items:?}"));
+        }
+        let (min_seq, max_seq): (i64, i64) = journal
+            .conn()
+            .query_row(
+                "SELECT min(first_seq), max(last_seq) FROM
+                   (SELECT first_seq, last_seq FROM blocks UNION ALL SELECT seq, seq FROM records)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        for seq in (min_seq - 1..=max_seq + 1).step_by(7) {
+            out.push(format!(
+                "{seq}: {:?}",
+                journal.version(seq).unwrap().map(bodyless)
+            ));
+            for (at, bound) in [(i64::MAX, i64::MAX), (1_050, seq + 30), (5_000, seq + 90)] {
+                out.push(format!(
+                    "events after {seq} by {at} to {bound}: {:?}",
+                    journal.stream_events(stream, seq, at, bound).unwrap()
+                ));
+            }
+            let mut keys = RvKeys::default();
+            let mut heads = Vec::new();
+            journal
+                .visit_version_heads_from(&streams, (seq, seq + 45), &mut keys, |h| heads.push(*h))
+                .unwrap();
+            out.push(format!("heads from {seq}: {heads:?}"));
+        }
+        for (after, until) in [
+            (0, i64::MAX),
+            (999, 1_000),
+            (1_000, 1_060),
+            (1_100, 1_130),
+            (1_170, 5_000),
+            (5_000, 6_000),
+        ] {
+            let mut touched: Vec<i64> = journal
+                .touched_objects(&streams, after, until)
+                .unwrap()
+                .into_iter()
+                .collect();
+            touched.sort();
+            let mut before: Vec<i64> = journal
+                .touched_objects_before(&streams, after, until, 90)
+                .unwrap()
+                .into_iter()
+                .collect();
+            before.sort();
+            // Which records a window visits may differ (zones and blocks
+            // hold different neighbours): those observed in it may not, nor
+            // their order.
+            let mut visited = Vec::new();
+            journal
+                .visit_window(&streams, after, until, |r| {
+                    if r.observed_at > after && r.observed_at <= until {
+                        visited.push((r.seq, r.object, r.observed_at, r.status_only));
+                    }
+                    Ok::<_, JournalError>(true)
+                })
+                .unwrap();
+            out.push(format!(
+                "window {after}..{until}: {touched:?} {before:?} {visited:?}"
+            ));
+        }
+        out.push(format!(
+            "busiest: {:?}",
+            journal.busiest_object(&[stream]).unwrap()
+        ));
+        out
+    }
+
     fn count(journal: &Journal, sql: &str) -> i64 {
         journal.conn().query_row(sql, [], |r| r.get(0)).unwrap()
     }
@@ -468,6 +558,7 @@ mod tests {
             .iter()
             .map(|n| walks(&journal, id_of(&journal, n), stream))
             .collect();
+        let scanned = scans(&journal, stream);
         assert_eq!(
             before[0].len(),
             152,
@@ -484,6 +575,7 @@ mod tests {
         assert_eq!((folded.records, folded.blocks), (100, 2));
         assert_eq!(history(&journal, a), before[0]);
         assert_eq!(walks(&journal, a, stream), walked[0]);
+        assert_eq!(scans(&journal, stream), scanned);
         assert_eq!(
             count(
                 &journal,
@@ -499,6 +591,7 @@ mod tests {
         assert_eq!((folded.records, folded.blocks), (52, 2));
         assert_eq!(history(&journal, a), before[0]);
         assert_eq!(walks(&journal, a, stream), walked[0]);
+        assert_eq!(scans(&journal, stream), scanned);
         let blocks: Vec<(i64, i64)> = journal
             .conn()
             .prepare("SELECT records, last_seq FROM blocks WHERE object_id = ?1 ORDER BY first_seq")
@@ -515,6 +608,7 @@ mod tests {
             journal.fold_object(id, i64::MAX).unwrap();
             assert_eq!(history(&journal, id), before[i], "{name}");
             assert_eq!(walks(&journal, id, stream), walked[i], "{name}");
+            assert_eq!(scans(&journal, stream), scanned, "{name}");
         }
         // Every object record is in a block: nothing is left of their rows
         // and bodies, and every key holds.

@@ -10,7 +10,7 @@ use super::schema::kind;
 use super::{IdSet, Journal, JournalError, StreamId};
 use crate::model::WatchType;
 use rusqlite::{OptionalExtension, params};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, LazyLock};
 
 /// One recorded version of an object: a live event or a baseline item.
@@ -237,6 +237,33 @@ pub struct WindowRecord {
 /// costs W-deep's diff about 4 %.
 const MARKED_WALK: usize = 8;
 
+/// Which blocks a scan of `records` meets ([`Journal::cold_scan`]).
+#[derive(Debug, Clone, Copy)]
+enum ColdScan {
+    /// Those with a record whose `seq` is in `[from, to]`.
+    Seqs(i64, i64),
+    /// Those with a record observed in `(after, until]`.
+    Times(i64, i64),
+}
+
+/// `rows` and `cold` (each in `seq` order) as one sequence in `seq` order.
+fn merged_by_seq<T>(rows: Vec<T>, cold: Vec<T>, seq: impl Fn(&T) -> i64) -> Vec<T> {
+    if cold.is_empty() {
+        return rows;
+    }
+    let mut out = Vec::with_capacity(rows.len() + cold.len());
+    let mut cold = cold.into_iter().peekable();
+    for r in rows {
+        // Bounded by `cold`.
+        while let Some(c) = cold.next_if(|c| seq(c) < seq(&r)) {
+            out.push(c);
+        }
+        out.push(r);
+    }
+    out.extend(cold);
+    out
+}
+
 /// [`Journal::object_version_since`]'s walk down an object's versions,
 /// newest first.
 struct SinceWalk<'a> {
@@ -347,9 +374,22 @@ impl Journal {
                  ORDER BY seq",
                 kind::BASELINE_ITEM, meta = kind::META))
             .map_err(|e| self.err(e))?;
-        stmt.query_map(params![stream, baseline.token, baseline.seq], version)
+        let rows: Vec<VersionRow> = stmt
+            .query_map(params![stream, baseline.token, baseline.seq], version)
             .and_then(|rows| rows.collect())
-            .map_err(|e| self.err(e))
+            .map_err(|e| self.err(e))?;
+        let cold: Vec<VersionRow> = self
+            .cold_scan(ColdScan::Seqs(baseline.token, baseline.seq - 1))?
+            .into_iter()
+            .filter(|v| {
+                v.stream == stream
+                    && v.kind == kind::BASELINE_ITEM
+                    && v.seq >= baseline.token
+                    && v.seq < baseline.seq
+                    && v.list_token == Some(baseline.token)
+            })
+            .collect();
+        Ok(merged_by_seq(rows, cold, |v| v.seq))
     }
 
     /// The ids of `stream`'s objects, at most `limit` of them: every object
@@ -392,11 +432,25 @@ impl Journal {
                 kind::EVENT
             ))
             .map_err(|e| self.err(e))?;
-        stmt.query_map(params![stream, after_seq, until, seq_bound], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })
-        .and_then(|rows| rows.collect())
-        .map_err(|e| self.err(e))
+        let rows: Vec<(i64, i64, bool)> = stmt
+            .query_map(params![stream, after_seq, until, seq_bound], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .and_then(|rows| rows.collect())
+            .map_err(|e| self.err(e))?;
+        let cold: Vec<(i64, i64, bool)> = self
+            .cold_scan(ColdScan::Seqs(after_seq.saturating_add(1), seq_bound))?
+            .into_iter()
+            .filter(|v| {
+                v.stream == stream
+                    && v.kind == kind::EVENT
+                    && v.seq > after_seq
+                    && v.seq <= seq_bound
+                    && v.observed_at <= until
+            })
+            .map(|v| (v.seq, v.object, v.deleted()))
+            .collect();
+        Ok(merged_by_seq(rows, cold, |e| e.0))
     }
 
     /// Every version of one object (events and baseline items), oldest first.
@@ -532,6 +586,38 @@ impl Journal {
         Ok(last)
     }
 
+    /// Object records kept in blocks that a scan of `records` by `seq` or
+    /// by time meets: every record of the blocks that `scan` selects, in
+    /// `seq` order. The caller filters them as its scan of the rows does.
+    fn cold_scan(&self, scan: ColdScan) -> Result<Vec<VersionRow>, JournalError> {
+        let (sql, a, b) = match scan {
+            ColdScan::Seqs(from, to) => (
+                "SELECT b.id, b.columns, o.stream_id, b.object_id
+                 FROM blocks b JOIN objects o ON o.id = b.object_id
+                 WHERE b.last_seq >= ?1 AND b.first_seq <= ?2",
+                from,
+                to,
+            ),
+            ColdScan::Times(after, until) => (
+                "SELECT b.id, b.columns, o.stream_id, b.object_id
+                 FROM blocks b JOIN objects o ON o.id = b.object_id
+                 WHERE b.max_at > ?1 AND b.min_at <= ?2",
+                after,
+                until,
+            ),
+        };
+        let mut stmt = self.conn().prepare_cached(sql).map_err(|e| self.err(e))?;
+        let mut rows = stmt.query(params![a, b]).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        let mut codec = None;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let object: i64 = row.get(3).map_err(|e| self.err(e))?;
+            out.extend(self.block_versions(&mut codec, row, object)?);
+        }
+        out.sort_unstable_by_key(|v| v.seq);
+        Ok(out)
+    }
+
     /// The versions of a block, from its row `(id, columns, stream)`.
     fn block_versions(
         &self,
@@ -606,8 +692,19 @@ impl Journal {
                 kind::BASELINE_ITEM
             ))
             .map_err(|e| self.err(e))?;
+        // Records kept in blocks come in `seq` order among the rows.
+        let mut cold = self
+            .cold_scan(ColdScan::Seqs(from, to))?
+            .into_iter()
+            .filter(|v| v.seq >= from && v.seq <= to && streams.contains(&v.stream))
+            .peekable();
         let mut rows = stmt.query(params![from, to]).map_err(|e| self.err(e))?;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let seq: i64 = row.get(0).map_err(|e| self.err(e))?;
+            // Bounded by the blocks' records.
+            while let Some(v) = cold.next_if(|v| v.seq < seq) {
+                visit(&v.head(keys));
+            }
             let stream: StreamId = row.get(1).map_err(|e| self.err(e))?;
             let object: Option<i64> = row.get(2).map_err(|e| self.err(e))?;
             let Some(object) = object.filter(|_| streams.contains(&stream)) else {
@@ -634,6 +731,9 @@ impl Journal {
             })()
             .map_err(|e: rusqlite::Error| self.err(e))?;
             visit(&head);
+        }
+        for v in cold {
+            visit(&v.head(keys));
         }
         Ok(())
     }
@@ -907,6 +1007,15 @@ impl Journal {
                 visit(row.get(1).map_err(|e| self.err(e))?);
             }
         }
+        for v in self.cold_scan(ColdScan::Times(after, until))? {
+            if v.observed_at > after
+                && v.observed_at <= until
+                && v.seq < below
+                && streams.contains(&v.stream)
+            {
+                visit(v.object);
+            }
+        }
         Ok(())
     }
 
@@ -936,6 +1045,20 @@ impl Journal {
                 WatchType::Modified.code()
             ))
             .map_err(|e| self.err(e))?;
+        // The records of the blocks whose times meet the window, observed in
+        // it or not, come in `seq` order among the rows.
+        let mut cold = self
+            .cold_scan(ColdScan::Times(after, until))?
+            .into_iter()
+            .filter(|v| streams.contains(&v.stream))
+            .map(|v| WindowRecord {
+                seq: v.seq,
+                stream: v.stream,
+                object: v.object,
+                observed_at: v.observed_at,
+                status_only: v.mark == Some(Mark::StatusOnly),
+            })
+            .peekable();
         let mut rows = stmt.query(params![after, until]).map_err(|e| self.err(e))?;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             let record = (|| {
@@ -948,7 +1071,18 @@ impl Journal {
                 })
             })()
             .map_err(|e| self.err(e))?;
+            // Bounded by the blocks' records.
+            while let Some(c) = cold.next_if(|c| c.seq < record.seq) {
+                if !visit(c)? {
+                    return Ok(());
+                }
+            }
             if streams.contains(&record.stream) && !visit(record)? {
+                return Ok(());
+            }
+        }
+        for c in cold {
+            if !visit(c)? {
                 break;
             }
         }
@@ -962,10 +1096,18 @@ impl Journal {
 
     /// The version recorded as `seq`.
     pub fn version(&self, seq: i64) -> Result<Option<VersionRow>, JournalError> {
-        self.conn()
+        let row = self
+            .conn()
             .prepare_cached(&VERSION_AT_SEQ)
             .and_then(|mut s| s.query_row(params![seq], version).optional())
-            .map_err(|e| self.err(e))
+            .map_err(|e| self.err(e))?;
+        if row.is_some() {
+            return Ok(row);
+        }
+        Ok(self
+            .cold_scan(ColdScan::Seqs(seq, seq))?
+            .into_iter()
+            .find(|v| v.seq == seq))
     }
 
     pub fn object(&self, id: i64) -> Result<Option<ObjectRow>, JournalError> {
@@ -1045,19 +1187,40 @@ impl Journal {
             .conn()
             .prepare_cached(&format!(
                 "SELECT object_id, count(*) FROM records WHERE stream_id = ?1 AND kind = {}
-                 GROUP BY object_id ORDER BY count(*) DESC, object_id LIMIT 1",
+                 GROUP BY object_id",
                 kind::EVENT
             ))
             .map_err(|e| self.err(e))?;
+        let mut blocks = self
+            .conn()
+            .prepare_cached(
+                "SELECT b.id, b.columns, o.stream_id, b.object_id
+                 FROM blocks b JOIN objects o ON o.id = b.object_id WHERE o.stream_id = ?1",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut codec = None;
         for stream in streams {
-            let top: Option<(i64, i64)> = stmt
-                .query_row(params![stream], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()
+            let mut counts: BTreeMap<i64, i64> = stmt
+                .query_map(params![stream], |r| Ok((r.get(0)?, r.get(1)?)))
+                .and_then(|rows| rows.collect())
                 .map_err(|e| self.err(e))?;
-            if let Some((object, n)) = top
-                && best.is_none_or(|(_, m)| n > m)
-            {
-                best = Some((object, n));
+            let mut rows = blocks.query(params![stream]).map_err(|e| self.err(e))?;
+            while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+                let object: i64 = row.get(3).map_err(|e| self.err(e))?;
+                let events = self
+                    .block_versions(&mut codec, row, object)?
+                    .iter()
+                    .filter(|v| v.kind == kind::EVENT)
+                    .count();
+                if events > 0 {
+                    *counts.entry(object).or_default() += events as i64;
+                }
+            }
+            // The most events, the lowest id among equals.
+            for (object, n) in counts {
+                if best.is_none_or(|(_, m)| n > m) {
+                    best = Some((object, n));
+                }
             }
         }
         match best {
