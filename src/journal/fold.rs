@@ -383,17 +383,15 @@ mod tests {
     /// Every version of `object`, its body's bytes (as their length and
     /// hash) in place of its body's id.
     fn history(journal: &Journal, object: i64) -> Vec<(String, usize, u64)> {
-        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
         let mut reader = BodyReader::new();
         journal
             .object_versions(object)
             .unwrap()
             .into_iter()
             .map(|v| {
-                let body = reader.read(journal, v.body).unwrap();
-                let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(&body);
+                let (len, hash) = hashed(&reader.read(journal, v.body).unwrap());
                 let row = VersionRow { body: 0, ..v };
-                (format!("{row:?}"), body.len(), hash)
+                (format!("{row:?}"), len, hash)
             })
             .collect()
     }
@@ -538,7 +536,31 @@ mod tests {
             "busiest: {:?}",
             journal.busiest_object(&[stream]).unwrap()
         ));
+        // Every record, in pages of 7, as `export` reads them.
+        let mut bodies = BodyReader::new();
+        let mut after = i64::MIN;
+        for _ in 0..1_000 {
+            let page = journal
+                .records_after(after, 7, &mut bodies, &|r| r.seq % 3 != 0)
+                .unwrap();
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            for r in page {
+                let body = r.body.as_deref().map(hashed);
+                let r = crate::journal::read::RecordView { body: None, ..r };
+                out.push(format!("{r:?} {body:?}"));
+            }
+        }
         out
+    }
+
+    /// A body's length and hash.
+    fn hashed(body: &[u8]) -> (usize, u64) {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        (
+            body.len(),
+            BuildHasherDefault::<DefaultHasher>::default().hash_one(body),
+        )
     }
 
     fn count(journal: &Journal, sql: &str) -> i64 {

@@ -4,9 +4,11 @@
 
 use super::records::{CheckpointInfo, CoverageInfo, GapInfo, HEARTBEAT_MS};
 use super::schema::kind;
+use super::versions::ColdScan;
 use super::{Journal, JournalError, StreamId};
 use crate::model::{ResourceType, WatchType, stream_name};
 use rusqlite::{OptionalExtension, params};
+use std::collections::HashMap;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterInfo {
@@ -484,6 +486,52 @@ impl Journal {
             })
             .and_then(|rows| rows.collect())
             .map_err(|e| self.err(e))?;
+        // Records kept in blocks, up to where the rows' page ends (all of
+        // those after when it is the last), among them in `seq` order; the
+        // page is cut at `limit` again.
+        let end = match rows.last() {
+            Some((last, _)) if rows.len() == limit => last.seq,
+            _ => i64::MAX,
+        };
+        let mut names: HashMap<i64, (String, String)> = HashMap::new();
+        let mut cold = Vec::new();
+        for r in self.cold_rows(ColdScan::Seqs(after.saturating_add(1), end))? {
+            let c = &r.record;
+            if c.seq <= after || c.seq > end {
+                continue;
+            }
+            let (namespace, name) = match names.get(&r.object) {
+                Some(n) => n.clone(),
+                None => {
+                    let o = self
+                        .object(r.object)?
+                        .ok_or_else(|| JournalError::Corrupt {
+                            path: self.path().to_path_buf(),
+                            detail: format!("block {} names no object {}", r.block, r.object),
+                        })?;
+                    names.insert(r.object, (o.namespace.clone(), o.name.clone()));
+                    (o.namespace, o.name)
+                }
+            };
+            cold.push((
+                RecordView {
+                    seq: c.seq,
+                    stream: r.stream,
+                    kind: c.kind,
+                    observed_at: c.observed_at,
+                    watch_type: c.watch_type.and_then(WatchType::from_code),
+                    namespace: Some(namespace),
+                    name: Some(name),
+                    resource_version: c.resource_version.clone(),
+                    body: None,
+                    info: None,
+                    aux: c.aux,
+                },
+                r.body,
+            ));
+        }
+        let mut rows = super::versions::merged_by_seq(rows, cold, |(v, _)| v.seq);
+        rows.truncate(limit);
         let mut out = Vec::with_capacity(rows.len());
         for (mut view, body_id) in rows {
             if let Some(id) = body_id.filter(|_| wants_body(&view)) {

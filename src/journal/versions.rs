@@ -2,7 +2,7 @@
 //! time, what changed in a window, the timeline of one object). Every query goes
 //! through an index on object, stream or time; none scans the whole journal.
 
-use super::block;
+use super::block::{self, ColdRecord};
 use super::codec::{Codec, DecoderDict, KeyframeCache, PreparedKeyframe};
 use super::records::BaselineInfo;
 use super::schema::BodyRow;
@@ -237,9 +237,19 @@ pub struct WindowRecord {
 /// costs W-deep's diff about 4 %.
 const MARKED_WALK: usize = 8;
 
+/// A record kept in a block, as stored, with its object and the id its body
+/// reads by.
+pub(super) struct ColdRow {
+    pub stream: StreamId,
+    pub object: i64,
+    pub block: i64,
+    pub body: Option<i64>,
+    pub record: ColdRecord<()>,
+}
+
 /// Which blocks a scan of `records` meets ([`Journal::cold_scan`]).
 #[derive(Debug, Clone, Copy)]
-enum ColdScan {
+pub(super) enum ColdScan {
     /// Those with a record whose `seq` is in `[from, to]`.
     Seqs(i64, i64),
     /// Those with a record observed in `(after, until]`.
@@ -247,7 +257,7 @@ enum ColdScan {
 }
 
 /// `rows` and `cold` (each in `seq` order) as one sequence in `seq` order.
-fn merged_by_seq<T>(rows: Vec<T>, cold: Vec<T>, seq: impl Fn(&T) -> i64) -> Vec<T> {
+pub(super) fn merged_by_seq<T>(rows: Vec<T>, cold: Vec<T>, seq: impl Fn(&T) -> i64) -> Vec<T> {
     if cold.is_empty() {
         return rows;
     }
@@ -590,6 +600,14 @@ impl Journal {
     /// by time meets: every record of the blocks that `scan` selects, in
     /// `seq` order. The caller filters them as its scan of the rows does.
     fn cold_scan(&self, scan: ColdScan) -> Result<Vec<VersionRow>, JournalError> {
+        self.cold_rows(scan)?
+            .into_iter()
+            .map(|r| self.cold_version(r))
+            .collect()
+    }
+
+    /// [`Journal::cold_scan`]'s records as stored.
+    pub(super) fn cold_rows(&self, scan: ColdScan) -> Result<Vec<ColdRow>, JournalError> {
         let (sql, a, b) = match scan {
             ColdScan::Seqs(from, to) => (
                 "SELECT b.id, b.columns, o.stream_id, b.object_id
@@ -612,9 +630,9 @@ impl Journal {
         let mut codec = None;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             let object: i64 = row.get(3).map_err(|e| self.err(e))?;
-            out.extend(self.block_versions(&mut codec, row, object)?);
+            out.extend(self.block_rows(&mut codec, row, object)?);
         }
-        out.sort_unstable_by_key(|v| v.seq);
+        out.sort_unstable_by_key(|r| r.record.seq);
         Ok(out)
     }
 
@@ -625,34 +643,71 @@ impl Journal {
         row: &rusqlite::Row<'_>,
         object: i64,
     ) -> Result<Vec<VersionRow>, JournalError> {
+        self.block_rows(codec, row, object)?
+            .into_iter()
+            .map(|r| self.cold_version(r))
+            .collect()
+    }
+
+    /// The records of a block as stored, from its row `(id, columns,
+    /// stream)`.
+    fn block_rows(
+        &self,
+        codec: &mut Option<Codec>,
+        row: &rusqlite::Row<'_>,
+        object: i64,
+    ) -> Result<Vec<ColdRow>, JournalError> {
         let (id, frame, stream): (i64, Vec<u8>, StreamId) =
             (|| Ok::<_, rusqlite::Error>((row.get(0)?, row.get(1)?, row.get(2)?)))()
                 .map_err(|e| self.err(e))?;
         let cols = block::columns(codec.get_or_insert_with(Codec::new), &frame)
             .map_err(|e| self.damaged_block(id, e))?;
         let (ordinals, _) = block::ordinals(&cols.records);
-        cols.records
-            .iter()
+        Ok(cols
+            .records
+            .into_iter()
             .zip(ordinals)
-            .map(|(r, ordinal)| {
-                let ordinal = ordinal.ok_or_else(|| {
-                    self.damaged_block(id, block::BlockError::Damaged("a version without a body"))
-                })?;
-                let watch_type = r.watch_type.and_then(WatchType::from_code);
-                Ok(VersionRow {
+            .map(|(r, ordinal)| ColdRow {
+                stream,
+                object,
+                block: id,
+                body: ordinal.map(|o| block::cold_body_id(id, o)),
+                record: ColdRecord {
                     seq: r.seq,
-                    stream,
-                    object,
                     kind: r.kind,
                     observed_at: r.observed_at,
-                    watch_type,
-                    resource_version: r.resource_version.clone().unwrap_or_default(),
-                    body: block::cold_body_id(id, ordinal),
-                    list_token: (r.kind == kind::BASELINE_ITEM).then_some(r.aux).flatten(),
-                    mark: Mark::of(r.kind, watch_type, r.aux),
-                })
+                    watch_type: r.watch_type,
+                    resource_version: r.resource_version,
+                    event_key: r.event_key,
+                    aux: r.aux,
+                    body: None,
+                },
             })
-            .collect()
+            .collect())
+    }
+
+    /// A record kept in a block as a version.
+    fn cold_version(&self, r: ColdRow) -> Result<VersionRow, JournalError> {
+        let body = r.body.ok_or_else(|| {
+            self.damaged_block(
+                r.block,
+                block::BlockError::Damaged("a version without a body"),
+            )
+        })?;
+        let c = r.record;
+        let watch_type = c.watch_type.and_then(WatchType::from_code);
+        Ok(VersionRow {
+            seq: c.seq,
+            stream: r.stream,
+            object: r.object,
+            kind: c.kind,
+            observed_at: c.observed_at,
+            watch_type,
+            resource_version: c.resource_version.unwrap_or_default(),
+            body,
+            list_token: (c.kind == kind::BASELINE_ITEM).then_some(c.aux).flatten(),
+            mark: Mark::of(c.kind, watch_type, c.aux),
+        })
     }
 
     fn damaged_block(&self, id: i64, e: block::BlockError) -> JournalError {
