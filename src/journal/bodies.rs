@@ -205,6 +205,10 @@ pub struct BodyStore {
     /// Whether older versions are packed (on, but for comparisons).
     pack: bool,
     slots: Slots,
+    /// The last resourceVersion of objects whose last version is kept in a
+    /// block (docs/journal.md, "Cold history in blocks"), until this run
+    /// stores their next: that one is a keyframe.
+    cold_last: IdMap<i64, String>,
 }
 
 /// A version of an object to store.
@@ -240,6 +244,7 @@ impl BodyStore {
             dicts: HashMap::new(),
             decoders: HashMap::new(),
             slots: Slots::default(),
+            cold_last: IdMap::default(),
         }
     }
 
@@ -265,12 +270,14 @@ impl BodyStore {
         Ok(self
             .objects
             .get(&object)
-            .map(|s| s.resource_version.as_str()))
+            .map(|s| s.resource_version.as_str())
+            .or_else(|| self.cold_last.get(&object).map(String::as_str)))
     }
 
     /// Forgets a deleted object (after its transaction committed).
     pub fn forget(&mut self, object: i64) {
         self.objects.remove(&object);
+        self.cold_last.remove(&object);
     }
 
     /// Forgets the diff digest of an object whose last version was an item
@@ -300,6 +307,10 @@ impl BodyStore {
             pace,
         } = version;
         self.load(tx, object)?;
+        // An object whose last version is kept in a block has no body row to
+        // point at or keyframe to make a delta against: its next version is a
+        // keyframe.
+        self.cold_last.remove(&object);
         let digest = hash(raw);
         // Taken out and put back: no copy of the state per event.
         let state = self.objects.remove(&object);
@@ -614,7 +625,7 @@ impl BodyStore {
     /// Loads what the writer keeps of an object from its last stored version,
     /// once per run.
     fn load(&mut self, tx: &Transaction<'_>, object: i64) -> Result<(), JournalError> {
-        if self.objects.contains_key(&object) {
+        if self.objects.contains_key(&object) || self.cold_last.contains_key(&object) {
             return Ok(());
         }
         let last: Option<(i64, Option<String>)> = tx
@@ -628,6 +639,10 @@ impl BodyStore {
             })
             .map_err(|e| self.sqlite(e))?;
         let Some((body, rv)) = last else {
+            if let Some(r) = super::cold::last_record(tx, &self.path, object)? {
+                self.cold_last
+                    .insert(object, r.resource_version.unwrap_or_default());
+            }
             return Ok(());
         };
         // Each row read once: the last body, and its keyframe if it is a delta.

@@ -563,6 +563,13 @@ mod tests {
         )
     }
 
+    fn journal_versions(path: &std::path::Path, object: i64) -> Vec<VersionRow> {
+        Journal::open(path)
+            .unwrap()
+            .object_versions(object)
+            .unwrap()
+    }
+
     fn count(journal: &Journal, sql: &str) -> i64 {
         journal.conn().query_row(sql, [], |r| r.get(0)).unwrap()
     }
@@ -658,6 +665,73 @@ mod tests {
         let again = Journal::open(journal.path()).unwrap();
         for (name, was) in names.iter().zip(&before) {
             assert_eq!(&history(&again, id_of(&again, name)), was, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_writer_after_a_fold_stores_what_is_new_once() {
+        let (_dir, journal) = journal();
+        let path = journal.path().to_path_buf();
+        let (a, b) = (id_of(&journal, "a"), id_of(&journal, "b"));
+        let stream = journal.object_versions(a).unwrap()[0].stream;
+        let before_a = history(&journal, a);
+        let before_b = history(&journal, b);
+        journal.fold_object(a, i64::MAX).unwrap();
+        // b keeps its latest versions as rows.
+        let b_versions = journal.object_versions(b).unwrap();
+        journal
+            .fold_object(b, b_versions[b_versions.len() - 4].seq)
+            .unwrap();
+        drop(journal);
+
+        let writer = Writer::start(Journal::open(&path).unwrap()).unwrap();
+        let tx = writer.sender();
+        let event = |name: &str, rv: u64, value: u64, watch_type| {
+            let (meta, body) = object(name, rv, value);
+            Op::Event {
+                stream,
+                at: 7_000 + rv as i64,
+                watch_type,
+                meta,
+                body,
+            }
+        };
+        // Redelivered: an event of a's and one of b's, both in blocks, with
+        // resourceVersions that are not numbers larger than the last stored.
+        let rv = |v: &VersionRow| v.resource_version.parse::<u64>().unwrap();
+        let a_versions = journal_versions(&path, a);
+        assert_eq!(a_versions[10].watch_type, Some(WatchType::Modified));
+        tx.blocking_send(event("a", rv(&a_versions[10]), 10, WatchType::Modified))
+            .unwrap();
+        let b_old = &b_versions[b_versions.len() - 5];
+        assert_eq!(b_old.watch_type, Some(WatchType::Modified));
+        tx.blocking_send(event("b", rv(b_old), 64, WatchType::Modified))
+            .unwrap();
+        // The same resourceVersion as another type is not a redelivery.
+        tx.blocking_send(event("b", rv(b_old), 64, WatchType::Added))
+            .unwrap();
+        // New: a's next two versions, the first a keyframe of its own.
+        tx.blocking_send(event("a", 500, 151, WatchType::Modified))
+            .unwrap();
+        tx.blocking_send(event("a", 501, 152, WatchType::Modified))
+            .unwrap();
+        drop(tx);
+        writer.finish().unwrap();
+
+        let journal = Journal::open(&path).unwrap();
+        let after_a = history(&journal, a);
+        assert_eq!(after_a.len(), before_a.len() + 2);
+        assert_eq!(after_a[..before_a.len()], before_a[..]);
+        let after_b = history(&journal, b);
+        assert_eq!(after_b.len(), before_b.len() + 1);
+        assert_eq!(after_b[..before_b.len()], before_b[..]);
+        let mut reader = BodyReader::new();
+        let versions = journal.object_versions(a).unwrap();
+        for (v, value) in versions[versions.len() - 2..].iter().zip([151, 152]) {
+            assert_eq!(
+                reader.read(&journal, v.body).unwrap(),
+                object("a", 500 + value - 151, value).1
+            );
         }
     }
 

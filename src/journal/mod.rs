@@ -11,6 +11,7 @@ pub mod audit_pack;
 pub mod block;
 pub mod bodies;
 pub mod codec;
+pub mod cold;
 pub mod export;
 pub mod fold;
 pub mod imports;

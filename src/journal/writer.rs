@@ -943,7 +943,16 @@ fn apply_event(
     let new = match cx.caches.bodies.last_version(tx, object)? {
         None => true,
         Some(last) if is_surely_new(last, &meta.resource_version) => true,
-        Some(_) => !stored_event(tx, object, &meta.resource_version, watch_type).map_err(err)?,
+        Some(_) => {
+            !(stored_event(tx, object, &meta.resource_version, watch_type).map_err(err)?
+                || super::cold::event_stored(
+                    tx,
+                    &path,
+                    object,
+                    &meta.resource_version,
+                    watch_type,
+                )?)
+        }
     };
     let s = cx
         .caches
