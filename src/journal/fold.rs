@@ -384,12 +384,18 @@ mod tests {
     /// hash) in place of its body's id.
     fn history(journal: &Journal, object: i64) -> Vec<(String, usize, u64)> {
         let mut reader = BodyReader::new();
+        let mut decoder = crate::journal::versions::Decoder::default();
         journal
             .object_versions(object)
             .unwrap()
             .into_iter()
             .map(|v| {
-                let (len, hash) = hashed(&reader.read(journal, v.body).unwrap());
+                let read = reader.read(journal, v.body).unwrap();
+                // Fetched on one thread and decoded on another, as `diff` and
+                // `timeline` do, it is the same.
+                let stored = journal.stored_body(v.body, None).unwrap();
+                assert_eq!(decoder.decode(&stored).unwrap(), read, "{v:?}");
+                let (len, hash) = hashed(&read);
                 let row = VersionRow { body: 0, ..v };
                 (format!("{row:?}"), len, hash)
             })

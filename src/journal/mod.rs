@@ -124,6 +124,8 @@ pub struct Journal {
     dicts: std::cell::RefCell<std::collections::HashMap<i64, std::sync::Arc<codec::DecoderDict>>>,
     /// The last pack read (consecutive versions of an object share one).
     last_pack: std::cell::RefCell<Option<std::sync::Arc<versions::StoredPack>>>,
+    /// The last block read, with its bodies' places, likewise.
+    last_block: std::cell::RefCell<Option<versions::HeldBlock>>,
 }
 
 /// What a read snapshot holds of `records`, enough to tell whether a later
@@ -277,6 +279,7 @@ impl Journal {
             path: path.to_path_buf(),
             dicts: Default::default(),
             last_pack: Default::default(),
+            last_block: Default::default(),
         })
     }
 

@@ -1326,6 +1326,22 @@ pub struct StoredBody {
     /// A packed version: its bytes are in this pack (`data` is empty), at
     /// this offset; the pack is compressed against `base`.
     pub pack: Option<(Arc<StoredPack>, usize)>,
+    /// A version kept in a block (docs/journal.md, "Cold history in
+    /// blocks"): its bytes are at this place of the block's bodies.
+    pub cold: Option<(Arc<StoredBlock>, std::ops::Range<usize>)>,
+}
+
+/// A block a [`Journal`] read last: its bodies as stored, and their places.
+pub(super) type HeldBlock = (Arc<StoredBlock>, Arc<Vec<std::ops::Range<usize>>>);
+
+/// A block's bodies as stored, with the dictionary they were compressed
+/// with.
+#[derive(Debug)]
+pub struct StoredBlock {
+    pub id: i64,
+    pub raw_len: usize,
+    pub data: Vec<u8>,
+    pub dict: Option<Arc<DecoderDict>>,
 }
 
 /// A pack as stored: several versions of one object in one zstd frame.
@@ -1346,11 +1362,28 @@ pub struct Decoder {
     last_keyframe: Option<(i64, Vec<u8>)>,
     /// The last pack decoded: a timeline reads its versions one after another.
     last_pack: Option<(i64, Vec<u8>)>,
+    /// The last block's bodies decoded, likewise.
+    last_block: Option<(i64, Vec<u8>)>,
 }
 
 impl Decoder {
     /// The exact recorded bytes of `body`.
     pub fn decode(&mut self, body: &StoredBody) -> Result<Vec<u8>, super::codec::CodecError> {
+        if let Some((block, place)) = &body.cold {
+            if self
+                .last_block
+                .as_ref()
+                .is_none_or(|(id, _)| *id != block.id)
+            {
+                let all = match &block.dict {
+                    Some(d) => self.codec.decode_with_dict(&block.data, block.raw_len, d)?,
+                    None => self.codec.decode(&block.data, block.raw_len, None)?,
+                };
+                self.last_block = Some((block.id, all));
+            }
+            let (_, all) = self.last_block.as_ref().expect("decoded above");
+            return super::codec::slice_of_pack(all, place.start, place.len()).map(<[u8]>::to_vec);
+        }
         let Some(base) = &body.base else {
             return self.keyframe(body);
         };
@@ -1407,6 +1440,9 @@ impl Journal {
         id: i64,
         known: Option<&Arc<StoredBody>>,
     ) -> Result<StoredBody, JournalError> {
+        if let Some((block, ordinal)) = block::cold_body_parts(id) {
+            return self.stored_cold_body(id, block, ordinal);
+        }
         let row = body_row(self, id)?;
         let base = match row.base {
             None => None,
@@ -1427,6 +1463,65 @@ impl Journal {
             base,
             dict,
             pack,
+            cold: None,
+        })
+    }
+
+    /// A body kept in a block, undecoded: the block's bodies and the body's
+    /// place among them (the block's columns are decoded to find it). The
+    /// last block read is kept, as consecutive versions of an object share
+    /// it.
+    fn stored_cold_body(
+        &self,
+        id: i64,
+        block_id: i64,
+        ordinal: usize,
+    ) -> Result<StoredBody, JournalError> {
+        let held = self
+            .last_block
+            .borrow()
+            .as_ref()
+            .filter(|(b, _)| b.id == block_id)
+            .cloned();
+        let (stored, places) = match held {
+            Some(held) => held,
+            None => {
+                let (columns, data, dict): (Vec<u8>, Vec<u8>, Option<i64>) = self
+                    .conn()
+                    .prepare_cached("SELECT columns, bodies, dict_id FROM blocks WHERE id = ?1")
+                    .and_then(|mut s| {
+                        s.query_row(params![block_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                    })
+                    .map_err(|e| self.err(e))?;
+                let cols = block::columns(&mut Codec::new(), &columns)
+                    .map_err(|e| self.damaged_block(block_id, e))?;
+                let (_, places) = block::ordinals(&cols.records);
+                let dict = dict.map(|d| self.decoder_dict(d)).transpose()?;
+                let stored = Arc::new(StoredBlock {
+                    id: block_id,
+                    raw_len: cols.raw_len,
+                    data,
+                    dict,
+                });
+                let held = (stored, Arc::new(places));
+                *self.last_block.borrow_mut() = Some(held.clone());
+                held
+            }
+        };
+        let place = places.get(ordinal).cloned().ok_or_else(|| {
+            self.damaged_block(
+                block_id,
+                block::BlockError::Damaged("no such body in the block"),
+            )
+        })?;
+        Ok(StoredBody {
+            id,
+            raw_len: place.len(),
+            data: Vec::new(),
+            base: None,
+            dict: None,
+            pack: None,
+            cold: Some((stored, place)),
         })
     }
 
