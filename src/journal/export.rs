@@ -332,6 +332,7 @@ impl Journal {
                  WHERE stream_id = ?1 AND seq < ?2 ORDER BY seq DESC",
             )
             .map_err(|e| self.err(e))?;
+        let before = seq;
         let mut rows = stmt
             .query(rusqlite::params![stream, seq])
             .map_err(|e| self.err(e))?;
@@ -354,10 +355,39 @@ impl Journal {
                 _ => false,
             };
             if line {
-                return Ok(Some(seq));
+                return Ok(Some(
+                    seq.max(self.cold_line_before(stream, seq, before, &completed)?),
+                ));
             }
         }
-        Ok(None)
+        let cold = self.cold_line_before(stream, i64::MIN, before, &completed)?;
+        Ok((cold > i64::MIN).then_some(cold))
+    }
+
+    /// The `seq` of the last object record of `stream` kept in a block in
+    /// `(floor, before)` that is a line (an event, an item of a completed
+    /// list), or `floor`.
+    fn cold_line_before(
+        &self,
+        stream: StreamId,
+        floor: i64,
+        before: i64,
+        completed: &std::collections::HashSet<i64>,
+    ) -> Result<i64, JournalError> {
+        Ok(self
+            .cold_rows(super::versions::ColdScan::Seqs(
+                floor.saturating_add(1),
+                before - 1,
+            ))?
+            .iter()
+            .filter(|r| r.stream == stream && r.record.seq > floor && r.record.seq < before)
+            .filter(|r| match r.record.kind {
+                kind::BASELINE_ITEM => r.record.aux.is_some_and(|t| completed.contains(&t)),
+                _ => true,
+            })
+            .map(|r| r.record.seq)
+            .max()
+            .unwrap_or(floor))
     }
 }
 

@@ -286,7 +286,7 @@ mod tests {
 
     /// A journal of one ConfigMap stream: a list of three objects, 150
     /// changes of `a` and 20 of `b` between them, a relist that finds `a`
-    /// unchanged, and `c` deleted.
+    /// unchanged, `c` deleted, and a last change of `b`.
     fn journal() -> (tempfile::TempDir, Journal) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("journal.db");
@@ -365,6 +365,15 @@ mod tests {
         // `a` unchanged: its list item is the same body again.
         let last_b = rv - 6;
         list(6_000, &[("a", rv - 1, 149), ("b", last_b, 144)], rv + 1);
+        // The stream's last record is an object's.
+        let (meta, body) = object("b", rv + 2, 151);
+        send(Op::Event {
+            stream,
+            at: 6_500,
+            watch_type: WatchType::Modified,
+            meta,
+            body,
+        });
         drop(tx);
         writer.finish().unwrap();
         let journal = Journal::open(&path).unwrap();
@@ -489,6 +498,10 @@ mod tests {
                 "{seq}: {:?}",
                 journal.version(seq).unwrap().map(bodyless)
             ));
+            out.push(format!(
+                "line before {seq}: {:?}",
+                journal.line_before(stream, seq).unwrap()
+            ));
             for (at, bound) in [(i64::MAX, i64::MAX), (1_050, seq + 30), (5_000, seq + 90)] {
                 out.push(format!(
                     "events after {seq} by {at} to {bound}: {:?}",
@@ -541,6 +554,10 @@ mod tests {
         out.push(format!(
             "busiest: {:?}",
             journal.busiest_object(&[stream]).unwrap()
+        ));
+        out.push(format!(
+            "lane gap: {:?}",
+            crate::journal::imports::lane_gap(journal.conn(), stream, 0).unwrap()
         ));
         // Every record, in pages of 7, as `export` reads them.
         let mut bodies = BodyReader::new();

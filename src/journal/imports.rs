@@ -150,6 +150,16 @@ pub fn lane_gap(conn: &Connection, stream: StreamId, at: i64) -> rusqlite::Resul
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?;
+    // The stream's last record may be an object's, kept in a block.
+    let rows_last: Option<i64> = conn.query_row(
+        "SELECT max(seq) FROM records WHERE stream_id = ?1",
+        [stream],
+        |r| r.get(0),
+    )?;
+    let last = match last_in_blocks(conn, stream, rows_last.unwrap_or(i64::MIN))? {
+        Some(cold) => Some(cold),
+        None => last,
+    };
     let (from, from_rv) = last.unwrap_or((at, None));
     Ok(Op::Gap {
         stream,
@@ -160,4 +170,31 @@ pub fn lane_gap(conn: &Connection, stream: StreamId, at: i64) -> rusqlite::Resul
             reason: "not imported: segments of this stretch are missing".into(),
         },
     })
+}
+
+/// The time and resourceVersion of `stream`'s last object record kept in a
+/// block, when it comes after `after` (its `seq`).
+fn last_in_blocks(
+    conn: &Connection,
+    stream: StreamId,
+    after: i64,
+) -> rusqlite::Result<Option<(i64, Option<String>)>> {
+    let block: Option<(i64, Vec<u8>)> = conn
+        .query_row(
+            "SELECT b.last_seq, b.columns FROM blocks b JOIN objects o ON o.id = b.object_id
+             WHERE o.stream_id = ?1 AND b.last_seq > ?2 ORDER BY b.last_seq DESC LIMIT 1",
+            params![stream, after],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let Some((_, columns)) = block else {
+        return Ok(None);
+    };
+    let cols = super::block::columns(&mut super::codec::Codec::new(), &columns).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Blob, Box::new(e))
+    })?;
+    Ok(cols
+        .records
+        .last()
+        .map(|r| (r.observed_at, r.resource_version.clone())))
 }
