@@ -384,6 +384,25 @@ pub(super) fn collect_object(
     Ok(deleted)
 }
 
+/// Gives up to `pages` free pages back to the file system (`auto_vacuum =
+/// INCREMENTAL`); returns how many the free list lost. The pragma frees a
+/// page each time it is stepped, so it is stepped to its end:
+/// `execute_batch` steps a statement once, and freed one page where it was
+/// asked for 256.
+pub fn give_back_pages(conn: &rusqlite::Connection, pages: i64) -> rusqlite::Result<i64> {
+    let free = |c: &rusqlite::Connection| -> rusqlite::Result<i64> {
+        c.query_row("PRAGMA freelist_count", [], |r| r.get(0))
+    };
+    let before = free(conn)?;
+    let mut stmt = conn.prepare(&format!("PRAGMA incremental_vacuum({pages})"))?;
+    let mut rows = stmt.query([])?;
+    // Bounded: a row per page freed, at most `pages`.
+    while rows.next()?.is_some() {}
+    drop(rows);
+    drop(stmt);
+    Ok(before - free(conn)?)
+}
+
 /// Counts one more deletion of history, in `meta`: a reader's snapshot mark
 /// taken before it no longer holds ([`super::SnapshotMark::still_held_by`]).
 pub fn bump_generation(tx: &Transaction<'_>) -> rusqlite::Result<()> {
@@ -393,4 +412,35 @@ pub fn bump_generation(tx: &Transaction<'_>) -> rusqlite::Result<()> {
         [],
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_go_back_as_many_as_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = rusqlite::Connection::open(dir.path().join("j.db")).unwrap();
+        conn.execute_batch(
+            "PRAGMA page_size = 8192; PRAGMA auto_vacuum = INCREMENTAL;
+             CREATE TABLE t(x BLOB);",
+        )
+        .unwrap();
+        for _ in 0..400 {
+            conn.execute("INSERT INTO t VALUES (zeroblob(8000))", [])
+                .unwrap();
+        }
+        conn.execute("DELETE FROM t", []).unwrap();
+        let free = |c: &rusqlite::Connection| -> i64 {
+            c.query_row("PRAGMA freelist_count", [], |r| r.get(0))
+                .unwrap()
+        };
+        let before = free(&conn);
+        assert!(before > 300, "{before}");
+        assert_eq!(give_back_pages(&conn, 256).unwrap(), 256);
+        assert_eq!(free(&conn), before - 256);
+        assert_eq!(give_back_pages(&conn, 256).unwrap(), before - 256);
+        assert_eq!(free(&conn), 0);
+    }
 }

@@ -438,19 +438,11 @@ impl WriterState {
                 .map_err(err)?;
             let mut freed = false;
             if freelist > 0 {
-                self.conn
-                    .execute_batch(&format!(
-                        "PRAGMA incremental_vacuum({})",
-                        super::retain::PAGES_PER_STEP
-                    ))
-                    .map_err(err)?;
-                let left: i64 = self
-                    .conn
-                    .query_row("PRAGMA freelist_count", [], |r| r.get(0))
-                    .map_err(err)?;
                 // A journal that does not give pages back (auto_vacuum
                 // off) keeps its free list: stop rather than spin.
-                freed = left < freelist;
+                freed = super::retain::give_back_pages(&self.conn, super::retain::PAGES_PER_STEP)
+                    .map_err(err)?
+                    > 0;
             }
             if !freed {
                 self.caches.vacuum_pending = false;
