@@ -447,129 +447,113 @@ fn workload(name: &str, objects: usize, events: usize) {
             bytes as f64 / rows as f64
         );
     }
-    let cold = cold_blocks(&kubeconfig, &store);
+    let folded = fold_all(&kubeconfig, &store);
     println!(
-        "{name} P2 if history were cold blocks of {} versions (docs/journal.md, \"Cold history in blocks\"): \
-         bodies {:.2} MB + columns {:.2} MB + rows {:.2} MB + the rest kept {:.2} MB = 1/{:.1} \
-         (made in {:.0} ms, {:.0} MB/s of distinct JSON)",
-        krply::journal::block::BLOCK_VERSIONS,
-        cold.bodies as f64 / 1e6,
-        cold.columns as f64 / 1e6,
-        cold.rows as f64 / 1e6,
-        cold.kept as f64 / 1e6,
-        raw as f64 / (cold.bodies + cold.columns + cold.rows + cold.kept) as f64,
-        cold.seconds * 1e3,
-        cold.raw as f64 / 1e6 / cold.seconds,
+        "{name} P2 with every object's history folded into blocks (docs/journal.md, \"Cold history in blocks\"): \
+         {:.1} MB = 1/{:.1}; {} records into {} blocks in {:.2} s ({:.1} µs a record)",
+        folded.bytes as f64 / 1e6,
+        raw as f64 / folded.bytes as f64,
+        folded.records,
+        folded.blocks,
+        folded.seconds,
+        folded.seconds * 1e6 / folded.records.max(1) as f64,
+    );
+    println!(
+        "{name} folded: diff --since 1h -o json median {:.0} ms (rows: {:.0} ms), the same bytes: {}; export the same bytes: {}",
+        folded.diff_ms, folded.rows_diff_ms, folded.same_diff, folded.same_export
     );
 }
 
-/// What a journal would weigh with each object's history in blocks
-/// ([`cold_blocks`]), in bytes.
-struct ColdBlocks {
-    /// The blocks' bodies frames ([`krply::journal::block`], with the
-    /// stream's own dictionary).
-    bodies: usize,
-    /// The blocks' columns frames.
-    columns: usize,
-    /// A row per block (its object, first and last seq, first and last time,
-    /// a pointer): 30 bytes each.
-    rows: usize,
-    /// What stays as it is: every table and index but the records and the
-    /// bodies (`objects`, `dicts`, `streams`, ...).
-    kept: usize,
-    /// The JSON put in blocks, and how long making the blocks took.
-    raw: usize,
+/// A copy of a workload's journal with every object's history folded into
+/// blocks, and what it answers.
+struct FoldedJournal {
+    /// The file and its write-ahead log, once the freed pages are given back.
+    bytes: u64,
+    records: usize,
+    blocks: usize,
     seconds: f64,
+    diff_ms: f64,
+    rows_diff_ms: f64,
+    /// Whether `diff --since 1h -o json` and `export -A` print the same bytes
+    /// on the copy as on the journal.
+    same_diff: bool,
+    same_export: bool,
 }
 
-/// A projection, not yet the layout of the journal: every object record of
-/// `store` put in blocks as `krply::journal::block` makes them. The records
-/// are read from `records`, their bodies back with `export` (byte for byte),
-/// and each object's are cut into blocks with `block::split`.
-fn cold_blocks(kubeconfig: &Path, store: &Path) -> ColdBlocks {
-    use krply::journal::block::{self, ColdRecord};
-    use krply::journal::codec::{Codec, EncoderDict};
-    #[derive(serde::Deserialize)]
-    struct Exported<'a> {
-        seq: Option<i64>,
-        #[serde(borrow)]
-        object: Option<&'a serde_json::value::RawValue>,
-    }
-    let out = common::output_of(
-        Command::new(BIN)
-            .args(["export", "-A", "--store"])
-            .arg(store)
-            .env("KUBECONFIG", kubeconfig),
-    );
-    let mut bodies_by_seq = std::collections::HashMap::new();
-    for line in out.stdout.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-        let r: Exported<'_> = serde_json::from_slice(line).unwrap();
-        if let (Some(seq), Some(object)) = (r.seq, r.object) {
-            bodies_by_seq.insert(seq, object.get().as_bytes());
+/// Folds every object's whole history of a copy of `store` into blocks
+/// (`Journal::fold_object`), gives the freed pages back, and compares the
+/// copy's answers with the journal's, byte for byte.
+fn fold_all(kubeconfig: &Path, store: &Path) -> FoldedJournal {
+    let copy = store.with_file_name("folded.db");
+    for suffix in ["", "-wal"] {
+        let from = PathBuf::from(format!("{}{suffix}", store.display()));
+        let to = PathBuf::from(format!("{}{suffix}", copy.display()));
+        let _ = std::fs::remove_file(&to);
+        if from.exists() {
+            std::fs::copy(&from, &to).unwrap();
         }
     }
-    let conn =
-        rusqlite::Connection::open_with_flags(store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+    let journal = Journal::open(&copy).unwrap();
+    let ids: Vec<i64> =
+        rusqlite::Connection::open_with_flags(&copy, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap()
+            .prepare("SELECT id FROM objects ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
             .unwrap();
-    let dict: Option<EncoderDict> = conn
-        .query_row("SELECT id, data FROM dicts ORDER BY id LIMIT 1", [], |r| {
-            Ok(EncoderDict::new(r.get(0)?, &r.get::<_, Vec<u8>>(1)?).unwrap())
-        })
-        .ok();
-    // Each object's records in seq order.
-    let mut objects: std::collections::BTreeMap<i64, Vec<ColdRecord<&[u8]>>> = Default::default();
-    let mut stmt = conn
-        .prepare(
-            "SELECT object_id, seq, kind, observed_at, watch_type, resource_version, event_key, aux
-             FROM records WHERE object_id IS NOT NULL ORDER BY object_id, seq",
-        )
-        .unwrap();
-    let mut rows = stmt.query([]).unwrap();
-    while let Some(r) = rows.next().unwrap() {
-        let seq: i64 = r.get(1).unwrap();
-        objects
-            .entry(r.get(0).unwrap())
-            .or_default()
-            .push(ColdRecord {
-                seq,
-                kind: r.get(2).unwrap(),
-                observed_at: r.get(3).unwrap(),
-                watch_type: r.get(4).unwrap(),
-                resource_version: r.get(5).unwrap(),
-                event_key: r.get(6).unwrap(),
-                aux: r.get(7).unwrap(),
-                body: bodies_by_seq.get(&seq).copied(),
-            });
-    }
-    let mut codec = Codec::new();
-    let (mut bodies, mut columns, mut blocks, mut raw) = (0, 0, 0, 0);
     let started = Instant::now();
-    for records in objects.values() {
-        for part in block::split(records) {
-            let made = block::encode(&mut codec, part, dict.as_ref()).unwrap();
-            raw += made.raw_len;
-            bodies += made.bodies.len();
-            columns += made.columns.len();
-            blocks += 1;
-        }
+    let (mut records, mut blocks) = (0, 0);
+    for id in ids {
+        let f = journal.fold_object(id, i64::MAX).unwrap();
+        records += f.records;
+        blocks += f.blocks;
     }
     let seconds = started.elapsed().as_secs_f64();
-    let kept: i64 = conn
-        .query_row(
-            "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name NOT IN
-                ('records', 'records_object', 'records_stream_meta', 'records_event_key',
-                 'zones', 'bodies', 'waiting', 'packs')",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    ColdBlocks {
-        bodies,
-        columns,
-        rows: blocks * 30,
-        kept: kept as usize,
-        raw,
+    drop(journal);
+    let conn = rusqlite::Connection::open(&copy).unwrap();
+    // 0: every free page.
+    krply::journal::retain::give_back_pages(&conn, 0).unwrap();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").unwrap();
+    drop(conn);
+    let bytes = ["", "-wal"]
+        .iter()
+        .filter_map(|s| std::fs::metadata(format!("{}{s}", copy.display())).ok())
+        .map(|m| m.len())
+        .sum();
+    let output = |journal: &Path, args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(args)
+            .arg("--store")
+            .arg(journal)
+            .env("KUBECONFIG", kubeconfig)
+            .output()
+            .unwrap();
+        // `diff` exits 3 when it found changes.
+        assert!(
+            matches!(out.status.code(), Some(0) | Some(3)),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    // One window for both, by the clock (`--since 1h` is an hour before each
+    // run's own now).
+    let now = jiff::Timestamp::now();
+    let since = (now - jiff::SignedDuration::from_hours(1)).to_string();
+    let until = now.to_string();
+    let diff = ["diff", "--since", &since, "--until", &until, "-o", "json"];
+    let export = ["export", "-A"];
+    FoldedJournal {
+        bytes,
+        records,
+        blocks,
         seconds,
+        diff_ms: diff_window(kubeconfig, &copy, None).0,
+        rows_diff_ms: diff_window(kubeconfig, store, None).0,
+        same_diff: output(store, &diff) == output(&copy, &diff),
+        same_export: output(store, &export) == output(&copy, &export),
     }
 }
 
