@@ -505,8 +505,11 @@ fn fold_all(kubeconfig: &Path, store: &Path) -> FoldedJournal {
             .unwrap();
     let started = Instant::now();
     let (mut records, mut blocks) = (0, 0);
-    for id in ids {
-        let f = journal.fold_object(id, i64::MAX).unwrap();
+    let mut folder = krply::journal::fold::Folder::default();
+    // 500 objects a transaction.
+    for chunk in ids.chunks(500) {
+        let objects: Vec<(i64, i64)> = chunk.iter().map(|id| (*id, i64::MAX)).collect();
+        let f = journal.fold_objects(&mut folder, &objects).unwrap();
         records += f.records;
         blocks += f.blocks;
     }
@@ -515,7 +518,8 @@ fn fold_all(kubeconfig: &Path, store: &Path) -> FoldedJournal {
     let conn = rusqlite::Connection::open(&copy).unwrap();
     // 0: every free page.
     krply::journal::retain::give_back_pages(&conn, 0).unwrap();
-    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").unwrap();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .unwrap();
     drop(conn);
     let bytes = ["", "-wal"]
         .iter()

@@ -31,10 +31,31 @@ pub struct Folded {
     pub bodies_deleted: u64,
 }
 
+/// What folds keep between objects: the contexts, the keyframes decoded,
+/// and the streams' dictionaries prepared (preparing one at level 6 costs
+/// more than folding an object of a few versions).
+#[derive(Default)]
+pub struct Folder {
+    codec: Codec,
+    reader: BodyReader,
+    /// By `dicts` row.
+    dicts: std::collections::HashMap<i64, std::sync::Arc<EncoderDict>>,
+}
+
 impl Journal {
     /// Moves `object`'s records with a `seq` up to `upto` (included) into
     /// blocks, in one transaction.
     pub fn fold_object(&self, object: i64, upto: i64) -> Result<Folded, JournalError> {
+        self.fold_objects(&mut Folder::default(), &[(object, upto)])
+    }
+
+    /// [`Journal::fold_object`] for each `(object, upto)`, all in one
+    /// transaction.
+    pub fn fold_objects(
+        &self,
+        folder: &mut Folder,
+        objects: &[(i64, i64)],
+    ) -> Result<Folded, JournalError> {
         let err = |e| self.err(e);
         self.end_read();
         // As in `prune`: enforcing foreign keys would check each deleted body
@@ -44,31 +65,51 @@ impl Journal {
         self.conn()
             .pragma_update(None, "foreign_keys", false)
             .map_err(err)?;
-        let folded = self.fold_in_one(object, upto);
+        let folded = (|| {
+            let tx = self.conn().unchecked_transaction().map_err(err)?;
+            let mut folded = Folded::default();
+            for &(object, upto) in objects {
+                let one = self.fold_in(&tx, folder, object, upto)?;
+                folded.records += one.records;
+                folded.blocks += one.blocks;
+                folded.bodies_deleted += one.bodies_deleted;
+            }
+            if folded.records > 0 {
+                // Readers on other connections whose snapshot mark was taken
+                // before no longer hold the same rows.
+                super::retain::bump_generation(&tx).map_err(err)?;
+            }
+            tx.commit().map_err(err)?;
+            Ok(folded)
+        })();
         let restored = self.conn().pragma_update(None, "foreign_keys", true);
         let folded = folded?;
         restored.map_err(err)?;
         Ok(folded)
     }
 
-    fn fold_in_one(&self, object: i64, upto: i64) -> Result<Folded, JournalError> {
+    fn fold_in(
+        &self,
+        tx: &Transaction<'_>,
+        folder: &mut Folder,
+        object: i64,
+        upto: i64,
+    ) -> Result<Folded, JournalError> {
         let err = |e| self.err(e);
-        let tx = self.conn().unchecked_transaction().map_err(err)?;
-        let rows = object_rows(&tx, object, upto).map_err(err)?;
+        let rows = object_rows(tx, object, upto).map_err(err)?;
         let Some(first_row) = rows.first() else {
             return Ok(Folded::default());
         };
-        let mut codec = Codec::new();
         // The records of a last block that is not full go first, again.
         let mut records: Vec<ColdRecord<Vec<u8>>> = Vec::new();
-        let last = last_block(&tx, object).map_err(err)?;
+        let last = last_block(tx, object).map_err(err)?;
         if let Some(b) = last.as_ref().filter(|b| b.records < block::BLOCK_VERSIONS) {
             if b.last_seq >= first_row.seq {
                 return Err(self.damaged(format!(
                     "object {object} has records in a block after its rows"
                 )));
             }
-            records = self.block_records(&mut codec, b)?;
+            records = self.block_records(&mut folder.codec, b)?;
             tx.execute("DELETE FROM blocks WHERE id = ?1", params![b.id])
                 .map_err(err)?;
         } else if last.is_some_and(|b| b.last_seq >= first_row.seq) {
@@ -76,19 +117,18 @@ impl Journal {
                 "object {object} has records in a block after its rows"
             )));
         }
-        let mut reader = BodyReader::new();
         let mut bodies_used = Vec::new();
         for row in &rows {
             let body = match row.body {
                 Some(id) => {
                     bodies_used.push(id);
-                    Some(reader.read(self, id)?)
+                    Some(folder.reader.read(self, id)?)
                 }
                 None => None,
             };
             records.push(with_body(row, body));
         }
-        let dict = self.stream_encoder_dict(&tx, object)?;
+        let dict = self.stream_encoder_dict(tx, folder, object)?;
         let borrowed: Vec<ColdRecord<&[u8]>> = records
             .iter()
             .map(|r| with_body(r, r.body.as_deref()))
@@ -98,7 +138,7 @@ impl Journal {
             ..Folded::default()
         };
         for part in block::split(&borrowed) {
-            let made = block::encode(&mut codec, part, dict.as_ref())
+            let made = block::encode(&mut folder.codec, part, dict.as_deref())
                 .map_err(|e| self.damaged(e.to_string()))?;
             tx.prepare_cached(
                 "INSERT INTO blocks(object_id, first_seq, last_seq, min_at, max_at, records,
@@ -121,19 +161,13 @@ impl Journal {
             .map_err(err)?;
             folded.blocks += 1;
         }
-        tx.execute(
-            "DELETE FROM records WHERE object_id = ?1 AND seq <= ?2",
-            params![object, upto],
-        )
-        .map_err(err)?;
+        tx.prepare_cached("DELETE FROM records WHERE object_id = ?1 AND seq <= ?2")
+            .and_then(|mut s| s.execute(params![object, upto]))
+            .map_err(err)?;
         bodies_used.sort_unstable();
         bodies_used.dedup();
         folded.bodies_deleted =
-            super::retain::collect_object(&tx, object, &bodies_used).map_err(err)?;
-        // Readers on other connections whose snapshot mark was taken before
-        // no longer hold the same rows.
-        super::retain::bump_generation(&tx).map_err(err)?;
-        tx.commit().map_err(err)?;
+            super::retain::collect_object(tx, object, &bodies_used).map_err(err)?;
         Ok(folded)
     }
 
@@ -156,28 +190,36 @@ impl Journal {
     }
 
     /// The dictionary the stream of `object` compresses keyframes with now,
-    /// if it has one.
+    /// if it has one, prepared once per folder.
     fn stream_encoder_dict(
         &self,
         tx: &Transaction<'_>,
+        folder: &mut Folder,
         object: i64,
-    ) -> Result<Option<EncoderDict>, JournalError> {
-        let row: Option<(i64, Vec<u8>)> = tx
+    ) -> Result<Option<std::sync::Arc<EncoderDict>>, JournalError> {
+        let id: Option<i64> = tx
             .prepare_cached(
-                "SELECT d.id, d.data FROM dicts d JOIN objects o ON o.stream_id = d.stream_id
+                "SELECT d.id FROM dicts d JOIN objects o ON o.stream_id = d.stream_id
                  WHERE o.id = ?1 ORDER BY d.id DESC LIMIT 1",
             )
-            .and_then(|mut s| {
-                s.query_row(params![object], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .optional()
-            })
+            .and_then(|mut s| s.query_row(params![object], |r| r.get(0)).optional())
             .map_err(|e| self.err(e))?;
-        row.map(|(id, data)| EncoderDict::new(id, &data))
-            .transpose()
+        let Some(id) = id else { return Ok(None) };
+        if let Some(d) = folder.dicts.get(&id) {
+            return Ok(Some(d.clone()));
+        }
+        let data: Vec<u8> = tx
+            .prepare_cached("SELECT data FROM dicts WHERE id = ?1")
+            .and_then(|mut s| s.query_row(params![id], |r| r.get(0)))
+            .map_err(|e| self.err(e))?;
+        let dict = EncoderDict::new(id, &data)
+            .map(std::sync::Arc::new)
             .map_err(|source| JournalError::Codec {
                 path: self.path().to_path_buf(),
                 source,
-            })
+            })?;
+        folder.dicts.insert(id, dict.clone());
+        Ok(Some(dict))
     }
 
     fn damaged(&self, detail: String) -> JournalError {
