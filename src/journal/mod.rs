@@ -126,6 +126,8 @@ pub struct Journal {
     last_pack: std::cell::RefCell<Option<std::sync::Arc<versions::StoredPack>>>,
     /// The last block read, with its bodies' places, likewise.
     last_block: std::cell::RefCell<Option<versions::HeldBlock>>,
+    /// The last block's columns, and a context to decode them.
+    cold: std::cell::RefCell<versions::ColdCache>,
 }
 
 /// What a read snapshot holds of `records`, enough to tell whether a later
@@ -280,6 +282,7 @@ impl Journal {
             dicts: Default::default(),
             last_pack: Default::default(),
             last_block: Default::default(),
+            cold: Default::default(),
         })
     }
 

@@ -223,13 +223,15 @@ const MIGRATIONS: &[(i64, Step)] = &[
 /// before its rows in `records` is in one of its blocks, and its blocks do
 /// not overlap in `seq`. `blocks_object` finds an object's history,
 /// `blocks_time` the blocks a window may touch, `blocks_seq` those a stretch
-/// of `seq`s may.
+/// of `seq`s may. A block's id is never used again (a fold rewrites a short
+/// last block as a new one), so readers keep what they decoded of a block by
+/// its id.
 ///
 /// A version 11 binary would not read the records in blocks: hence the new
 /// version, which it refuses.
 const MIGRATE_V11_TO_V12: &str = r#"
 CREATE TABLE blocks (
-    id        INTEGER PRIMARY KEY,
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
     object_id INTEGER NOT NULL REFERENCES objects(id),
     first_seq INTEGER NOT NULL,
     last_seq  INTEGER NOT NULL,

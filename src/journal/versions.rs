@@ -247,6 +247,25 @@ pub(super) struct ColdRow {
     pub record: ColdRecord<()>,
 }
 
+/// A block's columns as [`Journal::block_columns`] keeps them.
+#[derive(Debug)]
+pub struct ColdColumns {
+    pub records: Vec<ColdRecord<std::ops::Range<usize>>>,
+    pub raw_len: usize,
+    /// Each record's body among the block's distinct bodies.
+    pub ordinals: Vec<Option<usize>>,
+    /// Those bodies' places in the decoded bodies.
+    pub places: Vec<std::ops::Range<usize>>,
+}
+
+/// What a [`Journal`] keeps of the blocks it read: a decompression context
+/// and the last block's columns.
+#[derive(Default)]
+pub struct ColdCache {
+    codec: Codec,
+    columns: Option<(i64, Arc<ColdColumns>)>,
+}
+
 /// Which blocks a scan of `records` meets ([`Journal::cold_scan`]).
 #[derive(Debug, Clone, Copy)]
 pub(super) enum ColdScan {
@@ -522,9 +541,8 @@ impl Journal {
             .query(params![object, from, to])
             .map_err(|e| self.err(e))?;
         let mut out = Vec::new();
-        let mut codec = None;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            let versions = self.block_versions(&mut codec, row, object)?;
+            let versions = self.block_versions(row, object)?;
             out.extend(versions.into_iter().filter(|v| v.seq >= from && v.seq < to));
         }
         Ok(out)
@@ -550,10 +568,9 @@ impl Journal {
         let mut rows = stmt
             .query(params![object, bound])
             .map_err(|e| self.err(e))?;
-        let mut codec = None;
         // Bounded by the object's blocks.
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            let versions = self.block_versions(&mut codec, row, object)?;
+            let versions = self.block_versions(row, object)?;
             for v in versions.into_iter().rev().filter(|v| v.seq <= bound) {
                 if visit(v).is_break() {
                     return Ok(());
@@ -584,9 +601,8 @@ impl Journal {
             .query(params![object, at, floor])
             .map_err(|e| self.err(e))?;
         let mut last = rows_last;
-        let mut codec = None;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            for v in self.block_versions(&mut codec, row, object)? {
+            for v in self.block_versions(row, object)? {
                 let key = (v.observed_at, v.seq);
                 if v.observed_at < at && last.is_none_or(|(_, a, s)| key > (a, s)) {
                     last = Some((v.watch_type.map(WatchType::code), v.observed_at, v.seq));
@@ -627,10 +643,9 @@ impl Journal {
         let mut stmt = self.conn().prepare_cached(sql).map_err(|e| self.err(e))?;
         let mut rows = stmt.query(params![a, b]).map_err(|e| self.err(e))?;
         let mut out = Vec::new();
-        let mut codec = None;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             let object: i64 = row.get(3).map_err(|e| self.err(e))?;
-            out.extend(self.block_rows(&mut codec, row, object)?);
+            out.extend(self.block_rows(row, object)?);
         }
         out.sort_unstable_by_key(|r| r.record.seq);
         Ok(out)
@@ -639,11 +654,10 @@ impl Journal {
     /// The versions of a block, from its row `(id, columns, stream)`.
     fn block_versions(
         &self,
-        codec: &mut Option<Codec>,
         row: &rusqlite::Row<'_>,
         object: i64,
     ) -> Result<Vec<VersionRow>, JournalError> {
-        self.block_rows(codec, row, object)?
+        self.block_rows(row, object)?
             .into_iter()
             .map(|r| self.cold_version(r))
             .collect()
@@ -651,22 +665,21 @@ impl Journal {
 
     /// The records of a block as stored, from its row `(id, columns,
     /// stream)`.
-    fn block_rows(
-        &self,
-        codec: &mut Option<Codec>,
-        row: &rusqlite::Row<'_>,
-        object: i64,
-    ) -> Result<Vec<ColdRow>, JournalError> {
-        let (id, frame, stream): (i64, Vec<u8>, StreamId) =
-            (|| Ok::<_, rusqlite::Error>((row.get(0)?, row.get(1)?, row.get(2)?)))()
-                .map_err(|e| self.err(e))?;
-        let cols = block::columns(codec.get_or_insert_with(Codec::new), &frame)
-            .map_err(|e| self.damaged_block(id, e))?;
-        let (ordinals, _) = block::ordinals(&cols.records);
+    fn block_rows(&self, row: &rusqlite::Row<'_>, object: i64) -> Result<Vec<ColdRow>, JournalError> {
+        let (id, stream): (i64, StreamId) = (|| {
+            Ok::<_, rusqlite::Error>((row.get(0)?, row.get(2)?))
+        })()
+        .map_err(|e| self.err(e))?;
+        let frame = match row.get_ref(1).map_err(|e| self.err(e))? {
+            rusqlite::types::ValueRef::Blob(b) => b,
+            _ => &[],
+        };
+        let cols = self.block_columns(id, frame)?;
         Ok(cols
             .records
-            .into_iter()
-            .zip(ordinals)
+            .iter()
+            .cloned()
+            .zip(cols.ordinals.iter().copied())
             .map(|(r, ordinal)| ColdRow {
                 stream,
                 object,
@@ -708,6 +721,34 @@ impl Journal {
             list_token: (c.kind == kind::BASELINE_ITEM).then_some(c.aux).flatten(),
             mark: Mark::of(c.kind, watch_type, c.aux),
         })
+    }
+
+    /// A block's columns decoded from their frame, with each record's body
+    /// ordinal and the bodies' places; the last block's are kept, as a
+    /// reader asks about one object's block several times in a row (its
+    /// version at a time, then that version's body).
+    pub(super) fn block_columns(
+        &self,
+        id: i64,
+        frame: &[u8],
+    ) -> Result<Arc<ColdColumns>, JournalError> {
+        let mut cache = self.cold.borrow_mut();
+        if let Some((held, cols)) = &cache.columns
+            && *held == id
+        {
+            return Ok(cols.clone());
+        }
+        let decoded =
+            block::columns(&mut cache.codec, frame).map_err(|e| self.damaged_block(id, e))?;
+        let (ordinals, places) = block::ordinals(&decoded.records);
+        let cols = Arc::new(ColdColumns {
+            records: decoded.records,
+            raw_len: decoded.raw_len,
+            ordinals,
+            places,
+        });
+        cache.columns = Some((id, cols.clone()));
+        Ok(cols)
     }
 
     fn damaged_block(&self, id: i64, e: block::BlockError) -> JournalError {
@@ -1253,7 +1294,6 @@ impl Journal {
                  FROM blocks b JOIN objects o ON o.id = b.object_id WHERE o.stream_id = ?1",
             )
             .map_err(|e| self.err(e))?;
-        let mut codec = None;
         for stream in streams {
             let mut counts: BTreeMap<i64, i64> = stmt
                 .query_map(params![stream], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -1263,7 +1303,7 @@ impl Journal {
             while let Some(row) = rows.next().map_err(|e| self.err(e))? {
                 let object: i64 = row.get(3).map_err(|e| self.err(e))?;
                 let events = self
-                    .block_versions(&mut codec, row, object)?
+                    .block_versions(row, object)?
                     .iter()
                     .filter(|v| v.kind == kind::EVENT)
                     .count();
@@ -1332,7 +1372,7 @@ pub struct StoredBody {
 }
 
 /// A block a [`Journal`] read last: its bodies as stored, and their places.
-pub(super) type HeldBlock = (Arc<StoredBlock>, Arc<Vec<std::ops::Range<usize>>>);
+pub(super) type HeldBlock = (Arc<StoredBlock>, Arc<ColdColumns>);
 
 /// A block's bodies as stored, with the dictionary they were compressed
 /// with.
@@ -1483,7 +1523,7 @@ impl Journal {
             .as_ref()
             .filter(|(b, _)| b.id == block_id)
             .cloned();
-        let (stored, places) = match held {
+        let (stored, cols) = match held {
             Some(held) => held,
             None => {
                 let (columns, data, dict): (Vec<u8>, Vec<u8>, Option<i64>) = self
@@ -1493,9 +1533,7 @@ impl Journal {
                         s.query_row(params![block_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                     })
                     .map_err(|e| self.err(e))?;
-                let cols = block::columns(&mut Codec::new(), &columns)
-                    .map_err(|e| self.damaged_block(block_id, e))?;
-                let (_, places) = block::ordinals(&cols.records);
+                let cols = self.block_columns(block_id, &columns)?;
                 let dict = dict.map(|d| self.decoder_dict(d)).transpose()?;
                 let stored = Arc::new(StoredBlock {
                     id: block_id,
@@ -1503,12 +1541,12 @@ impl Journal {
                     data,
                     dict,
                 });
-                let held = (stored, Arc::new(places));
+                let held = (stored, cols);
                 *self.last_block.borrow_mut() = Some(held.clone());
                 held
             }
         };
-        let place = places.get(ordinal).cloned().ok_or_else(|| {
+        let place = cols.places.get(ordinal).cloned().ok_or_else(|| {
             self.damaged_block(
                 block_id,
                 block::BlockError::Damaged("no such body in the block"),
@@ -1632,13 +1670,11 @@ impl BodyReader {
                     s.query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                 })
                 .map_err(|e| journal.err(e))?;
-            let cols = block::columns(&mut self.codec, &frame)
-                .map_err(|e| journal.damaged_block(id, e))?;
+            let cols = journal.block_columns(id, &frame)?;
             let dict = dict.map(|d| journal.decoder_dict(d)).transpose()?;
             let json = block::bodies(&mut self.codec, &bodies, cols.raw_len, dict.as_deref())
                 .map_err(|e| journal.damaged_block(id, e))?;
-            let (_, places) = block::ordinals(&cols.records);
-            self.last_block = Some((id, places, json));
+            self.last_block = Some((id, cols.places.clone(), json));
         }
         let (_, places, json) = self.last_block.as_ref().expect("decoded above");
         places
