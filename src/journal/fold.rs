@@ -10,9 +10,10 @@
 //! does). Everything happens in one transaction: a reader sees the records
 //! as rows or as blocks, never both or neither.
 //!
-//! Nothing folds yet but the tests: the readers of window queries, export,
-//! retention and the writer's own lookups read rows only, and learn blocks
-//! before the recorder folds.
+//! Only the tests and the recorder bench fold yet: retention and `prune`
+//! read rows only, and learn blocks before the recorder folds. A fold behind
+//! a running writer must run on the writer's connection, which then forgets
+//! what it kept of the objects folded (their bodies may be gone).
 
 use super::block::{self, ColdRecord};
 use super::codec::{Codec, EncoderDict};
