@@ -567,7 +567,7 @@ impl History<'_> {
         let Some(last) = tally.last else {
             return Ok(None);
         };
-        let version = self.journal.version(last.seq)?;
+        let version = self.journal.object_version(object.id, last.seq)?;
         let resource_version = version.as_ref().map(|v| v.resource_version.clone());
         let name = stream.info.name();
         let last = LogEntry {

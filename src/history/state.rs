@@ -246,7 +246,7 @@ impl History<'_> {
             let version = match row {
                 Last::Item(v) => v,
                 // Read in the same snapshot as the scan that found it.
-                Last::Event(seq) => self.journal.version(seq)?.ok_or_else(|| {
+                Last::Event(seq) => self.journal.object_version(object, seq)?.ok_or_else(|| {
                     crate::journal::JournalError::Corrupt {
                         path: self.journal.path().to_path_buf(),
                         detail: format!("record {seq} vanished while an answer was read"),

@@ -545,6 +545,12 @@ mod tests {
                 "line before {seq}: {:?}",
                 journal.line_before(stream, seq).unwrap()
             ));
+            for object in 1..=3 {
+                out.push(format!(
+                    "{object} at {seq}: {:?}",
+                    journal.object_version(object, seq).unwrap().map(bodyless)
+                ));
+            }
             for (at, bound) in [(i64::MAX, i64::MAX), (1_050, seq + 30), (5_000, seq + 90)] {
                 out.push(format!(
                     "events after {seq} by {at} to {bound}: {:?}",

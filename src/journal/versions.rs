@@ -665,11 +665,13 @@ impl Journal {
 
     /// The records of a block as stored, from its row `(id, columns,
     /// stream)`.
-    fn block_rows(&self, row: &rusqlite::Row<'_>, object: i64) -> Result<Vec<ColdRow>, JournalError> {
-        let (id, stream): (i64, StreamId) = (|| {
-            Ok::<_, rusqlite::Error>((row.get(0)?, row.get(2)?))
-        })()
-        .map_err(|e| self.err(e))?;
+    fn block_rows(
+        &self,
+        row: &rusqlite::Row<'_>,
+        object: i64,
+    ) -> Result<Vec<ColdRow>, JournalError> {
+        let (id, stream): (i64, StreamId) =
+            (|| Ok::<_, rusqlite::Error>((row.get(0)?, row.get(2)?)))().map_err(|e| self.err(e))?;
         let frame = match row.get_ref(1).map_err(|e| self.err(e))? {
             rusqlite::types::ValueRef::Blob(b) => b,
             _ => &[],
@@ -1188,6 +1190,32 @@ impl Journal {
     /// Every zone as `(first_seq, last_seq, min_at, max_at)`.
     pub fn zone_list(&self) -> Result<Vec<(i64, i64, i64, i64)>, JournalError> {
         super::zones::all(self.conn()).map_err(|e| self.err(e))
+    }
+
+    /// The version of `object` recorded as `seq`: [`Journal::version`] by
+    /// the object's own blocks, where a block holding `seq` is found by one
+    /// seek rather than among every block after it.
+    pub fn object_version(
+        &self,
+        object: i64,
+        seq: i64,
+    ) -> Result<Option<VersionRow>, JournalError> {
+        let row = self
+            .conn()
+            .prepare_cached(&VERSION_AT_SEQ)
+            .and_then(|mut s| s.query_row(params![seq], version).optional())
+            .map_err(|e| self.err(e))?;
+        if let Some(v) = row {
+            return Ok((v.object == object).then_some(v));
+        }
+        let mut found = None;
+        self.cold_versions_down(object, seq, |v| {
+            if v.seq == seq {
+                found = Some(v);
+            }
+            std::ops::ControlFlow::Break(())
+        })?;
+        Ok(found)
     }
 
     /// The version recorded as `seq`.
