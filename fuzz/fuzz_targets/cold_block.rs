@@ -38,16 +38,7 @@ fuzz_target!(|data: &[u8]| {
     let records: Vec<ColdRecord<&[u8]>> = cols
         .records
         .iter()
-        .map(|r| ColdRecord {
-            body: r.body.clone().map(|place| &json[place]),
-            seq: r.seq,
-            kind: r.kind,
-            observed_at: r.observed_at,
-            watch_type: r.watch_type,
-            resource_version: r.resource_version.clone(),
-            event_key: r.event_key,
-            aux: r.aux,
-        })
+        .map(|r| r.with_body(r.body.clone().map(|place| &json[place])))
         .collect();
     let block = encode(&mut codec, &records, None).unwrap();
     let again = columns(&mut codec, &block.columns).unwrap();

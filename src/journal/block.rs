@@ -77,6 +77,22 @@ pub struct ColdRecord<B> {
     pub body: Option<B>,
 }
 
+impl<A> ColdRecord<A> {
+    /// The same record with `body` for its body.
+    pub fn with_body<B>(&self, body: Option<B>) -> ColdRecord<B> {
+        ColdRecord {
+            seq: self.seq,
+            kind: self.kind,
+            observed_at: self.observed_at,
+            watch_type: self.watch_type,
+            resource_version: self.resource_version.clone(),
+            event_key: self.event_key,
+            aux: self.aux,
+            body,
+        }
+    }
+}
+
 /// A block as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Encoded {
@@ -421,33 +437,15 @@ mod tests {
         assert_eq!(cols.raw_len, block.raw_len);
         let json = bodies(&mut codec, &block.bodies, cols.raw_len, dict.map(|d| d.1)).unwrap();
         cols.records
-            .into_iter()
-            .map(|c| ColdRecord {
-                body: c.body.map(|place| json[place].to_vec()),
-                seq: c.seq,
-                kind: c.kind,
-                observed_at: c.observed_at,
-                watch_type: c.watch_type,
-                resource_version: c.resource_version,
-                event_key: c.event_key,
-                aux: c.aux,
-            })
+            .iter()
+            .map(|c| c.with_body(c.body.clone().map(|place| json[place].to_vec())))
             .collect()
     }
 
     fn owned(records: &[ColdRecord<&[u8]>]) -> Vec<ColdRecord<Vec<u8>>> {
         records
             .iter()
-            .map(|r| ColdRecord {
-                body: r.body.map(<[u8]>::to_vec),
-                seq: r.seq,
-                kind: r.kind,
-                observed_at: r.observed_at,
-                watch_type: r.watch_type,
-                resource_version: r.resource_version.clone(),
-                event_key: r.event_key,
-                aux: r.aux,
-            })
+            .map(|r| r.with_body(r.body.map(<[u8]>::to_vec)))
             .collect()
     }
 
@@ -500,16 +498,7 @@ mod tests {
             }
             let borrowed: Vec<ColdRecord<&[u8]>> = records
                 .iter()
-                .map(|r| ColdRecord {
-                    body: r.body.as_deref(),
-                    seq: r.seq,
-                    kind: r.kind,
-                    observed_at: r.observed_at,
-                    watch_type: r.watch_type,
-                    resource_version: r.resource_version.clone(),
-                    event_key: r.event_key,
-                    aux: r.aux,
-                })
+                .map(|r| r.with_body(r.body.as_deref()))
                 .collect();
             prop_assert_eq!(round_trip(&borrowed, None), records);
         }

@@ -127,12 +127,12 @@ impl Journal {
                 }
                 None => None,
             };
-            records.push(with_body(row, body));
+            records.push(row.with_body(body));
         }
         let dict = self.stream_encoder_dict(tx, folder, object)?;
         let borrowed: Vec<ColdRecord<&[u8]>> = records
             .iter()
-            .map(|r| with_body(r, r.body.as_deref()))
+            .map(|r| r.with_body(r.body.as_deref()))
             .collect();
         let mut folded = Folded {
             records: rows.len(),
@@ -186,7 +186,7 @@ impl Journal {
         Ok(cols
             .records
             .iter()
-            .map(|r| with_body(r, r.body.clone().map(|place| json[place].to_vec())))
+            .map(|r| r.with_body(r.body.clone().map(|place| json[place].to_vec())))
             .collect())
     }
 
@@ -228,20 +228,6 @@ impl Journal {
             path: self.path().to_path_buf(),
             detail,
         }
-    }
-}
-
-/// `r` with `body` for its body.
-fn with_body<A, B>(r: &ColdRecord<A>, body: Option<B>) -> ColdRecord<B> {
-    ColdRecord {
-        seq: r.seq,
-        kind: r.kind,
-        observed_at: r.observed_at,
-        watch_type: r.watch_type,
-        resource_version: r.resource_version.clone(),
-        event_key: r.event_key,
-        aux: r.aux,
-        body,
     }
 }
 

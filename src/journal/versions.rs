@@ -687,16 +687,7 @@ impl Journal {
                 object,
                 block: id,
                 body: ordinal.map(|o| block::cold_body_id(id, o)),
-                record: ColdRecord {
-                    seq: r.seq,
-                    kind: r.kind,
-                    observed_at: r.observed_at,
-                    watch_type: r.watch_type,
-                    resource_version: r.resource_version,
-                    event_key: r.event_key,
-                    aux: r.aux,
-                    body: None,
-                },
+                record: r.with_body(None),
             })
             .collect())
     }
