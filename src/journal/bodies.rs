@@ -570,6 +570,10 @@ impl BodyStore {
     /// The exact bytes of a stored body, read from the journal (the live feed's
     /// "before", a few a second).
     pub fn read(&mut self, tx: &Transaction<'_>, id: i64) -> Result<Vec<u8>, JournalError> {
+        if super::block::cold_body_parts(id).is_some() {
+            return super::cold::body_bytes(tx, &self.path, &mut self.codec, id)
+                .map(|(raw, _)| raw);
+        }
         let (delta, keyframe) = self.fetch(tx, id)?;
         self.decode(tx, delta.as_ref(), &keyframe)
     }

@@ -289,6 +289,7 @@ fn last_block(tx: &Transaction<'_>, object: i64) -> rusqlite::Result<Option<Bloc
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::journal::prune::StreamCut;
     use crate::journal::versions::VersionRow;
     use crate::journal::writer::{Op, Writer};
     use crate::model::{ObjectMeta, ResourceType, StreamSpec, WatchType};
@@ -646,6 +647,8 @@ mod tests {
             .map(|n| walks(&journal, id_of(&journal, n), stream))
             .collect();
         let scanned = scans(&journal, stream);
+        let held = |j: &Journal| -> i64 { j.zone_times().unwrap().iter().map(|z| z.0).sum() };
+        let records_held = held(&journal);
         assert_eq!(
             before[0].len(),
             152,
@@ -697,6 +700,9 @@ mod tests {
             assert_eq!(walks(&journal, id, stream), walked[i], "{name}");
             assert_eq!(scans(&journal, stream), scanned, "{name}");
         }
+        // Retention by size counts the records in blocks as it counted the
+        // rows.
+        assert_eq!(held(&journal), records_held);
         // Every object record is in a block: nothing is left of their rows
         // and bodies, and every key holds.
         assert_eq!(
@@ -790,6 +796,119 @@ mod tests {
                 reader.read(&journal, v.body).unwrap(),
                 object("a", 500 + value - 151, value).1
             );
+        }
+    }
+
+    /// The cut of `stream` at `cut` as `prune` makes it: every object
+    /// present then, with its version's body.
+    fn cut_of(journal: &Journal, stream: crate::journal::StreamId, cut: i64) -> StreamCut {
+        let lists: crate::journal::IdSet<i64> = journal
+            .baselines(stream)
+            .unwrap()
+            .iter()
+            .map(|b| b.token)
+            .collect();
+        let mut items = Vec::new();
+        for object in 1..=3 {
+            if let Some(v) = journal
+                .object_version_at(object, cut, i64::MAX, &lists)
+                .unwrap()
+                .filter(|v| !v.deleted())
+            {
+                items.push((object, v.body, v.resource_version));
+            }
+        }
+        StreamCut {
+            stream,
+            cut,
+            items,
+            list_rv: journal.watermark_at(stream, cut).unwrap().unwrap().1,
+        }
+    }
+
+    /// Retention's steps, each in a transaction of its own, as the writer
+    /// runs them.
+    fn retain(journal: &Journal, cut: StreamCut) {
+        let mut job = crate::journal::retain::RetainJob::new(cut);
+        let mut bodies = crate::journal::bodies::BodyStore::new(journal.path().to_path_buf(), true);
+        journal
+            .conn()
+            .pragma_update(None, "foreign_keys", false)
+            .unwrap();
+        for _ in 0..10_000 {
+            let tx = journal.conn().unchecked_transaction().unwrap();
+            let done = job.step(&tx, journal.path(), &mut bodies).unwrap().done;
+            tx.commit().unwrap();
+            if done {
+                break;
+            }
+        }
+        journal
+            .conn()
+            .pragma_update(None, "foreign_keys", true)
+            .unwrap();
+    }
+
+    #[test]
+    fn cuts_through_blocks_answer_as_cuts_through_rows() {
+        for (how, cut) in [
+            ("prune", 1_100),
+            ("retain", 1_100),
+            ("prune", 5_200),
+            ("retain", 6_000),
+        ] {
+            let (_dir, rows) = journal();
+            let (_dir2, folded) = journal();
+            let stream = rows.object_versions(1).unwrap()[0].stream;
+            // a part of the way, b and c all the way.
+            let a = folded.object_versions(1).unwrap();
+            folded.fold_object(1, a[120].seq).unwrap();
+            folded.fold_object(2, i64::MAX).unwrap();
+            folded.fold_object(3, i64::MAX).unwrap();
+            for journal in [&rows, &folded] {
+                let c = cut_of(journal, stream, cut);
+                match how {
+                    "prune" => {
+                        journal.prune(&[c], 0).unwrap();
+                    }
+                    _ => retain(journal, c),
+                }
+            }
+            let context = format!("{how} at {cut}");
+            assert_eq!(scans(&folded, stream), scans(&rows, stream), "{context}");
+            for object in 1..=3 {
+                let exists = |j: &Journal| j.object(object).unwrap().is_some();
+                assert_eq!(exists(&folded), exists(&rows), "{context}: object {object}");
+                if exists(&rows) {
+                    assert_eq!(
+                        history(&folded, object),
+                        history(&rows, object),
+                        "{context}: object {object}"
+                    );
+                    assert_eq!(
+                        walks(&folded, object, stream),
+                        walks(&rows, object, stream),
+                        "{context}: object {object}"
+                    );
+                }
+            }
+            // No record before the cut is left in a block (the cut's items,
+            // observed at it, go into blocks).
+            let left: i64 = folded
+                .conn()
+                .query_row(
+                    "SELECT count(*) FROM blocks WHERE min_at < ?1",
+                    [cut],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(left, 0, "{context}");
+            let broken: Option<String> = folded
+                .conn()
+                .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
+                .optional()
+                .unwrap();
+            assert_eq!(broken, None, "{context}");
         }
     }
 

@@ -44,6 +44,13 @@ pub type IdMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomSta
 /// A set of the journal's own integer ids; see [`IdMap`].
 pub type IdSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
+/// The smallest `seq` of the journal's records, rows or kept in blocks (1
+/// when there is none): a new baseline goes below it.
+pub(crate) const MIN_SEQ: &str = "SELECT coalesce(min((SELECT min(seq) FROM records),
+                                         (SELECT min(first_seq) FROM blocks)),
+                                     (SELECT min(seq) FROM records),
+                                     (SELECT min(first_seq) FROM blocks), 1)";
+
 /// Everything that can go wrong with a journal file.
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {

@@ -67,9 +67,7 @@ impl Journal {
         // The new baselines precede every record left, in seq order: they go
         // below the smallest seq there is.
         let min_seq: i64 = tx
-            .query_row("SELECT coalesce(min(seq), 1) FROM records", [], |r| {
-                r.get(0)
-            })
+            .query_row(super::MIN_SEQ, [], |r| r.get(0))
             .map_err(err)?;
         let needed: i64 = cuts.iter().map(|c| c.items.len() as i64 + 1).sum();
         let mut seq = min_seq - needed - 1;
@@ -77,6 +75,8 @@ impl Journal {
         // other records come through `records_stream_meta`, its events from
         // the stretch of `seq`s the zones say can be old enough.
         let bounds = super::zones::bounds(&tx).map_err(err)?;
+        let mut codec = super::codec::Codec::new();
+        let mut bodies = super::bodies::BodyStore::new(self.path().to_path_buf(), true);
         for c in cuts {
             report.records_deleted += tx
                 .execute(
@@ -98,13 +98,40 @@ impl Journal {
                 )
                 .map_err(err)? as u64;
             let token = seq;
-            for (object, body, rv) in &c.items {
+            // An item of an object that keeps a block after the cut goes into
+            // that block, before its records (blocks hold an object's oldest
+            // records); another whose version is kept in a block gets a body
+            // row of its own, as the block loses that record below.
+            let mut items = Vec::with_capacity(c.items.len());
+            for (i, (object, body, rv)) in c.items.iter().enumerate() {
+                let item_seq = seq + i as i64;
+                if let Some(block) =
+                    super::cold::first_block_after(&tx, *object, c.cut).map_err(err)?
+                {
+                    let raw = bodies.read(&tx, *body)?;
+                    let item = super::block::ColdRecord {
+                        seq: item_seq,
+                        kind: kind::BASELINE_ITEM,
+                        observed_at: c.cut,
+                        watch_type: None,
+                        resource_version: Some(rv.clone()),
+                        event_key: None,
+                        aux: Some(token),
+                        body: Some(raw.as_slice()),
+                    };
+                    super::cold::prepend(&tx, self.path(), &mut codec, block, item)?;
+                } else {
+                    let body = super::cold::body_row_of(&tx, self.path(), &mut codec, *body)?;
+                    items.push((item_seq, *object, body, rv.clone()));
+                }
+            }
+            for (item_seq, object, body, rv) in &items {
                 tx.execute(
                     "INSERT INTO records(seq, stream_id, kind, observed_at, object_id, body_id,
                                          resource_version, aux)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                     params![
-                        seq,
+                        item_seq,
                         c.stream,
                         kind::BASELINE_ITEM,
                         c.cut,
@@ -115,8 +142,8 @@ impl Journal {
                     ],
                 )
                 .map_err(err)?;
-                seq += 1;
             }
+            seq += c.items.len() as i64;
             let info = serde_json::json!({ "items": c.items.len(), "pruned": true }).to_string();
             tx.execute(
                 "INSERT INTO records(seq, stream_id, kind, observed_at, resource_version, aux, info)
@@ -125,6 +152,25 @@ impl Journal {
             )
             .map_err(err)?;
             seq += 1;
+            // Then the records at or before the cut kept in blocks, but the
+            // cut's own items.
+            let mut after = 0;
+            // Bounded: each pass takes blocks of a higher id than the last.
+            loop {
+                let ids =
+                    super::cold::blocks_before(&tx, c.stream, c.cut, after, 256).map_err(err)?;
+                for &id in &ids {
+                    if let Some((_, gone)) =
+                        super::cold::cut_block(&tx, self.path(), &mut codec, id, c.cut, min_seq)?
+                    {
+                        report.records_deleted += gone;
+                    }
+                }
+                match ids.last() {
+                    Some(&last) if ids.len() == 256 => after = last,
+                    _ => break,
+                }
+            }
         }
         report.snapshots_deleted = tx
             .execute(
@@ -180,14 +226,16 @@ impl Journal {
         // whose history is kept stay (a few bytes each).
         tx.execute(
             "DELETE FROM audit_packs WHERE object_id NOT IN
-                (SELECT object_id FROM records WHERE object_id IS NOT NULL)",
+                (SELECT object_id FROM records WHERE object_id IS NOT NULL)
+                AND object_id NOT IN (SELECT object_id FROM blocks)",
             [],
         )
         .map_err(err)?;
         report.objects_deleted = tx
             .execute(
                 "DELETE FROM objects WHERE id NOT IN
-                    (SELECT object_id FROM records WHERE object_id IS NOT NULL)",
+                    (SELECT object_id FROM records WHERE object_id IS NOT NULL)
+                    AND id NOT IN (SELECT object_id FROM blocks)",
                 [],
             )
             .map_err(err)? as u64;

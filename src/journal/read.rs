@@ -334,7 +334,23 @@ impl Journal {
     /// Each zone as `(records left in it, min_at, max_at)`: how the records
     /// spread over time, for retention by size. A zone's own count is what
     /// was written; what is left is counted (zones may name pruned `seq`s).
+    /// Each block of records (docs/journal.md, "Cold history in blocks")
+    /// counts as a zone of its own.
     pub fn zone_times(&self) -> Result<Vec<(i64, i64, i64)>, JournalError> {
+        let mut times = self.row_zone_times()?;
+        let blocks: Vec<(i64, i64, i64)> = self
+            .conn()
+            .prepare_cached("SELECT records, min_at, max_at FROM blocks")
+            .and_then(|mut s| {
+                s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .collect()
+            })
+            .map_err(|e| self.err(e))?;
+        times.extend(blocks);
+        Ok(times)
+    }
+
+    fn row_zone_times(&self) -> Result<Vec<(i64, i64, i64)>, JournalError> {
         let conn = self.conn();
         let err = |e| self.err(e);
         let zones = super::zones::all(conn).map_err(err)?;

@@ -21,10 +21,30 @@
 //! The caller keeps foreign-key enforcement off meanwhile, as `prune` does:
 //! enforcement would check each deleted body against every record.
 
+use super::JournalError;
 use super::schema::{kind, parse_pack_ref};
 use super::{StreamId, prune::StreamCut};
 use rusqlite::{OptionalExtension, Transaction, params};
 use std::collections::{BTreeSet, HashSet};
+use std::path::Path;
+
+/// What a step can fail on: SQLite, or a block that cannot be read.
+enum StepError {
+    Sqlite(rusqlite::Error),
+    Journal(JournalError),
+}
+
+impl From<rusqlite::Error> for StepError {
+    fn from(e: rusqlite::Error) -> StepError {
+        StepError::Sqlite(e)
+    }
+}
+
+impl From<JournalError> for StepError {
+    fn from(e: JournalError) -> StepError {
+        StepError::Journal(e)
+    }
+}
 
 /// Baseline items written per step.
 pub const ITEMS_PER_STEP: usize = 512;
@@ -32,6 +52,8 @@ pub const ITEMS_PER_STEP: usize = 512;
 pub const RECORDS_PER_STEP: usize = 512;
 /// `seq`s looked at per step for a stream's events, at most.
 pub const SCAN_PER_STEP: i64 = 8192;
+/// Blocks cut through per step, at most.
+pub const BLOCKS_PER_STEP: usize = 64;
 /// Pages given back to the file system per step (64 KiB each at most).
 pub const PAGES_PER_STEP: i64 = 256;
 
@@ -45,6 +67,9 @@ enum Stage {
     Meta,
     /// Deleting its events; the `seq` the next window starts after.
     Events(i64),
+    /// Deleting its objects' records kept in blocks (docs/journal.md, "Cold
+    /// history in blocks"); the block id the next step starts after.
+    Blocks(i64),
     Done,
 }
 
@@ -60,6 +85,9 @@ pub struct RetainJob {
     base: i64,
     /// The last `seq` old enough, by the zones (taken at the header).
     bound: i64,
+    /// The items written into their object's first block rather than as
+    /// rows (docs/journal.md, "Cold history in blocks").
+    in_blocks: HashSet<usize>,
 }
 
 /// What one step did.
@@ -83,6 +111,7 @@ impl RetainJob {
             old_min: None,
             base: 0,
             bound: 0,
+            in_blocks: HashSet::new(),
         }
     }
 
@@ -94,12 +123,29 @@ impl RetainJob {
         self.cut.cut
     }
 
-    /// Carries out the next step in `tx`.
-    pub fn step(&mut self, tx: &Transaction<'_>) -> rusqlite::Result<Step> {
+    /// Carries out the next step in `tx`, on the journal at `path`;
+    /// `bodies` reads the bodies of the cut's items.
+    pub fn step(
+        &mut self,
+        tx: &Transaction<'_>,
+        path: &Path,
+        bodies: &mut super::bodies::BodyStore,
+    ) -> Result<Step, JournalError> {
+        let err = |e| JournalError::sqlite(path, e);
+        self.step_rows(tx, path, bodies).map_err(|e| match e {
+            StepError::Sqlite(e) => err(e),
+            StepError::Journal(e) => e,
+        })
+    }
+
+    fn step_rows(
+        &mut self,
+        tx: &Transaction<'_>,
+        path: &Path,
+        bodies: &mut super::bodies::BodyStore,
+    ) -> Result<Step, StepError> {
         if self.old_min.is_none() {
-            let min: i64 = tx.query_row("SELECT coalesce(min(seq), 1) FROM records", [], |r| {
-                r.get(0)
-            })?;
+            let min: i64 = tx.query_row(super::MIN_SEQ, [], |r| r.get(0))?;
             self.old_min = Some(min);
             self.base = min - self.cut.items.len() as i64 - 2;
         }
@@ -107,6 +153,32 @@ impl RetainJob {
         match self.stage.clone() {
             Stage::Items(next) => {
                 let end = (next + ITEMS_PER_STEP).min(self.cut.items.len());
+                // An item of an object that keeps a block after the cut goes
+                // into that block, before its records (blocks hold an
+                // object's oldest records); another whose version is kept in
+                // a block gets a body row of its own, as the block loses that
+                // record below.
+                let mut codec = super::codec::Codec::new();
+                for i in next..end {
+                    let (object, body, ref rv) = self.cut.items[i];
+                    if let Some(block) = super::cold::first_block_after(tx, object, self.cut.cut)? {
+                        let raw = bodies.read(tx, body)?;
+                        let item = super::block::ColdRecord {
+                            seq: self.base + i as i64,
+                            kind: kind::BASELINE_ITEM,
+                            observed_at: self.cut.cut,
+                            watch_type: None,
+                            resource_version: Some(rv.clone()),
+                            event_key: None,
+                            aux: Some(self.base),
+                            body: Some(raw.as_slice()),
+                        };
+                        super::cold::prepend(tx, path, &mut codec, block, item)?;
+                        self.in_blocks.insert(i);
+                    } else {
+                        self.cut.items[i].1 = super::cold::body_row_of(tx, path, &mut codec, body)?;
+                    }
+                }
                 self.write_items(tx, next, end)?;
                 self.stage = if end == self.cut.items.len() {
                     Stage::Header
@@ -151,9 +223,45 @@ impl RetainJob {
                 };
                 self.delete(tx, &seqs, &mut step)?;
                 self.stage = if next >= self.bound {
-                    Stage::Done
+                    Stage::Blocks(0)
                 } else {
                     Stage::Events(next)
+                };
+            }
+            Stage::Blocks(after) => {
+                let ids = super::cold::blocks_before(
+                    tx,
+                    self.cut.stream,
+                    self.cut.cut,
+                    after,
+                    BLOCKS_PER_STEP,
+                )?;
+                let mut codec = super::codec::Codec::new();
+                let mut objects = BTreeSet::new();
+                for &id in &ids {
+                    if let Some((object, gone)) = super::cold::cut_block(
+                        tx,
+                        path,
+                        &mut codec,
+                        id,
+                        self.cut.cut,
+                        self.old_min.unwrap_or(i64::MIN),
+                    )? && gone > 0
+                    {
+                        step.records_deleted += gone;
+                        objects.insert(object);
+                    }
+                }
+                if !objects.is_empty() {
+                    bump_generation(tx)?;
+                }
+                for &object in &objects {
+                    self.drop_if_gone(tx, object, &mut step)?;
+                }
+                step.touched = objects.into_iter().collect();
+                self.stage = match ids.last() {
+                    Some(&last) if ids.len() == BLOCKS_PER_STEP => Stage::Blocks(last),
+                    _ => Stage::Done,
                 };
             }
             Stage::Done => {}
@@ -173,6 +281,9 @@ impl RetainJob {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
         for (i, (object, body, rv)) in self.cut.items[from..to].iter().enumerate() {
+            if self.in_blocks.contains(&(from + i)) {
+                continue;
+            }
             insert.execute(params![
                 self.base + (from + i) as i64,
                 self.cut.stream,
@@ -277,19 +388,28 @@ impl RetainJob {
                 .map(|&(_, b)| b)
                 .collect();
             step.bodies_deleted += collect_object(tx, object, &bodies)?;
-            let left: bool = tx
-                .prepare_cached("SELECT EXISTS(SELECT 1 FROM records WHERE object_id = ?1)")?
-                .query_row(params![object], |r| r.get(0))?;
-            if !left {
-                tx.execute(
-                    "DELETE FROM audit_packs WHERE object_id = ?1",
-                    params![object],
-                )?;
-                tx.execute("DELETE FROM objects WHERE id = ?1", params![object])?;
-                step.objects_deleted.push(object);
-            }
+            self.drop_if_gone(tx, object, step)?;
         }
         step.touched = objects.into_iter().collect();
+        Ok(())
+    }
+
+    /// Deletes `object` (and its audit events) when neither rows nor blocks
+    /// hold a record of it any more.
+    fn drop_if_gone(
+        &self,
+        tx: &Transaction<'_>,
+        object: i64,
+        step: &mut Step,
+    ) -> rusqlite::Result<()> {
+        if !super::cold::object_has_records(tx, object)? {
+            tx.execute(
+                "DELETE FROM audit_packs WHERE object_id = ?1",
+                params![object],
+            )?;
+            tx.execute("DELETE FROM objects WHERE id = ?1", params![object])?;
+            step.objects_deleted.push(object);
+        }
         Ok(())
     }
 }

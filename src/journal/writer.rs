@@ -461,13 +461,14 @@ impl WriterState {
         let stepped = (|| {
             let tx = self
                 .conn
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let step = job.step(&tx)?;
-            tx.commit()?;
-            Ok(step)
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(err)?;
+            let step = job.step(&tx, &path, &mut self.caches.bodies)?;
+            tx.commit().map_err(err)?;
+            Ok::<_, JournalError>(step)
         })();
         let restored = self.conn.pragma_update(None, "foreign_keys", true);
-        let step = stepped.map_err(err)?;
+        let step = stepped?;
         restored.map_err(err)?;
         // The writer's memory of the objects touched may name bodies that
         // are gone: it reads them again when they next change.
@@ -1117,11 +1118,15 @@ fn apply_baseline_item(
     Ok(())
 }
 
-/// The sequence number after the journal's last record.
+/// The sequence number after the journal's last record, a row or kept in a
+/// block.
 fn next_seq(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.query_row("SELECT coalesce(max(seq), 0) + 1 FROM records", [], |r| {
-        r.get(0)
-    })
+    conn.query_row(
+        "SELECT max(coalesce((SELECT max(seq) FROM records), 0),
+                    coalesce((SELECT max(last_seq) FROM blocks), 0)) + 1",
+        [],
+        |r| r.get(0),
+    )
 }
 
 fn take_seq(next: &mut i64) -> i64 {
@@ -2053,11 +2058,12 @@ mod tests {
             list_rv: "102".into(),
         };
         let mut job = super::super::retain::RetainJob::new(cut);
+        let mut bodies = BodyStore::new(path.clone(), true);
         let mut conn = rusqlite::Connection::open(&path).unwrap();
         conn.pragma_update(None, "foreign_keys", false).unwrap();
         for _ in 0..16 {
             let tx = conn.transaction().unwrap();
-            let done = job.step(&tx).unwrap().done;
+            let done = job.step(&tx, &path, &mut bodies).unwrap().done;
             tx.commit().unwrap();
             if done {
                 break;
