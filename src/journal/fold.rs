@@ -10,16 +10,16 @@
 //! does). Everything happens in one transaction: a reader sees the records
 //! as rows or as blocks, never both or neither.
 //!
-//! Only the tests and the recorder bench fold yet: retention and `prune`
-//! read rows only, and learn blocks before the recorder folds. A fold behind
-//! a running writer must run on the writer's connection, which then forgets
-//! what it kept of the objects folded (their bodies may be gone).
+//! A recorder folds its streams at a clean stop ([`Journal::fold_at_stop`]),
+//! once its writer has finished. A fold behind a running writer must run on
+//! the writer's connection, which then forgets what it kept of the objects
+//! folded (their bodies may be gone): that is not built yet.
 
 use super::block::{self, ColdRecord};
 use super::codec::{Codec, EncoderDict};
 use super::versions::BodyReader;
 use super::{Journal, JournalError};
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 
 /// What a fold did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -41,6 +41,75 @@ pub struct Folder {
     reader: BodyReader,
     /// By `dicts` row.
     dicts: std::collections::HashMap<i64, std::sync::Arc<EncoderDict>>,
+}
+
+/// Objects folded per transaction at a stop: 500 of W-wide's take about 50
+/// ms, so a reader or another recorder of the same journal waits no longer.
+pub const FOLD_OBJECTS_PER_TX: usize = 500;
+
+/// How long a recorder's clean stop folds at most (docs/journal.md, "Cold
+/// history in blocks"): W-wide's 20,000 objects take about 1.8 s; a journal
+/// that needs more goes on at the next stop.
+pub const FOLD_AT_STOP: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// What a stop folded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StopFold {
+    pub folded: Folded,
+    /// Pages given back to the file system.
+    pub pages: i64,
+    /// Whether every object of the streams was folded before the deadline.
+    pub complete: bool,
+}
+
+impl Journal {
+    /// At a recorder's clean stop: the whole history of every object of
+    /// `streams` folded into blocks, [`FOLD_OBJECTS_PER_TX`] objects a
+    /// transaction, until `deadline`; then the pages freed given back.
+    pub fn fold_at_stop(
+        &self,
+        streams: &[super::StreamId],
+        deadline: std::time::Instant,
+    ) -> Result<StopFold, JournalError> {
+        let err = |e| self.err(e);
+        let mut ids: Vec<i64> = Vec::new();
+        for &stream in streams {
+            let of_stream: Vec<i64> = self
+                .conn()
+                .prepare_cached(
+                    "SELECT o.id FROM objects o WHERE o.stream_id = ?1
+                       AND EXISTS(SELECT 1 FROM records r WHERE r.object_id = o.id)
+                     ORDER BY o.id",
+                )
+                .and_then(|mut s| s.query_map(params![stream], |r| r.get(0))?.collect())
+                .map_err(err)?;
+            ids.extend(of_stream);
+        }
+        let mut done = StopFold {
+            complete: true,
+            ..StopFold::default()
+        };
+        let mut folder = Folder::default();
+        for chunk in ids.chunks(FOLD_OBJECTS_PER_TX) {
+            if std::time::Instant::now() >= deadline {
+                done.complete = false;
+                break;
+            }
+            let objects: Vec<(i64, i64)> = chunk.iter().map(|&id| (id, i64::MAX)).collect();
+            let f = self.fold_objects(&mut folder, &objects)?;
+            done.folded.records += f.records;
+            done.folded.blocks += f.blocks;
+            done.folded.bodies_deleted += f.bodies_deleted;
+        }
+        if done.folded.records > 0 {
+            // 0: every free page.
+            done.pages = super::retain::give_back_pages(self.conn(), 0).map_err(err)?;
+            self.conn()
+                .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                .map_err(err)?;
+        }
+        Ok(done)
+    }
 }
 
 impl Journal {
@@ -67,7 +136,11 @@ impl Journal {
             .pragma_update(None, "foreign_keys", false)
             .map_err(err)?;
         let folded = (|| {
-            let tx = self.conn().unchecked_transaction().map_err(err)?;
+            // Writing from the start: a transaction that read first could not
+            // take the lock after another recorder of the journal wrote, and
+            // would fail rather than wait.
+            let tx = Transaction::new_unchecked(self.conn(), TransactionBehavior::Immediate)
+                .map_err(err)?;
             let mut folded = Folded::default();
             for &(object, upto) in objects {
                 let one = self.fold_in(&tx, folder, object, upto)?;
@@ -910,6 +983,47 @@ mod tests {
                 .unwrap();
             assert_eq!(broken, None, "{context}");
         }
+    }
+
+    #[test]
+    fn a_stop_folds_its_streams_whole_history_within_its_deadline() {
+        let (_dir, journal) = journal();
+        let stream = journal.object_versions(1).unwrap()[0].stream;
+        let before: Vec<_> = (1..=3).map(|o| history(&journal, o)).collect();
+        // Past its deadline, a stop folds nothing.
+        let late = journal
+            .fold_at_stop(&[stream], std::time::Instant::now())
+            .unwrap();
+        assert_eq!((late.folded.records, late.complete), (0, false));
+        let done = journal
+            .fold_at_stop(
+                &[stream],
+                std::time::Instant::now() + std::time::Duration::from_secs(3600),
+            )
+            .unwrap();
+        assert!(done.complete);
+        // a: its list item, 150 changes and its relist; b: its item, 18 changes,
+        // its relist and its last change; c: its item and its deletion.
+        assert_eq!(done.folded.records, 152 + 21 + 2);
+        assert_eq!(
+            count(
+                &journal,
+                "SELECT count(*) FROM records WHERE object_id IS NOT NULL"
+            ),
+            0
+        );
+        assert_eq!(count(&journal, "PRAGMA freelist_count"), 0);
+        for (o, was) in (1..=3).zip(&before) {
+            assert_eq!(&history(&journal, o), was);
+        }
+        // Another stream's objects are not this stop's.
+        let again = journal
+            .fold_at_stop(
+                &[stream + 1],
+                std::time::Instant::now() + std::time::Duration::from_secs(60),
+            )
+            .unwrap();
+        assert_eq!(again.folded, Folded::default());
     }
 
     #[test]

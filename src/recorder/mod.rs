@@ -449,6 +449,8 @@ pub async fn record(
         per_second: FEED_PER_SECOND,
     });
     let path = journal.path().to_path_buf();
+    let fold_path = path.clone();
+    let fold_streams: Vec<StreamId> = registered.iter().map(|(id, _, _)| *id).collect();
     let writer = Writer::start_with_feed(journal, feed)?;
     let stats = writer.stats();
     let names: Vec<String> = registered.iter().map(|(_, s, _)| s.name()).collect();
@@ -603,6 +605,21 @@ pub async fn record(
     written?;
     if let Some(why) = refused {
         return Err(RecordError::AllRefused(why));
+    }
+    // A clean stop folds this run's streams' history into blocks, a
+    // bounded while (docs/journal.md, "Cold history in blocks"). What it
+    // could not fold (the journal busy longer than its wait) stays as it
+    // was, and as true: the next stop folds it.
+    let folded = Journal::open(&fold_path).and_then(|j| {
+        j.fold_at_stop(
+            &fold_streams,
+            std::time::Instant::now() + crate::journal::fold::FOLD_AT_STOP,
+        )
+    });
+    if let Err(e) = folded {
+        display.line(&format!(
+            "warning: the history was not folded into blocks at this stop: {e}"
+        ));
     }
     let streams = summarize(&statuses, finished, &stats, &relists.found);
     let retention = options.retention.map(|_| {
