@@ -190,10 +190,14 @@ impl SeqBounds {
     }
 }
 
-/// Every zone's `(min_at, last_seq)`, for [`SeqBounds::new`].
+/// Every zone's `(min_at, last_seq)`, for [`SeqBounds::new`]; a block of
+/// records (docs/journal.md, "Cold history in blocks") counts as a zone of
+/// its own, as the zones name rows only.
 pub fn bounds(conn: &Connection) -> rusqlite::Result<SeqBounds> {
     let zones = conn
-        .prepare_cached("SELECT min_at, last_seq FROM zones")?
+        .prepare_cached(
+            "SELECT min_at, last_seq FROM zones UNION ALL SELECT min_at, last_seq FROM blocks",
+        )?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<_, _>>()?;
     Ok(SeqBounds::new(zones))
@@ -223,11 +227,15 @@ pub fn orderly(zones: &[(i64, i64, i64, i64)], since: i64, until: i64) -> bool {
             })
 }
 
-/// Every zone as `(first_seq, last_seq, min_at, max_at)`, for [`orderly`].
+/// Every zone as `(first_seq, last_seq, min_at, max_at)`, for [`orderly`];
+/// a block of records counts as a zone of its own.
 pub fn all(conn: &Connection) -> rusqlite::Result<Vec<(i64, i64, i64, i64)>> {
-    conn.prepare_cached("SELECT first_seq, last_seq, min_at, max_at FROM zones")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-        .collect()
+    conn.prepare_cached(
+        "SELECT first_seq, last_seq, min_at, max_at FROM zones
+         UNION ALL SELECT first_seq, last_seq, min_at, max_at FROM blocks",
+    )?
+    .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+    .collect()
 }
 
 #[cfg(test)]
