@@ -12,6 +12,31 @@ use rusqlite::{Connection, OptionalExtension, params};
 use std::ops::Range;
 use std::path::Path;
 
+/// What rewriting blocks keeps from one block to the next: a compression
+/// context, and the dictionaries prepared (preparing one costs more than
+/// writing a block of a few versions, and a retention step writes dozens).
+#[derive(Default)]
+pub struct ColdCx {
+    codec: Codec,
+    encoders: std::collections::HashMap<i64, std::sync::Arc<EncoderDict>>,
+}
+
+impl ColdCx {
+    fn encoder(
+        &mut self,
+        conn: &Connection,
+        path: &Path,
+        id: i64,
+    ) -> Result<std::sync::Arc<EncoderDict>, JournalError> {
+        if let Some(d) = self.encoders.get(&id) {
+            return Ok(d.clone());
+        }
+        let d = std::sync::Arc::new(encoder_dict(conn, path, id)?);
+        self.encoders.insert(id, d.clone());
+        Ok(d)
+    }
+}
+
 fn damaged(path: &Path, id: i64, e: BlockError) -> JournalError {
     match e {
         BlockError::Codec(source) => JournalError::Codec {
@@ -197,16 +222,17 @@ pub fn body_bytes(
 pub fn body_row_of(
     conn: &Connection,
     path: &Path,
-    codec: &mut Codec,
+    cx: &mut ColdCx,
     id: i64,
 ) -> Result<i64, JournalError> {
     if block::cold_body_parts(id).is_none() {
         return Ok(id);
     }
-    let (raw, dict_id) = body_bytes(conn, path, codec, id)?;
-    let encoder = dict_id.map(|d| encoder_dict(conn, path, d)).transpose()?;
-    let frame = codec
-        .keyframe(&raw, encoder.as_ref(), Pace::Listed)
+    let (raw, dict_id) = body_bytes(conn, path, &mut cx.codec, id)?;
+    let encoder = dict_id.map(|d| cx.encoder(conn, path, d)).transpose()?;
+    let frame = cx
+        .codec
+        .keyframe(&raw, encoder.as_deref(), Pace::Listed)
         .map_err(|source| JournalError::Codec {
             path: path.to_path_buf(),
             source,
@@ -240,7 +266,7 @@ pub fn first_block_after(
 pub fn prepend(
     conn: &Connection,
     path: &Path,
-    codec: &mut Codec,
+    cx: &mut ColdCx,
     id: i64,
     record: ColdRecord<&[u8]>,
 ) -> Result<(), JournalError> {
@@ -248,7 +274,7 @@ pub fn prepend(
         path: path.to_path_buf(),
         detail: format!("block {id} went while a cut was written"),
     })?;
-    let records = block_records(conn, path, codec, id, &row)?;
+    let records = block_records(conn, path, &mut cx.codec, id, &row)?;
     if records.first().is_some_and(|r| r.seq <= record.seq) {
         return Err(JournalError::Corrupt {
             path: path.to_path_buf(),
@@ -258,7 +284,7 @@ pub fn prepend(
     let all: Vec<ColdRecord<&[u8]>> = std::iter::once(record)
         .chain(records.iter().map(|r| r.with_body(r.body.as_deref())))
         .collect();
-    replace_block(conn, path, codec, id, &row, &all)
+    replace_block(conn, path, cx, id, &row, &all)
 }
 
 /// Deletes block `id` and writes `records` (if any) as a new block of the
@@ -266,38 +292,45 @@ pub fn prepend(
 fn replace_block(
     conn: &Connection,
     path: &Path,
-    codec: &mut Codec,
+    cx: &mut ColdCx,
     id: i64,
     row: &BlockRow,
     records: &[ColdRecord<&[u8]>],
 ) -> Result<(), JournalError> {
-    let sql = |e| JournalError::sqlite(path, e);
     conn.execute("DELETE FROM blocks WHERE id = ?1", params![id])
-        .map_err(sql)?;
+        .map_err(|e| JournalError::sqlite(path, e))?;
     if records.is_empty() {
         return Ok(());
     }
-    let dict = row.dict.map(|d| encoder_dict(conn, path, d)).transpose()?;
-    let made = block::encode(codec, records, dict.as_ref()).map_err(|e| damaged(path, id, e))?;
+    let dict = row.dict.map(|d| cx.encoder(conn, path, d)).transpose()?;
+    let made =
+        block::encode(&mut cx.codec, records, dict.as_deref()).map_err(|e| damaged(path, id, e))?;
+    insert_block(conn, row.object, row.dict, &made).map_err(|e| JournalError::sqlite(path, e))
+}
+
+/// Stores a block of `object`'s records, made with dictionary `dict`.
+pub fn insert_block(
+    conn: &Connection,
+    object: i64,
+    dict: Option<i64>,
+    made: &block::Encoded,
+) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO blocks(object_id, first_seq, last_seq, min_at, max_at, records,
                             dict_id, columns, bodies)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )
-    .and_then(|mut s| {
-        s.execute(params![
-            row.object,
-            made.first_seq,
-            made.last_seq,
-            made.min_at,
-            made.max_at,
-            made.records as i64,
-            row.dict,
-            made.columns,
-            made.bodies
-        ])
-    })
-    .map_err(sql)?;
+    )?
+    .execute(params![
+        object,
+        made.first_seq,
+        made.last_seq,
+        made.min_at,
+        made.max_at,
+        made.records as i64,
+        dict,
+        made.columns,
+        made.bodies
+    ])?;
     Ok(())
 }
 
@@ -309,7 +342,7 @@ fn replace_block(
 pub fn cut_block(
     conn: &Connection,
     path: &Path,
-    codec: &mut Codec,
+    cx: &mut ColdCx,
     id: i64,
     cut: i64,
     keep_below: i64,
@@ -317,7 +350,7 @@ pub fn cut_block(
     let Some(row) = block_row(conn, path, id)? else {
         return Ok(None);
     };
-    let records = block_records(conn, path, codec, id, &row)?;
+    let records = block_records(conn, path, &mut cx.codec, id, &row)?;
     let kept: Vec<ColdRecord<&[u8]>> = records
         .iter()
         .filter(|r| r.observed_at > cut || r.seq < keep_below)
@@ -325,7 +358,7 @@ pub fn cut_block(
         .collect();
     let gone = (records.len() - kept.len()) as u64;
     if gone > 0 {
-        replace_block(conn, path, codec, id, &row, &kept)?;
+        replace_block(conn, path, cx, id, &row, &kept)?;
     }
     Ok(Some((row.object, gone)))
 }

@@ -214,25 +214,8 @@ impl Journal {
         for part in block::split(&borrowed) {
             let made = block::encode(&mut folder.codec, part, dict.as_deref())
                 .map_err(|e| self.damaged(e.to_string()))?;
-            tx.prepare_cached(
-                "INSERT INTO blocks(object_id, first_seq, last_seq, min_at, max_at, records,
-                                    dict_id, columns, bodies)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    object,
-                    made.first_seq,
-                    made.last_seq,
-                    made.min_at,
-                    made.max_at,
-                    made.records as i64,
-                    dict.as_ref().map(|d| d.id),
-                    made.columns,
-                    made.bodies
-                ])
-            })
-            .map_err(err)?;
+            super::cold::insert_block(tx, object, dict.as_ref().map(|d| d.id), &made)
+                .map_err(err)?;
             folded.blocks += 1;
         }
         tx.prepare_cached("DELETE FROM records WHERE object_id = ?1 AND seq <= ?2")

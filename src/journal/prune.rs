@@ -75,7 +75,7 @@ impl Journal {
         // other records come through `records_stream_meta`, its events from
         // the stretch of `seq`s the zones say can be old enough.
         let bounds = super::zones::bounds(&tx).map_err(err)?;
-        let mut codec = super::codec::Codec::new();
+        let mut codec = super::cold::ColdCx::default();
         let mut bodies = super::bodies::BodyStore::new(self.path().to_path_buf(), true);
         for c in cuts {
             report.records_deleted += tx

@@ -158,7 +158,7 @@ impl RetainJob {
                 // object's oldest records); another whose version is kept in
                 // a block gets a body row of its own, as the block loses that
                 // record below.
-                let mut codec = super::codec::Codec::new();
+                let mut codec = super::cold::ColdCx::default();
                 for i in next..end {
                     let (object, body, ref rv) = self.cut.items[i];
                     if let Some(block) = super::cold::first_block_after(tx, object, self.cut.cut)? {
@@ -236,7 +236,7 @@ impl RetainJob {
                     after,
                     BLOCKS_PER_STEP,
                 )?;
-                let mut codec = super::codec::Codec::new();
+                let mut codec = super::cold::ColdCx::default();
                 let mut objects = BTreeSet::new();
                 for &id in &ids {
                     if let Some((object, gone)) = super::cold::cut_block(
