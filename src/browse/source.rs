@@ -154,11 +154,18 @@ fn version_of(
     stream: &crate::history::StreamHistory,
     e: &crate::history::log::LogEntry,
 ) -> Result<Option<VersionRow>, HistoryError> {
-    if let Some(v) = history.journal.version(e.seq)?
-        && v.stream == stream.info.id
-        && e.kind != LogType::Relist(RelistFinding::Gone)
-    {
-        return Ok(Some(v));
+    // The record it names, found through its object: a version by `seq`
+    // alone looks through every block that spans it (docs/journal.md, "Cold
+    // history in blocks").
+    if e.kind != LogType::Relist(RelistFinding::Gone) {
+        for o in history
+            .journal
+            .objects_named(&[stream.info.id], Some(&e.namespace), &e.name)?
+        {
+            if let Some(v) = history.journal.object_version(o.id, e.seq)? {
+                return Ok(Some(v));
+            }
+        }
     }
     let ids: Vec<_> = std::iter::once(stream.info.id)
         .chain(
