@@ -670,8 +670,9 @@ pub fn labels(seen: &[Seen], t1: i64, t2: i64, change: Change) -> Labels {
 /// the two differ only in what a default diff leaves out.
 ///
 /// That holds when the zones are [`orderly`](crate::journal::zones::orderly)
-/// for the window (no record outside the zones read falls among them), the
-/// records come in `seq` order, and the stream has no list in its stretch (a
+/// for the window (no record outside the zones read falls among them), each
+/// object's records come in `seq` order (those of different objects need
+/// not: blocks come before rows), and the stream has no list in its stretch (a
 /// relist may have found the object gone). The writer keeps the rest true: it
 /// marks an event only after a record of the same run with a digest, which is
 /// never a DELETED event, an item of a list that failed, or a record from
@@ -682,11 +683,12 @@ struct Quiet<'s, 'h> {
     until: i64,
     /// Streams whose objects may wait, with the token of their list at t1.
     streams: IdMap<StreamId, i64>,
-    objects: IdMap<i64, Track>,
+    /// Each object's track, and the `seq` of its last record taken.
+    objects: IdMap<i64, (i64, Track)>,
     spans: &'s IdMap<StreamId, Candidate<'h>>,
-    last_seq: i64,
-    /// Records came out of `seq` order: every object is a candidate as soon
-    /// as it has a record in the window, as in other streams.
+    /// An object's records came out of `seq` order: every object is a
+    /// candidate as soon as it has a record in the window, as in other
+    /// streams.
     unordered: bool,
 }
 
@@ -739,7 +741,6 @@ impl<'s, 'h> Quiet<'s, 'h> {
             streams,
             objects: IdMap::default(),
             spans,
-            last_seq: i64::MIN,
             unordered: false,
         })
     }
@@ -752,9 +753,19 @@ impl<'s, 'h> Quiet<'s, 'h> {
             return None;
         }
         let mut out = Vec::new();
-        if r.seq <= self.last_seq && !self.unordered {
+        let (last, _) = self.objects.entry(r.object).or_insert((
+            i64::MIN,
+            Track::Outside {
+                stream: r.stream,
+                asked: false,
+                late: false,
+            },
+        ));
+        let disorder = r.seq <= *last;
+        *last = r.seq;
+        if disorder && !self.unordered {
             self.unordered = true;
-            for (&object, track) in &mut self.objects {
+            for (&object, (_, track)) in &mut self.objects {
                 if let Track::Outside {
                     stream,
                     asked: true,
@@ -768,18 +779,16 @@ impl<'s, 'h> Quiet<'s, 'h> {
                 }
             }
         }
-        self.last_seq = self.last_seq.max(r.seq);
         let (t1, t2, at) = (span.t1, span.t2, r.observed_at);
         let asked = at > self.since && at <= self.until;
         let c = Candidate {
             object: r.object,
             ..*span
         };
-        let track = self.objects.entry(r.object).or_insert(Track::Outside {
-            stream: r.stream,
-            asked: false,
-            late: false,
-        });
+        // Taken above.
+        let Some((_, track)) = self.objects.get_mut(&r.object) else {
+            return Some(out);
+        };
         let compare = match track {
             Track::Sent => false,
             _ if self.unordered => asked,
@@ -833,8 +842,8 @@ impl<'s, 'h> Quiet<'s, 'h> {
         };
         self.objects
             .into_iter()
-            .filter(|(_, track)| compare(track))
-            .filter_map(|(object, track)| match track {
+            .filter(|(_, (_, track))| compare(track))
+            .filter_map(|(object, (_, track))| match track {
                 Track::Outside { stream, .. } | Track::Waiting { stream, .. } => Some(Candidate {
                     object,
                     ..*spans.get(&stream)?
@@ -1073,5 +1082,110 @@ mod order_tests {
             ids(expected.into_iter().map(|(_, d)| *d).collect())
         );
         assert!(in_answer_order(Vec::new()).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod quiet_tests {
+    use super::*;
+    use crate::journal::read::{Coverage, StreamInfo, StreamState};
+
+    fn stream() -> StreamHistory {
+        let info = StreamInfo {
+            id: 1,
+            cluster: "c".into(),
+            resource: krply_sim::builtin_type("apps", "deployments").unwrap(),
+            namespace: Some("shop".into()),
+            selector: None,
+            origin: None,
+        };
+        StreamHistory {
+            coverage: Coverage {
+                stream: info.clone(),
+                state: StreamState::Stopped,
+                last_rv: None,
+                events: 0,
+                gaps: 0,
+                from: Some(0),
+                to: Some(1_000),
+                windows: vec![],
+                unavailable: None,
+            },
+            info,
+            baselines: vec![],
+            lists: IdSet::default(),
+            holes: crate::history::cover::Holes::none(),
+        }
+    }
+
+    fn record(seq: i64, object: i64, observed_at: i64, status_only: bool) -> WindowRecord {
+        WindowRecord {
+            seq,
+            stream: 1,
+            object,
+            observed_at,
+            status_only,
+        }
+    }
+
+    /// The objects `Quiet` hands over for `records` taken in that order, over
+    /// the stretch (100, 200] of a stream whose list at 100 has token 0.
+    fn compared(records: &[WindowRecord]) -> Vec<i64> {
+        let s = stream();
+        let span = Candidate {
+            index: 0,
+            stream: &s,
+            object: 0,
+            t1: 100,
+            t2: 200,
+        };
+        let spans: IdMap<StreamId, Candidate<'_>> = [(1, span)].into_iter().collect();
+        let mut quiet = Quiet {
+            since: 100,
+            until: 200,
+            streams: [(1, 0)].into_iter().collect(),
+            objects: IdMap::default(),
+            spans: &spans,
+            unordered: false,
+        };
+        let mut out = Vec::new();
+        for r in records {
+            out.extend(quiet.take(r, &span).unwrap().iter().map(|c| c.object));
+        }
+        out.extend(quiet.finish().iter().map(|c| c.object));
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn objects_whose_own_records_come_in_order_wait_whatever_comes_between() {
+        // A version before the stretch, then status-only changes in it: the
+        // two ends differ in nothing a default diff compares.
+        let a = [record(1, 7, 50, false), record(10, 7, 150, true)];
+        let b = [record(5, 8, 60, false), record(12, 8, 160, true)];
+        // In `seq` order, as rows come.
+        let mut by_seq: Vec<WindowRecord> = a.iter().chain(&b).copied().collect();
+        by_seq.sort_by_key(|r| r.seq);
+        assert_eq!(compared(&by_seq), Vec::<i64>::new());
+        // Object by object, as a window's blocks come: still nothing.
+        let by_object: Vec<WindowRecord> = a.iter().chain(&b).copied().collect();
+        assert_eq!(compared(&by_object), Vec::<i64>::new());
+        // A real change in the stretch is compared either way.
+        let c = [record(3, 9, 40, false), record(11, 9, 170, false)];
+        let with_c: Vec<WindowRecord> = a.iter().chain(&b).chain(&c).copied().collect();
+        assert_eq!(compared(&with_c), vec![9]);
+    }
+
+    #[test]
+    fn an_object_whose_own_records_go_back_makes_every_asked_object_a_candidate() {
+        // Object 7's records come newest first: what lies between its ends
+        // cannot be judged from them, so the objects asked about are compared.
+        let records = [
+            record(5, 8, 60, false),
+            record(12, 8, 160, true),
+            record(10, 7, 150, true),
+            record(1, 7, 50, false),
+        ];
+        assert_eq!(compared(&records), vec![7, 8]);
     }
 }
