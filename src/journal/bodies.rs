@@ -274,6 +274,12 @@ impl BodyStore {
             .or_else(|| self.cold_last.get(&object).map(String::as_str)))
     }
 
+    /// Forgets every keyframe decoded: a fold behind the writer deleted
+    /// body rows.
+    pub fn forget_keyframes(&mut self) {
+        self.keyframes = KeyframeCache::new(KEYFRAME_CACHE_BYTES);
+    }
+
     /// Forgets a deleted object (after its transaction committed).
     pub fn forget(&mut self, object: i64) {
         self.objects.remove(&object);

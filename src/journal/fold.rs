@@ -10,10 +10,12 @@
 //! does). Everything happens in one transaction: a reader sees the records
 //! as rows or as blocks, never both or neither.
 //!
-//! A recorder folds its streams at a clean stop ([`Journal::fold_at_stop`]),
-//! once its writer has finished. A fold behind a running writer must run on
-//! the writer's connection, which then forgets what it kept of the objects
-//! folded (their bodies may be gone): that is not built yet.
+//! A running writer folds behind itself ([`Journal::fold_behind`]): on its
+//! own connection, between batches, the records that have aged, but each
+//! object's latest; it then forgets what it kept of the objects folded
+//! (their bodies may be gone). A recorder folds its streams' whole history
+//! at a clean stop ([`Journal::fold_at_stop`]), once its writer has
+//! finished.
 
 use super::block::{self, ColdRecord};
 use super::codec::{Codec, EncoderDict};
@@ -109,6 +111,150 @@ impl Journal {
                 .map_err(err)?;
         }
         Ok(done)
+    }
+}
+
+/// How far a fold behind a running writer goes in one step: the records it
+/// scans, and the objects it folds at most (64 of W-wide's take about 6 ms,
+/// which is as long as the writer's next batch waits).
+pub const BEHIND_SCAN: usize = 4_096;
+pub const BEHIND_OBJECTS: usize = 64;
+
+/// How old a record is before a running writer folds it, and how long it
+/// waits between passes once it has caught up: a hot object's last block,
+/// not full yet, is written again at most once a pass.
+pub const FOLD_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// What a debug build takes instead of [`FOLD_AFTER`], in milliseconds: the
+/// truth checker's histories last seconds, so only a small age folds behind
+/// their recorders (docs/truth.md).
+pub const DEBUG_FOLD_AFTER_ENV: &str = "KRPLY_DEBUG_FOLD_AFTER_MS";
+
+/// [`FOLD_AFTER`], or in a debug build [`DEBUG_FOLD_AFTER_ENV`] when set.
+pub fn fold_after() -> std::time::Duration {
+    if !cfg!(debug_assertions) {
+        return FOLD_AFTER;
+    }
+    std::env::var(DEBUG_FOLD_AFTER_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(FOLD_AFTER, std::time::Duration::from_millis)
+}
+
+/// One step of a fold behind a running writer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BehindStep {
+    pub folded: Folded,
+    /// The objects folded: the writer forgets what it kept of them.
+    pub objects: Vec<i64>,
+    /// The `seq` the next step scans after.
+    pub cursor: i64,
+    /// Whether aged records may be left after `cursor`: the next step is due
+    /// at once.
+    pub more: bool,
+}
+
+/// A record a fold behind the writer scans: `(seq, object, stream,
+/// observed_at)`, in `seq` order.
+pub type Scanned = (i64, i64, super::StreamId, i64);
+
+/// Which objects a step folds, from the records after its cursor (`rows`, at
+/// most `limit` of them): those of `own` streams observed before
+/// `aged_before`, until the first younger record or `max_objects` objects.
+/// Returns them, the new cursor (the last record taken or passed over) and
+/// whether records may be left to take.
+pub fn plan_behind(
+    rows: &[Scanned],
+    own: &super::IdSet<super::StreamId>,
+    aged_before: i64,
+    max_objects: usize,
+    (cursor, limit): (i64, usize),
+) -> (Vec<i64>, i64, bool) {
+    let mut objects: Vec<i64> = Vec::new();
+    let mut taken = super::IdSet::default();
+    let mut cursor = cursor;
+    for &(seq, object, stream, observed_at) in rows {
+        if observed_at >= aged_before {
+            return (objects, cursor, false);
+        }
+        if own.contains(&stream) && !taken.contains(&object) {
+            if objects.len() == max_objects {
+                return (objects, cursor, true);
+            }
+            taken.insert(object);
+            objects.push(object);
+        }
+        cursor = seq;
+    }
+    (objects, cursor, rows.len() >= limit)
+}
+
+impl Journal {
+    /// One step of a fold behind a running writer, on its connection: the
+    /// object records of `own` streams after `cursor` observed before
+    /// `aged_before` ([`plan_behind`]), each object's up to the cursor but
+    /// its latest record, which the writer's next version of it is a delta
+    /// against, folded in one transaction.
+    pub fn fold_behind(
+        &self,
+        folder: &mut Option<Folder>,
+        own: &super::IdSet<super::StreamId>,
+        cursor: i64,
+        aged_before: i64,
+    ) -> Result<BehindStep, JournalError> {
+        let err = |e| self.err(e);
+        let rows: Vec<Scanned> = self
+            .conn()
+            .prepare_cached(
+                "SELECT seq, object_id, stream_id, observed_at FROM records
+                 WHERE seq > ?1 AND object_id IS NOT NULL ORDER BY seq LIMIT ?2",
+            )
+            .and_then(|mut s| {
+                s.query_map(params![cursor, BEHIND_SCAN as i64], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })?
+                .collect()
+            })
+            .map_err(err)?;
+        let (objects, cursor, more) = plan_behind(
+            &rows,
+            own,
+            aged_before,
+            BEHIND_OBJECTS,
+            (cursor, BEHIND_SCAN),
+        );
+        let mut upto = Vec::with_capacity(objects.len());
+        for &object in &objects {
+            let latest: Option<i64> = self
+                .conn()
+                .prepare_cached("SELECT max(seq) FROM records WHERE object_id = ?1")
+                .and_then(|mut s| s.query_row(params![object], |r| r.get(0)))
+                .map_err(err)?;
+            if let Some(latest) = latest {
+                upto.push((object, cursor.min(latest - 1)));
+            }
+        }
+        if upto.is_empty() {
+            return Ok(BehindStep {
+                cursor,
+                more,
+                ..BehindStep::default()
+            });
+        }
+        // Made at the first step with work: a writer that never folds
+        // carries no contexts for it.
+        let folder = folder.get_or_insert_with(Folder::default);
+        // Ids of bodies and packs the fold deletes may be taken again by
+        // the writer's next ones: nothing read before is trusted.
+        folder.reader = BodyReader::new();
+        self.forget_read_bodies();
+        let folded = self.fold_objects(folder, &upto)?;
+        Ok(BehindStep {
+            folded,
+            objects,
+            cursor,
+            more,
+        })
     }
 }
 
@@ -349,6 +495,44 @@ mod tests {
     use crate::journal::versions::VersionRow;
     use crate::journal::writer::{Op, Writer};
     use crate::model::{ObjectMeta, ResourceType, StreamSpec, WatchType};
+
+    #[test]
+    fn a_step_behind_the_writer_takes_aged_records_of_its_streams_up_to_its_limits() {
+        let own: crate::journal::IdSet<i64> = [1].into_iter().collect();
+        // (seq, object, stream, observed_at)
+        let rows = [
+            (5, 10, 1, 100),
+            (6, 20, 2, 110),
+            (7, 10, 1, 120),
+            (8, 30, 1, 130),
+        ];
+        // Aged before 125: objects 10 then nothing of stream 2; stops at
+        // the first younger record, with nothing left to take.
+        assert_eq!(
+            plan_behind(&rows, &own, 125, 64, (4, 100)),
+            (vec![10], 7, false)
+        );
+        // Everything aged: each object once, in the order met.
+        assert_eq!(
+            plan_behind(&rows, &own, 1_000, 64, (4, 100)),
+            (vec![10, 30], 8, false)
+        );
+        // As many records as the scan asked for: more may follow.
+        assert_eq!(
+            plan_behind(&rows, &own, 1_000, 64, (4, 4)),
+            (vec![10, 30], 8, true)
+        );
+        // One object at most: the cursor stops before the second.
+        assert_eq!(
+            plan_behind(&rows, &own, 1_000, 1, (4, 100)),
+            (vec![10], 7, true)
+        );
+        // Nothing aged: the cursor stays.
+        assert_eq!(
+            plan_behind(&rows, &own, 100, 64, (4, 100)),
+            (vec![], 4, false)
+        );
+    }
 
     /// A version of `name`: its data changes every third `value`, its
     /// status at the others (a change a default diff does not compare).

@@ -425,6 +425,14 @@ impl Journal {
         Ok(())
     }
 
+    /// Forgets the pack and block last read: a writer on this connection
+    /// may give a deleted pack's id to its next one.
+    pub(crate) fn forget_read_bodies(&self) {
+        *self.last_pack.borrow_mut() = None;
+        *self.last_block.borrow_mut() = None;
+        *self.cold.borrow_mut() = Default::default();
+    }
+
     /// Ends the read transaction started by [`Journal::begin_read`]. Every
     /// write on a reader's connection calls it first: a write inside a read
     /// snapshot fails once a recorder has committed since.

@@ -110,6 +110,20 @@ pub enum Op {
 }
 
 impl Op {
+    /// When what it says was observed, if it says when.
+    fn at(&self) -> Option<i64> {
+        match self {
+            Op::Event { at, .. }
+            | Op::BaselineItem { at, .. }
+            | Op::BaselineEnd { at, .. }
+            | Op::Gap { at, .. }
+            | Op::Coverage { at, .. }
+            | Op::Checkpoint { at, .. }
+            | Op::CheckpointAs { at, .. } => Some(*at),
+            Op::BaselineAbort { .. } | Op::Flush(_) | Op::Retain(_) => None,
+        }
+    }
+
     /// The bytes of the object body it carries, if any.
     fn body_len(&self) -> usize {
         match self {
@@ -140,6 +154,22 @@ pub struct WriterStats {
     pub commits: Mutex<u64>,
     /// What retention did and has left to do.
     pub retention: Mutex<RetentionTotals>,
+    /// What folding behind the writer did.
+    pub behind: Mutex<BehindTotals>,
+}
+
+/// What folding behind the writer did so far (docs/journal.md, "Cold
+/// history in blocks").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BehindTotals {
+    pub steps: u64,
+    /// Records moved from rows into blocks.
+    pub records: u64,
+    /// The longest step (µs): how long folding held the writer at most.
+    pub longest_step_us: u64,
+    /// Why folding stopped for the rest of the run, if a step failed (its
+    /// transaction rolled back: the journal is as it was).
+    pub failed: Option<String>,
 }
 
 /// What retention behind the recorder did so far, and has left to do.
@@ -243,6 +273,9 @@ pub struct WriterOptions {
     /// How long the first op of a transaction waits for more
     /// ([`COMMIT_WINDOW`]; zero makes every flushed op its own transaction).
     pub commit_window: std::time::Duration,
+    /// How old records are before the writer folds them into blocks behind
+    /// itself ([`super::fold::fold_after`]); `None`: it does not.
+    pub fold_after: Option<std::time::Duration>,
 }
 
 impl Default for WriterOptions {
@@ -251,6 +284,7 @@ impl Default for WriterOptions {
             feed: None,
             pack: true,
             commit_window: COMMIT_WINDOW,
+            fold_after: Some(super::fold::fold_after()),
         }
     }
 }
@@ -285,10 +319,12 @@ impl Writer {
             feed,
             pack,
             commit_window,
+            fold_after,
         } = options;
         let (tx, rx) = tokio::sync::mpsc::channel(QUEUE);
         let stats = Arc::new(WriterStats::default());
         let mut state = WriterState::new(journal, stats.clone(), pack)?;
+        state.behind.after = fold_after;
         state.caches.feed = feed.map(|feed| FeedState {
             feed,
             window: std::time::Instant::now(),
@@ -341,12 +377,39 @@ struct StreamState {
 }
 
 struct WriterState {
-    conn: Connection,
+    /// The writer's connection, and the reader of it a fold behind the
+    /// writer goes through.
+    journal: Journal,
     path: PathBuf,
     caches: Caches,
     stats: Arc<WriterStats>,
     /// [`MAX_TX_TIME`], but in tests.
     tx_time: std::time::Duration,
+    behind: Behind,
+}
+
+/// The least a caught-up fold behind the writer waits before its next pass.
+const BEHIND_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Folding behind the writer: between batches, when nothing waits, a step
+/// of [`Journal::fold_behind`] at a time.
+struct Behind {
+    folder: Option<super::fold::Folder>,
+    /// How old a record is before it is folded; `None`: nothing is.
+    after: Option<std::time::Duration>,
+    /// The `seq` the next step scans after.
+    cursor: i64,
+    /// When the next step is due; `None` once a step failed.
+    due: Option<std::time::Instant>,
+    /// The latest time an op carried: the writer's own clock, which the
+    /// records' ages are read by.
+    latest_at: Option<i64>,
+}
+
+impl Behind {
+    fn due(&self, now: std::time::Instant) -> bool {
+        self.after.is_some() && self.latest_at.is_some() && self.due.is_some_and(|d| now >= d)
+    }
 }
 
 impl WriterState {
@@ -355,13 +418,15 @@ impl WriterState {
         stats: Arc<WriterStats>,
         pack: bool,
     ) -> Result<WriterState, JournalError> {
-        let Journal { conn, path, .. } = journal;
-        let next_seq = next_seq(&conn).map_err(|e| JournalError::sqlite(&path, e))?;
+        let path = journal.path.clone();
+        let next_seq = next_seq(&journal.conn).map_err(|e| JournalError::sqlite(&path, e))?;
         // Another recorder's transaction is short; wait for it rather than fail.
-        conn.busy_timeout(std::time::Duration::from_secs(30))
+        journal
+            .conn
+            .busy_timeout(std::time::Duration::from_secs(30))
             .map_err(|e| JournalError::sqlite(&path, e))?;
         Ok(WriterState {
-            conn,
+            journal,
             caches: Caches {
                 bodies: BodyStore::new(path.clone(), pack),
                 next_seq,
@@ -374,6 +439,13 @@ impl WriterState {
             path,
             stats,
             tx_time: MAX_TX_TIME,
+            behind: Behind {
+                folder: None,
+                after: None,
+                cursor: 0,
+                due: Some(std::time::Instant::now()),
+                latest_at: None,
+            },
         })
     }
 
@@ -386,7 +458,9 @@ impl WriterState {
         loop {
             // Retention goes a step at a time between batches: one after each
             // commit, and on whenever nothing waits.
-            let first = if self.retention_idle() {
+            // Folding behind the writer likewise, once retention is idle.
+            let fold_due = self.behind.due(std::time::Instant::now());
+            let first = if self.retention_idle() && !fold_due {
                 match rx.blocking_recv() {
                     Some(op) => op,
                     None => break,
@@ -395,7 +469,11 @@ impl WriterState {
                 match rx.try_recv() {
                     Ok(op) => op,
                     Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {
-                        self.retention_step()?;
+                        if self.retention_idle() {
+                            self.fold_step();
+                        } else {
+                            self.retention_step()?;
+                        }
                         continue;
                     }
                     Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => break,
@@ -404,6 +482,9 @@ impl WriterState {
             let mut bytes = first.body_len();
             batch.push(first);
             gather(&mut rx, &mut batch, &mut bytes, window);
+            if let Some(at) = batch.iter().filter_map(Op::at).max() {
+                self.behind.latest_at = Some(self.behind.latest_at.map_or(at, |l| l.max(at)));
+            }
             if let Err(e) = self.commit(&mut batch, Some(&mut rx)) {
                 rx.close();
                 return Err(e);
@@ -416,6 +497,55 @@ impl WriterState {
             }
         }
         Ok(())
+    }
+
+    /// One step of folding behind the writer ([`Journal::fold_behind`]):
+    /// the objects folded are forgotten, as their bodies may be gone. A step
+    /// that fails stops folding for the rest of the run (its transaction
+    /// rolled back, so the journal is as it was); the recorder says so.
+    fn fold_step(&mut self) {
+        let now = std::time::Instant::now();
+        let (Some(after), Some(latest)) = (self.behind.after, self.behind.latest_at) else {
+            self.behind.due = None;
+            return;
+        };
+        let age = i64::try_from(after.as_millis()).unwrap_or(i64::MAX);
+        let own: super::IdSet<StreamId> = self.caches.streams.keys().copied().collect();
+        let stepped = self.journal.fold_behind(
+            &mut self.behind.folder,
+            &own,
+            self.behind.cursor,
+            latest.saturating_sub(age),
+        );
+        let mut totals = self.stats.behind.lock().unwrap_or_else(|e| e.into_inner());
+        match stepped {
+            Ok(step) => {
+                for &object in &step.objects {
+                    self.caches.bodies.forget(object);
+                }
+                if step.folded.records > 0 {
+                    self.caches.bodies.forget_keyframes();
+                }
+                self.behind.cursor = step.cursor;
+                // Caught up: the next pass once more has aged, and never
+                // sooner than a pause, which a writer told to fold at once
+                // (a debug build's) would otherwise spin through while idle.
+                self.behind.due = Some(if step.more {
+                    now
+                } else {
+                    now + after.max(BEHIND_PAUSE)
+                });
+                totals.steps += 1;
+                totals.records += step.folded.records as u64;
+                totals.longest_step_us = totals
+                    .longest_step_us
+                    .max(u64::try_from(now.elapsed().as_micros()).unwrap_or(u64::MAX));
+            }
+            Err(e) => {
+                self.behind.due = None;
+                totals.failed = Some(e.to_string());
+            }
+        }
     }
 
     /// No retention is queued, and no freed page waits to go back.
@@ -433,6 +563,7 @@ impl WriterState {
         let err = |e| JournalError::sqlite(&path, e);
         let Some(job) = self.caches.retain.front_mut() else {
             let freelist: i64 = self
+                .journal
                 .conn
                 .query_row("PRAGMA freelist_count", [], |r| r.get(0))
                 .map_err(err)?;
@@ -440,26 +571,32 @@ impl WriterState {
             if freelist > 0 {
                 // A journal that does not give pages back (auto_vacuum
                 // off) keeps its free list: stop rather than spin.
-                freed = super::retain::give_back_pages(&self.conn, super::retain::PAGES_PER_STEP)
-                    .map_err(err)?
+                freed = super::retain::give_back_pages(
+                    &self.journal.conn,
+                    super::retain::PAGES_PER_STEP,
+                )
+                .map_err(err)?
                     > 0;
             }
             if !freed {
                 self.caches.vacuum_pending = false;
                 // The pages given back leave the file once the WAL is
                 // written back; a reader may hold it, then it is later.
-                self.conn
+                self.journal
+                    .conn
                     .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
                     .map_err(err)?;
             }
             self.publish_retention(started, None, None);
             return Ok(());
         };
-        self.conn
+        self.journal
+            .conn
             .pragma_update(None, "foreign_keys", false)
             .map_err(err)?;
         let stepped = (|| {
             let tx = self
+                .journal
                 .conn
                 .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
                 .map_err(err)?;
@@ -467,7 +604,7 @@ impl WriterState {
             tx.commit().map_err(err)?;
             Ok::<_, JournalError>(step)
         })();
-        let restored = self.conn.pragma_update(None, "foreign_keys", true);
+        let restored = self.journal.conn.pragma_update(None, "foreign_keys", true);
         let step = stepped?;
         restored.map_err(err)?;
         // The writer's memory of the objects touched may name bodies that
@@ -586,6 +723,7 @@ impl WriterState {
         // take the write lock up front (a deferred transaction that read first
         // could not upgrade), and number records after whatever they wrote.
         let tx = self
+            .journal
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(err)?;
@@ -2144,6 +2282,179 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    /// Versions of three objects, 10 ms apart, each changing a little (a
+    /// delta, then packs) and every fifth a lot (a keyframe).
+    fn three_objects(stream: StreamId, n: usize) -> Vec<Op> {
+        (0..n)
+            .map(|i| {
+                let name = ["a", "b", "c"][i % 3];
+                let rv = format!("{}", 1000 + i);
+                let mut x = 0x9e37_79b9_7f4a_7c15_u64 ^ (i as u64 / 15);
+                let noise: String = (0..300)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        char::from_digit((x % 36) as u32, 36).unwrap()
+                    })
+                    .collect();
+                Op::Event {
+                    stream,
+                    at: 10 * i as i64,
+                    watch_type: WatchType::Modified,
+                    meta: meta(name, &rv),
+                    body: body(name, &rv, &format!("{i}{noise}")),
+                }
+            })
+            .collect()
+    }
+
+    /// A version as two journals are compared by: its object, resourceVersion,
+    /// watch type, time and body.
+    type Seen = (i64, String, Option<WatchType>, i64, Vec<u8>);
+
+    /// Every version of every object of `journal`.
+    fn every_version(journal: &Journal) -> Vec<Seen> {
+        let mut reader = crate::journal::versions::BodyReader::new();
+        let objects: Vec<i64> = journal
+            .conn()
+            .prepare("SELECT id FROM objects ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let mut out = Vec::new();
+        for object in objects {
+            for v in journal.object_versions(object).unwrap() {
+                let bytes = reader.read(journal, v.body).unwrap();
+                // Not its `seq`: the two journals' transactions, and so their
+                // checkpoints, differ.
+                out.push((
+                    v.object,
+                    v.resource_version,
+                    v.watch_type,
+                    v.observed_at,
+                    bytes,
+                ));
+            }
+        }
+        out
+    }
+
+    /// Where two journals' versions differ first, if they do (the bytes of
+    /// a body are too many to print).
+    fn first_difference(a: &[Seen], b: &[Seen]) -> Option<String> {
+        if a.len() != b.len() {
+            return Some(format!("{} versions against {}", a.len(), b.len()));
+        }
+        a.iter().zip(b).position(|(x, y)| x != y).map(|i| {
+            let (x, y) = (&a[i], &b[i]);
+            format!(
+                "version {i}: {:?} against {:?}",
+                (x.0, &x.1, x.2, x.3, String::from_utf8_lossy(&x.4)),
+                (y.0, &y.1, y.2, y.3, String::from_utf8_lossy(&y.4))
+            )
+        })
+    }
+
+    #[test]
+    fn a_writer_folds_behind_itself_and_every_version_reads_back_as_written() {
+        let ops = |stream| three_objects(stream, 120);
+        // The same versions written without folding.
+        let plain = tempfile::tempdir().unwrap();
+        let plain_path = plain.path().join("journal.db");
+        Journal::open_or_create(&plain_path)
+            .unwrap()
+            .register_cluster("c1", "https://x", None)
+            .unwrap();
+        let (_, stream) = (0, 1);
+        write_all(&plain_path, ops(stream));
+
+        let (dir, stream, mut state) = writer_of_one_stream();
+        state.behind.after = Some(std::time::Duration::ZERO);
+        let mut written = ops(stream);
+        let mut steps = 0;
+        while !written.is_empty() {
+            let mut batch: Vec<Op> = written.drain(..written.len().min(7)).collect();
+            state.behind.latest_at = batch.iter().filter_map(Op::at).max();
+            state.commit(&mut batch, None).unwrap();
+            // What was observed before the batch's last op has aged.
+            state.fold_step();
+            steps += 1;
+        }
+        // Once the last version has aged too, every record but each
+        // object's latest is in a block (an object's latest record before
+        // that was kept until a later one of the object aged).
+        state.behind.latest_at = state.behind.latest_at.map(|at| at + 1);
+        state.fold_step();
+        steps += 1;
+        let behind = state.stats.behind.lock().unwrap().clone();
+        assert_eq!(behind.failed, None);
+        assert_eq!(behind.steps, steps);
+        assert!(behind.records > 60, "{behind:?}");
+        let path = dir.path().join("journal.db");
+        let folded = Journal::open(&path).unwrap();
+        let count =
+            |j: &Journal, sql: &str| -> i64 { j.conn().query_row(sql, [], |r| r.get(0)).unwrap() };
+        assert!(count(&folded, "SELECT count(*) FROM blocks") > 0);
+        // Each object's latest version is a row: the next is a delta on it.
+        assert_eq!(
+            count(
+                &folded,
+                "SELECT count(*) FROM records WHERE object_id IS NOT NULL"
+            ),
+            3
+        );
+        let plain_journal = Journal::open(&plain_path).unwrap();
+        assert_eq!(
+            first_difference(&every_version(&folded), &every_version(&plain_journal)),
+            None
+        );
+        // The writer goes on after its folds: what it stores next is as
+        // exact, and a delta against what it kept.
+        let more = three_objects(stream, 126).split_off(120);
+        let mut batch = more;
+        state.behind.latest_at = batch.iter().filter_map(Op::at).max();
+        state.commit(&mut batch, None).unwrap();
+        drop(state);
+        drop(plain_journal);
+        let mut plain_more = three_objects(1, 126).split_off(120);
+        {
+            let journal = Journal::open(&plain_path).unwrap();
+            let mut plain_state =
+                WriterState::new(journal, Arc::new(WriterStats::default()), true).unwrap();
+            plain_state.commit(&mut plain_more, None).unwrap();
+        }
+        let folded = Journal::open(&path).unwrap();
+        assert_eq!(
+            first_difference(
+                &every_version(&folded),
+                &every_version(&Journal::open(&plain_path).unwrap())
+            ),
+            None
+        );
+        // And it chose keyframes where a writer that never folded did: it
+        // read back what it kept of the objects folded.
+        let keyframes = |j: &Journal| -> Vec<(i64, i64, bool)> {
+            j.conn()
+                .prepare(
+                    "SELECT r.object_id, r.observed_at, b.base_id IS NULL
+                     FROM records r JOIN bodies b ON b.id = r.body_id
+                     WHERE r.observed_at >= 1200 ORDER BY r.object_id, r.observed_at",
+                )
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        let new = keyframes(&folded);
+        assert_eq!(new.len(), 6);
+        assert!(new.iter().any(|&(_, _, keyframe)| !keyframe), "{new:?}");
+        assert_eq!(new, keyframes(&Journal::open(&plain_path).unwrap()));
     }
 
     #[test]

@@ -621,6 +621,17 @@ pub async fn record(
             "warning: the history was not folded into blocks at this stop: {e}"
         ));
     }
+    let behind = stats
+        .behind
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    if let Some(e) = &behind.failed {
+        display.line(&format!(
+            "warning: folding history into blocks behind the recorder stopped part-way (what it \
+             folded is kept, the rest stayed rows): {e}"
+        ));
+    }
     let streams = summarize(&statuses, finished, &stats, &relists.found);
     let retention = options.retention.map(|_| {
         let r = stats.retention.lock().unwrap_or_else(|e| e.into_inner());
@@ -631,11 +642,16 @@ pub async fn record(
             cut: r.cut,
         }
     });
+    let folded = (behind.records > 0).then(|| feed::FoldSummary {
+        records: behind.records,
+        longest_step: Duration::from_micros(behind.longest_step_us),
+    });
     Ok(RecordSummary {
         cluster_id: target.cluster_id.clone(),
         elapsed: started.elapsed(),
         streams,
         retention,
+        folded,
     })
 }
 

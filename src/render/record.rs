@@ -186,6 +186,17 @@ pub struct RecordSummary {
     pub streams: Vec<StreamSummary>,
     /// What retention behind the recorder did, when it was asked to.
     pub retention: Option<RetentionSummary>,
+    /// What folding behind the recorder did, when it folded anything.
+    pub folded: Option<FoldSummary>,
+}
+
+/// What a recorder folded into blocks behind itself in one run
+/// (docs/journal.md, "Cold history in blocks").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FoldSummary {
+    pub records: u64,
+    /// The longest any step held the journal writer.
+    pub longest_step: Duration,
 }
 
 /// What `record --retain` / `--max-size` pruned in one run.
@@ -238,6 +249,13 @@ pub fn summary(summary: &RecordSummary, path: &std::path::Path) -> String {
             ),
             None => "retention: nothing old enough to prune yet\n".to_string(),
         });
+    }
+    if let Some(f) = &summary.folded {
+        text.push_str(&format!(
+            "history: {} record(s) folded into blocks behind the recorder; no step held the writer longer than {}\n",
+            f.records,
+            format_ms(f.longest_step)
+        ));
     }
     for s in &summary.streams {
         text.push_str(&match &s.unavailable {

@@ -204,3 +204,75 @@ fn retention_prunes_behind_the_recorder_and_keeps_answers_in_its_window() {
         std::fs::metadata(&reference).map(|m| m.len()).unwrap_or(0) / 1024,
     );
 }
+
+/// A running recorder folds what has aged into blocks behind itself
+/// (docs/journal.md, "Cold history in blocks"). Told to fold what is 0 ms
+/// old (`KRPLY_DEBUG_FOLD_AFTER_MS`, which only a debug build reads), it
+/// has blocks while it runs and keeps each object's latest record as a
+/// row; at every quiet moment `get --at` answers what a recorder of the
+/// same ConfigMaps that folds nothing until it stops answers; and its stop
+/// says what it folded.
+#[test]
+fn a_running_recorder_folds_behind_itself_and_answers_as_one_that_does_not() {
+    let env = Env::shop();
+    let reference = env.dir.path().join("reference.db");
+    let reference = path_str(&reference).to_string();
+    let plain = env.start_recorder(&["cm", "--store", &reference]);
+    let mut folding = env.start_recorder_with(&["cm"], |c| {
+        c.env(krply::journal::fold::DEBUG_FOLD_AFTER_ENV, "0");
+    });
+    env.wait_baselines(1);
+    env.wait_for("the reference baseline", || {
+        Journal::open(std::path::Path::new(&reference))
+            .and_then(|j| j.streams(None))
+            .is_ok_and(|s| !s.is_empty())
+    });
+    let count = |sql: &str| -> i64 {
+        rusqlite::Connection::open(&env.store)
+            .and_then(|c| c.query_row(sql, [], |r| r.get(0)))
+            .unwrap_or(0)
+    };
+    let mut quiet: Vec<(i64, String)> = Vec::new();
+    for i in 1..=30 {
+        let value = i.to_string();
+        env.patch_cm("frontend-config", "k", &value);
+        let journaled = |store: &str| version_at(&env, store, Millis::now().as_ms()).1 == value;
+        env.wait_for("the change in both journals", || {
+            journaled(path_str(&env.store)) && journaled(&reference)
+        });
+        let t = Millis::now().as_ms();
+        env.wait_for("the clock to pass the quiet moment", || {
+            Millis::now().as_ms() > t
+        });
+        quiet.push((t, value));
+    }
+    env.wait_for("blocks behind the running recorder", || {
+        count("SELECT count(*) FROM blocks") > 0
+    });
+    assert!(!folding.exited(), "the folding recorder ended");
+    // Each object's latest record stays a row (its next version is a delta
+    // against it): at least one row per ConfigMap.
+    assert!(
+        count("SELECT count(DISTINCT object_id) FROM records WHERE object_id IS NOT NULL")
+            >= count(
+                "SELECT count(*) FROM objects o WHERE EXISTS(SELECT 1 FROM blocks b WHERE b.object_id = o.id)"
+            ),
+    );
+    for (at, value) in &quiet {
+        let (code, got) = version_at(&env, path_str(&env.store), *at);
+        let (ref_code, want) = version_at(&env, &reference, *at);
+        assert_eq!((ref_code, &want), (Some(0), value), "the reference at {at}");
+        assert_eq!((code, &got), (Some(0), value), "folded behind, at {at}");
+    }
+    let stopped = folding.stop();
+    assert_eq!(stopped.code, Some(0), "{stopped:?}");
+    let said = stopped
+        .stdout
+        .lines()
+        .find(|l| {
+            l.starts_with("history: ") && l.contains("folded into blocks behind the recorder")
+        })
+        .unwrap_or_else(|| panic!("no fold line:\n{}", stopped.stdout));
+    eprintln!("{said}");
+    let _ = plain.stop();
+}
