@@ -203,6 +203,11 @@ pub struct History {
     pub zone_bits: Option<u32>,
     /// How the server's audit log is imported into each journal.
     pub audit_pieces: AuditPieces,
+    /// How old records are before a running recorder folds them into blocks
+    /// behind itself, in milliseconds (`KRPLY_DEBUG_FOLD_AFTER_MS`); `None`:
+    /// the product's ten minutes, which a history never lasts, so its
+    /// recorders fold only when they stop.
+    pub fold_after_ms: Option<u64>,
     /// How many records a replay may read per object of the stream before
     /// the state at a time is looked up object by object instead
     /// (`KRPLY_DEBUG_SEEK_RECORDS`); `None`: the product's, which on a
@@ -348,11 +353,14 @@ pub fn history(seed: u64) -> History {
     // And for the way the state at a time is found: a third by object, a
     // third by replay, a third as the product chooses.
     let seek_records = [None, Some(1), Some(1_000_000)][Rng::new(seed ^ 0x0051_a7e5).below(3)];
+    // And for folding behind the recorders: a quarter only at their stops.
+    let fold_after_ms = [None, Some(0), Some(30), Some(300)][Rng::new(seed ^ 0x00f0_1d00).below(4)];
     History {
         seed,
         steps,
         zone_bits,
         audit_pieces,
+        fold_after_ms,
         seek_records,
     }
 }

@@ -57,7 +57,8 @@ enum On {
     /// whole and the product's way to the state at a time, whatever the
     /// history drew ([`histories::History::zone_bits`],
     /// [`histories::History::audit_pieces`],
-    /// [`histories::History::seek_records`]): a kept seed replays as it failed.
+    /// [`histories::History::seek_records`],
+    /// [`histories::History::fold_after_ms`]): a kept seed replays as it failed.
     SimulatorAsKept,
     /// The real control plane ([`real`]), one history at a time.
     RealControlPlane,
@@ -119,6 +120,7 @@ fn check_seed(seed: u64, on: On) -> Outcome {
         history.zone_bits = None;
         history.audit_pieces = histories::AuditPieces::WHOLE;
         history.seek_records = None;
+        history.fold_after_ms = None;
     }
     let (history, play) = match on {
         On::Simulator | On::SimulatorAsKept => {
@@ -126,6 +128,7 @@ fn check_seed(seed: u64, on: On) -> Outcome {
                 history.zone_bits,
                 history.audit_pieces.pack_writes,
                 history.seek_records,
+                history.fold_after_ms,
             );
             (history, Ok(play))
         }

@@ -107,13 +107,22 @@ impl Play {
     /// ([`super::histories::History::zone_bits`]), audit imports packs of
     /// `audit_pack_writes` ([`super::histories::AuditPieces`]), and readers
     /// finding states at a time by `seek_records`
-    /// ([`super::histories::History::seek_records`]).
+    /// ([`super::histories::History::seek_records`]), and recorders folding
+    /// behind themselves what is `fold_after_ms` old
+    /// ([`super::histories::History::fold_after_ms`]).
     pub fn new(
         zone_bits: Option<u32>,
         audit_pack_writes: Option<usize>,
         seek_records: Option<i64>,
+        fold_after_ms: Option<u64>,
     ) -> Play {
         let mut sandbox = Sandbox::new();
+        if let Some(ms) = fold_after_ms {
+            sandbox.extra_env.push((
+                krply::journal::fold::DEBUG_FOLD_AFTER_ENV.into(),
+                ms.to_string().into(),
+            ));
+        }
         if let Some(ratio) = seek_records {
             sandbox.extra_env.push((
                 krply::history::state::DEBUG_SEEK_RECORDS_ENV.into(),
