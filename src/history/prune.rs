@@ -5,7 +5,7 @@
 //! knowledge the journal does not have.
 
 use super::{History, HistoryError};
-use crate::journal::prune::StreamCut;
+use crate::journal::prune::{CutItem, StreamCut};
 
 /// What prune will do with one stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,7 +79,12 @@ impl History<'_> {
                 cut,
                 items: objects
                     .values()
-                    .map(|v| (v.object, v.body, v.resource_version.clone()))
+                    .map(|v| CutItem {
+                        object: v.object,
+                        body: v.body,
+                        resource_version: v.resource_version.clone(),
+                        seq: v.seq,
+                    })
                     .collect(),
                 list_rv,
             });

@@ -215,6 +215,51 @@ pub fn body_bytes(
     Ok((json[place].to_vec(), row.dict))
 }
 
+/// The id the body of `object`'s record `seq` reads by now: its row's
+/// `body_id`, or the id of its body in the block that keeps it
+/// ([`block::cold_body_id`]). A fold moves a record into a block and
+/// changes that id, never the record's `seq`.
+pub fn body_of(
+    conn: &Connection,
+    path: &Path,
+    cx: &mut ColdCx,
+    object: i64,
+    seq: i64,
+) -> Result<i64, JournalError> {
+    let sqlite = |e| JournalError::sqlite(path, e);
+    let row: Option<Option<i64>> = conn
+        .prepare_cached("SELECT body_id FROM records WHERE seq = ?1 AND object_id = ?2")
+        .and_then(|mut s| s.query_row(params![seq, object], |r| r.get(0)).optional())
+        .map_err(sqlite)?;
+    let gone = |what: &str| JournalError::Corrupt {
+        path: path.to_path_buf(),
+        detail: format!("record {seq} of object {object} {what}"),
+    };
+    if let Some(body) = row {
+        return body.ok_or_else(|| gone("has no body"));
+    }
+    let block: Option<(i64, Vec<u8>)> = conn
+        .prepare_cached(
+            "SELECT id, columns FROM blocks
+             WHERE object_id = ?1 AND first_seq <= ?2 AND last_seq >= ?2",
+        )
+        .and_then(|mut s| {
+            s.query_row(params![object, seq], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+        })
+        .map_err(sqlite)?;
+    let (block_id, columns) = block.ok_or_else(|| gone("is neither a row nor in a block"))?;
+    let cols = block::columns(&mut cx.codec, &columns).map_err(|e| damaged(path, block_id, e))?;
+    let (ordinals, _) = block::ordinals(&cols.records);
+    cols.records
+        .iter()
+        .zip(ordinals)
+        .find(|(r, _)| r.seq == seq)
+        .and_then(|(_, ordinal)| ordinal)
+        .map(|ordinal| block::cold_body_id(block_id, ordinal))
+        .ok_or_else(|| gone("has no body in its block"))
+}
+
 /// A body row of its own for the body `id` reads by, when that is a body
 /// kept in a block ([`block::cold_body_id`]): a keyframe, compressed with
 /// the block's dictionary. A cut writes its baseline's items so when their

@@ -10,10 +10,23 @@ use rusqlite::{OptionalExtension, params};
 pub struct StreamCut {
     pub stream: StreamId,
     pub cut: i64,
-    /// (object, body, resourceVersion) of every object present at `cut`.
-    pub items: Vec<(i64, i64, String)>,
+    /// Every object present at `cut`, with its version then.
+    pub items: Vec<CutItem>,
     /// The resourceVersion the stream was complete at, at `cut`.
     pub list_rv: String,
+}
+
+/// An object present at a cut, and its version then.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CutItem {
+    pub object: i64,
+    /// The body the version read by when the cut was planned.
+    pub body: i64,
+    pub resource_version: String,
+    /// The version's `seq`: a writer that folds behind itself may have moved
+    /// it into a block since the cut was planned, which changes the id its
+    /// body reads by, never its `seq` ([`super::cold::body_of`]).
+    pub seq: i64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -103,7 +116,16 @@ impl Journal {
             // records); another whose version is kept in a block gets a body
             // row of its own, as the block loses that record below.
             let mut items = Vec::with_capacity(c.items.len());
-            for (i, (object, body, rv)) in c.items.iter().enumerate() {
+            for (
+                i,
+                CutItem {
+                    object,
+                    body,
+                    resource_version: rv,
+                    ..
+                },
+            ) in c.items.iter().enumerate()
+            {
                 let item_seq = seq + i as i64;
                 if let Some(block) =
                     super::cold::first_block_after(&tx, *object, c.cut).map_err(err)?

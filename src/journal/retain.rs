@@ -160,7 +160,11 @@ impl RetainJob {
                 // record below.
                 let mut codec = super::cold::ColdCx::default();
                 for i in next..end {
-                    let (object, body, ref rv) = self.cut.items[i];
+                    // Found again by its `seq`: the writer may have folded it
+                    // into a block since the cut was planned.
+                    let (object, seq) = (self.cut.items[i].object, self.cut.items[i].seq);
+                    let body = super::cold::body_of(tx, path, &mut codec, object, seq)?;
+                    let rv = self.cut.items[i].resource_version.clone();
                     if let Some(block) = super::cold::first_block_after(tx, object, self.cut.cut)? {
                         let raw = bodies.read(tx, body)?;
                         let item = super::block::ColdRecord {
@@ -168,7 +172,7 @@ impl RetainJob {
                             kind: kind::BASELINE_ITEM,
                             observed_at: self.cut.cut,
                             watch_type: None,
-                            resource_version: Some(rv.clone()),
+                            resource_version: Some(rv),
                             event_key: None,
                             aux: Some(self.base),
                             body: Some(raw.as_slice()),
@@ -176,7 +180,8 @@ impl RetainJob {
                         super::cold::prepend(tx, path, &mut codec, block, item)?;
                         self.in_blocks.insert(i);
                     } else {
-                        self.cut.items[i].1 = super::cold::body_row_of(tx, path, &mut codec, body)?;
+                        self.cut.items[i].body =
+                            super::cold::body_row_of(tx, path, &mut codec, body)?;
                     }
                 }
                 self.write_items(tx, next, end)?;
@@ -280,7 +285,7 @@ impl RetainJob {
                                  resource_version, aux)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
-        for (i, (object, body, rv)) in self.cut.items[from..to].iter().enumerate() {
+        for (i, item) in self.cut.items[from..to].iter().enumerate() {
             if self.in_blocks.contains(&(from + i)) {
                 continue;
             }
@@ -289,9 +294,9 @@ impl RetainJob {
                 self.cut.stream,
                 kind::BASELINE_ITEM,
                 self.cut.cut,
-                object,
-                body,
-                rv,
+                item.object,
+                item.body,
+                item.resource_version,
                 self.base
             ])?;
         }

@@ -2189,10 +2189,23 @@ mod tests {
             .unwrap();
         // Cut at the third version: it becomes the baseline's item, so the
         // first delta (version 1) has nothing left that reads it.
+        let seq: i64 = journal
+            .conn()
+            .query_row(
+                "SELECT seq FROM records WHERE body_id = ?1",
+                [ids[2]],
+                |r| r.get(0),
+            )
+            .unwrap();
         let cut = crate::journal::prune::StreamCut {
             stream,
             cut: 2,
-            items: vec![(object, ids[2], "102".into())],
+            items: vec![crate::journal::prune::CutItem {
+                object,
+                body: ids[2],
+                resource_version: "102".into(),
+                seq,
+            }],
             list_rv: "102".into(),
         };
         let mut job = super::super::retain::RetainJob::new(cut);

@@ -53,6 +53,19 @@ fn events(env: &Env, store: &std::path::Path) -> i64 {
 /// with `--retain 3s`.
 #[test]
 fn retention_prunes_behind_the_recorder_and_keeps_answers_in_its_window() {
+    retention_run(false);
+}
+
+/// The same, the pruning recorder also folding behind itself what is 0 ms
+/// old (`KRPLY_DEBUG_FOLD_AFTER_MS`, debug builds only): its cuts then go
+/// through blocks written while it runs, and its answers in its window
+/// must not change.
+#[test]
+fn retention_through_blocks_folded_behind_the_recorder_keeps_answers_in_its_window() {
+    retention_run(true);
+}
+
+fn retention_run(fold_behind: bool) {
     let seconds: u64 = std::env::var("KRPLY_RETAIN_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -67,7 +80,11 @@ fn retention_prunes_behind_the_recorder_and_keeps_answers_in_its_window() {
     let reference = env.dir.path().join("reference.db");
     let reference = path_str(&reference).to_string();
     let full = env.start_recorder(&["cm", "--store", &reference]);
-    let retained = env.start_recorder(&["cm", "--retain", &retain]);
+    let retained = env.start_recorder_with(&["cm", "--retain", &retain], |c| {
+        if fold_behind {
+            c.env(krply::journal::fold::DEBUG_FOLD_AFTER_ENV, "0");
+        }
+    });
     env.wait_baselines(1);
     env.wait_for("the reference baseline", || {
         Journal::open(std::path::Path::new(&reference))
@@ -150,6 +167,15 @@ fn retention_prunes_behind_the_recorder_and_keeps_answers_in_its_window() {
         .find(|l| l.starts_with("retention: history before"))
         .unwrap_or_else(|| panic!("no retention line:\n{}", stopped.stdout))
         .to_string();
+    if fold_behind {
+        assert!(
+            stopped
+                .stdout
+                .contains("folded into blocks behind the recorder"),
+            "it folded nothing behind itself:\n{}",
+            stopped.stdout
+        );
+    }
     let _ = full.stop();
 
     let from = env.coverage(CM).from.expect("a start");
