@@ -459,9 +459,17 @@ impl BodyStore {
             .codec
             .pack(&raw, &base)
             .map_err(|e| self.codec_err(e))?;
-        tx.prepare_cached("INSERT INTO packs(base_id, raw_len, data) VALUES (?1, ?2, ?3)")
-            .and_then(|mut s| s.execute(params![keyframe.id, raw.len() as i64, frame]))
-            .map_err(|e| self.sqlite(e))?;
+        // Above every id a pack ever had (`packs_high`): a reader that
+        // cached a deleted pack by its id must not read this one's bytes.
+        tx.prepare_cached(
+            "INSERT INTO packs(id, base_id, raw_len, data) VALUES (
+                 max(coalesce((SELECT max(id) FROM packs), 0),
+                     coalesce((SELECT CAST(value AS INTEGER) FROM meta
+                               WHERE key = 'packs_high'), 0)) + 1,
+                 ?1, ?2, ?3)",
+        )
+        .and_then(|mut s| s.execute(params![keyframe.id, raw.len() as i64, frame]))
+        .map_err(|e| self.sqlite(e))?;
         let pack = tx.last_insert_rowid();
         // A journal of more than 16M packs keeps its later versions unpacked
         // (offsets always fit: a pack holds at most PACK_MAX_BYTES).

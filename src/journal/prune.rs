@@ -223,6 +223,7 @@ impl Journal {
                 [],
             )
             .map_err(err)? as u64;
+        super::retain::keep_pack_ids(&tx).map_err(err)?;
         tx.execute(
             &format!(
                 "DELETE FROM packs WHERE id NOT IN

@@ -492,6 +492,9 @@ pub(super) fn collect_object(
             packs.extend(pack_of(pack_ref));
         }
     }
+    if packs.iter().any(|p| !needed_packs.contains(p)) {
+        keep_pack_ids(tx)?;
+    }
     for &pack in packs.iter().filter(|p| !needed_packs.contains(p)) {
         let base: Option<i64> = tx
             .prepare_cached("DELETE FROM packs WHERE id = ?1 RETURNING base_id")?
@@ -526,6 +529,22 @@ pub fn give_back_pages(conn: &rusqlite::Connection, pages: i64) -> rusqlite::Res
     drop(rows);
     drop(stmt);
     Ok(before - free(conn)?)
+}
+
+/// Remembers, before packs are deleted, the highest id a pack has had
+/// (`meta.packs_high`), which the next pack's id is above: SQLite would give
+/// the highest deleted rowid to the next row, and a reader that cached the
+/// deleted pack by its id (a `browse` or `mcp` session across reloads)
+/// would read that one's bytes for the new one's (docs/journal.md, "Packs").
+pub(super) fn keep_pack_ids(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO meta(key, value)
+         SELECT 'packs_high', coalesce(max(id), 0) FROM packs WHERE true
+         ON CONFLICT(key) DO UPDATE
+         SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+    )?
+    .execute([])?;
+    Ok(())
 }
 
 /// Counts one more deletion of history, in `meta`: a reader's snapshot mark

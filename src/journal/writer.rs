@@ -2390,14 +2390,39 @@ mod tests {
         state.behind.after = Some(std::time::Duration::ZERO);
         let mut written = ops(stream);
         let mut steps = 0;
+        // Pack ids are never taken again once their pack is gone: a reader
+        // may have cached it by its id.
+        let pack_ids = |state: &WriterState| -> std::collections::BTreeSet<i64> {
+            state
+                .journal
+                .conn
+                .prepare("SELECT id FROM packs")
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        let (mut ever, mut gone) = (
+            std::collections::BTreeSet::new(),
+            std::collections::BTreeSet::new(),
+        );
         while !written.is_empty() {
             let mut batch: Vec<Op> = written.drain(..written.len().min(7)).collect();
             state.behind.latest_at = batch.iter().filter_map(Op::at).max();
             state.commit(&mut batch, None).unwrap();
+            let now = pack_ids(&state);
+            assert!(
+                now.is_disjoint(&gone),
+                "a pack id taken again: {now:?} {gone:?}"
+            );
+            ever.extend(now);
             // What was observed before the batch's last op has aged.
             state.fold_step();
             steps += 1;
+            gone.extend(ever.difference(&pack_ids(&state)).copied());
         }
+        assert!(!gone.is_empty(), "no pack was folded away");
         // Once the last version has aged too, every record but each
         // object's latest is in a block (an object's latest record before
         // that was kept until a later one of the object aged).
