@@ -2259,19 +2259,24 @@ mod tests {
         }
     }
 
-    /// Version `i` of ConfigMap "a": from the fifth on it carries 800
-    /// characters the first keyframe shares nothing with, too far from it for
-    /// a delta.
-    fn drifting(i: usize) -> (String, Vec<u8>) {
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let noise: String = (0..800)
+    /// `len` letters and digits of a xorshift sequence drawn from `seed`.
+    fn noise(seed: u64, len: usize) -> String {
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64 ^ seed;
+        (0..len)
             .map(|_| {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
                 char::from_digit((x % 36) as u32, 36).unwrap()
             })
-            .collect();
+            .collect()
+    }
+
+    /// Version `i` of ConfigMap "a": from the fifth on it carries 800
+    /// characters the first keyframe shares nothing with, too far from it for
+    /// a delta.
+    fn drifting(i: usize) -> (String, Vec<u8>) {
+        let noise = noise(0, 800);
         let rv = format!("{}", 100 + i);
         let value = if i < 4 {
             rv.clone()
@@ -2304,15 +2309,7 @@ mod tests {
             .map(|i| {
                 let name = ["a", "b", "c"][i % 3];
                 let rv = format!("{}", 1000 + i);
-                let mut x = 0x9e37_79b9_7f4a_7c15_u64 ^ (i as u64 / 15);
-                let noise: String = (0..300)
-                    .map(|_| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        char::from_digit((x % 36) as u32, 36).unwrap()
-                    })
-                    .collect();
+                let noise = noise(i as u64 / 15, 300);
                 Op::Event {
                     stream,
                     at: 10 * i as i64,

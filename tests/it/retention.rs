@@ -30,6 +30,33 @@ fn version_at(env: &Env, store: &str, at: i64) -> (Option<i32>, String) {
     )
 }
 
+/// Waits until the sandbox's journal and `reference` both have their lists.
+fn wait_both_listed(env: &Env, reference: &str) {
+    env.wait_baselines(1);
+    env.wait_for("the reference baseline", || {
+        Journal::open(std::path::Path::new(reference))
+            .and_then(|j| j.streams(None))
+            .is_ok_and(|s| !s.is_empty())
+    });
+}
+
+/// Sets the probed ConfigMap's key to `i`, waits until both the sandbox's
+/// journal and `reference` answer it now, and returns the quiet moment
+/// after it (the next change is made in a later millisecond) with the value.
+fn change_in_both(env: &Env, reference: &str, i: usize) -> (i64, String) {
+    let value = i.to_string();
+    env.patch_cm("frontend-config", "k", &value);
+    let journaled = |store: &str| version_at(env, store, Millis::now().as_ms()).1 == value;
+    env.wait_for("the change in both journals", || {
+        journaled(path_str(&env.store)) && journaled(reference)
+    });
+    let t = Millis::now().as_ms();
+    env.wait_for("the clock to pass the quiet moment", || {
+        Millis::now().as_ms() > t
+    });
+    (t, value)
+}
+
 /// Event records in the journal at `store`, as `export` reads them (rows,
 /// or kept in blocks once a recorder's stop folded them).
 fn events(env: &Env, store: &std::path::Path) -> i64 {
@@ -85,12 +112,7 @@ fn retention_run(fold_behind: bool) {
             c.env(krply::journal::fold::DEBUG_FOLD_AFTER_ENV, "0");
         }
     });
-    env.wait_baselines(1);
-    env.wait_for("the reference baseline", || {
-        Journal::open(std::path::Path::new(&reference))
-            .and_then(|j| j.streams(None))
-            .is_ok_and(|s| !s.is_empty())
-    });
+    wait_both_listed(&env, &reference);
     let status = env.run(&["status"]);
     assert!(
         status.stdout.contains(&format!(
@@ -134,18 +156,7 @@ fn retention_run(fold_behind: bool) {
         while started.elapsed() < run_for {
             i += 1;
             assert!(i < 1_000_000);
-            let value = i.to_string();
-            env.patch_cm("frontend-config", "k", &value);
-            let journaled = |store: &str| version_at(&env, store, Millis::now().as_ms()).1 == value;
-            env.wait_for("the change in both journals", || {
-                journaled(path_str(&env.store)) && journaled(&reference)
-            });
-            // Quiet: the next change is made in a later millisecond.
-            let t = Millis::now().as_ms();
-            env.wait_for("the clock to pass the quiet moment", || {
-                Millis::now().as_ms() > t
-            });
-            quiet.push((t, value));
+            quiet.push(change_in_both(&env, &reference, i));
             if i % 10 == 0 {
                 let size = std::fs::metadata(&env.store).map(|m| m.len()).unwrap_or(0);
                 sizes.push((started.elapsed().as_secs(), size));
@@ -247,12 +258,7 @@ fn a_running_recorder_folds_behind_itself_and_answers_as_one_that_does_not() {
     let mut folding = env.start_recorder_with(&["cm"], |c| {
         c.env(krply::journal::fold::DEBUG_FOLD_AFTER_ENV, "0");
     });
-    env.wait_baselines(1);
-    env.wait_for("the reference baseline", || {
-        Journal::open(std::path::Path::new(&reference))
-            .and_then(|j| j.streams(None))
-            .is_ok_and(|s| !s.is_empty())
-    });
+    wait_both_listed(&env, &reference);
     let count = |sql: &str| -> i64 {
         rusqlite::Connection::open(&env.store)
             .and_then(|c| c.query_row(sql, [], |r| r.get(0)))
@@ -260,17 +266,7 @@ fn a_running_recorder_folds_behind_itself_and_answers_as_one_that_does_not() {
     };
     let mut quiet: Vec<(i64, String)> = Vec::new();
     for i in 1..=30 {
-        let value = i.to_string();
-        env.patch_cm("frontend-config", "k", &value);
-        let journaled = |store: &str| version_at(&env, store, Millis::now().as_ms()).1 == value;
-        env.wait_for("the change in both journals", || {
-            journaled(path_str(&env.store)) && journaled(&reference)
-        });
-        let t = Millis::now().as_ms();
-        env.wait_for("the clock to pass the quiet moment", || {
-            Millis::now().as_ms() > t
-        });
-        quiet.push((t, value));
+        quiet.push(change_in_both(&env, &reference, i));
     }
     env.wait_for("blocks behind the running recorder", || {
         count("SELECT count(*) FROM blocks") > 0
