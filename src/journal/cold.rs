@@ -215,49 +215,80 @@ pub fn body_bytes(
     Ok((json[place].to_vec(), row.dict))
 }
 
-/// The id the body of `object`'s record `seq` reads by now: its row's
-/// `body_id`, or the id of its body in the block that keeps it
-/// ([`block::cold_body_id`]). A fold moves a record into a block and
-/// changes that id, never the record's `seq`.
+/// The id a cut's item's body, planned as `planned` (the body of `object`'s
+/// record `seq`, of resourceVersion `rv`), reads by now: `planned` while
+/// its body row or block is there (ids of either are never given again);
+/// else its record's, found by `seq` (a fold moves a record into a block,
+/// which changes the id its body reads by, never its `seq`); else the
+/// object's record of the same resourceVersion (an earlier cut, planned
+/// after this one, replaced the record by an item of the same version). In
+/// rows, then in the object's blocks.
 pub fn body_of(
     conn: &Connection,
     path: &Path,
     cx: &mut ColdCx,
-    object: i64,
-    seq: i64,
+    (object, seq): (i64, i64),
+    rv: &str,
+    planned: i64,
 ) -> Result<i64, JournalError> {
     let sqlite = |e| JournalError::sqlite(path, e);
-    let row: Option<Option<i64>> = conn
-        .prepare_cached("SELECT body_id FROM records WHERE seq = ?1 AND object_id = ?2")
-        .and_then(|mut s| s.query_row(params![seq, object], |r| r.get(0)).optional())
-        .map_err(sqlite)?;
-    let gone = |what: &str| JournalError::Corrupt {
-        path: path.to_path_buf(),
-        detail: format!("record {seq} of object {object} {what}"),
-    };
-    if let Some(body) = row {
-        return body.ok_or_else(|| gone("has no body"));
+    let there: bool = match block::cold_body_parts(planned) {
+        Some((block_id, _)) => conn
+            .prepare_cached("SELECT EXISTS(SELECT 1 FROM blocks WHERE id = ?1)")
+            .and_then(|mut s| s.query_row(params![block_id], |r| r.get(0))),
+        None => conn
+            .prepare_cached("SELECT EXISTS(SELECT 1 FROM bodies WHERE id = ?1)")
+            .and_then(|mut s| s.query_row(params![planned], |r| r.get(0))),
     }
-    let block: Option<(i64, Vec<u8>)> = conn
+    .map_err(sqlite)?;
+    if there {
+        return Ok(planned);
+    }
+    let row: Option<i64> = conn
         .prepare_cached(
-            "SELECT id, columns FROM blocks
-             WHERE object_id = ?1 AND first_seq <= ?2 AND last_seq >= ?2",
+            "SELECT body_id FROM records
+             WHERE object_id = ?1 AND body_id IS NOT NULL
+               AND (seq = ?2 OR resource_version = ?3)
+             ORDER BY seq = ?2 DESC, seq LIMIT 1",
         )
         .and_then(|mut s| {
-            s.query_row(params![object, seq], |r| Ok((r.get(0)?, r.get(1)?)))
+            s.query_row(params![object, seq, rv], |r| r.get(0))
                 .optional()
         })
         .map_err(sqlite)?;
-    let (block_id, columns) = block.ok_or_else(|| gone("is neither a row nor in a block"))?;
-    let cols = block::columns(&mut cx.codec, &columns).map_err(|e| damaged(path, block_id, e))?;
-    let (ordinals, _) = block::ordinals(&cols.records);
-    cols.records
-        .iter()
-        .zip(ordinals)
-        .find(|(r, _)| r.seq == seq)
-        .and_then(|(_, ordinal)| ordinal)
-        .map(|ordinal| block::cold_body_id(block_id, ordinal))
-        .ok_or_else(|| gone("has no body in its block"))
+    if let Some(body) = row {
+        return Ok(body);
+    }
+    // Bounded by the object's blocks.
+    let blocks: Vec<(i64, Vec<u8>)> = conn
+        .prepare_cached("SELECT id, columns FROM blocks WHERE object_id = ?1 ORDER BY first_seq")
+        .and_then(|mut s| {
+            s.query_map(params![object], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect()
+        })
+        .map_err(sqlite)?;
+    let mut by_rv = None;
+    for (block_id, columns) in blocks {
+        let cols =
+            block::columns(&mut cx.codec, &columns).map_err(|e| damaged(path, block_id, e))?;
+        let (ordinals, _) = block::ordinals(&cols.records);
+        for (r, ordinal) in cols.records.iter().zip(ordinals) {
+            let Some(ordinal) = ordinal else { continue };
+            let id = block::cold_body_id(block_id, ordinal);
+            if r.seq == seq {
+                return Ok(id);
+            }
+            if by_rv.is_none() && r.resource_version.as_deref() == Some(rv) {
+                by_rv = Some(id);
+            }
+        }
+    }
+    by_rv.ok_or_else(|| JournalError::Corrupt {
+        path: path.to_path_buf(),
+        detail: format!(
+            "record {seq} of object {object}, of resourceVersion {rv}, is neither a row nor in a block"
+        ),
+    })
 }
 
 /// A body row of its own for the body `id` reads by, when that is a body

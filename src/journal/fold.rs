@@ -1109,6 +1109,10 @@ mod tests {
             // cut's items then read their bodies by other ids.
             ("retain, planned before the fold", 1_100),
             ("retain, planned before the fold", 6_000),
+            // A recorder's planner may plan the same cut twice before the
+            // writer carries out the first: the second's items name records
+            // the first replaced (the soak on the real control plane).
+            ("retain twice, both planned first", 1_100),
         ] {
             let (_dir, rows) = journal();
             let (_dir2, folded) = journal();
@@ -1126,6 +1130,10 @@ mod tests {
                         journal.prune(&[c], 0).unwrap();
                     }
                     "retain" => retain(journal, c),
+                    "retain twice, both planned first" => {
+                        retain(journal, c.clone());
+                        retain(journal, c);
+                    }
                     _ if std::ptr::eq(journal, &folded) => retain(journal, planned_before.clone()),
                     _ => retain(journal, c),
                 }

@@ -160,10 +160,18 @@ impl RetainJob {
                 // record below.
                 let mut codec = super::cold::ColdCx::default();
                 for i in next..end {
-                    // Found again by its `seq`: the writer may have folded it
-                    // into a block since the cut was planned.
-                    let (object, seq) = (self.cut.items[i].object, self.cut.items[i].seq);
-                    let body = super::cold::body_of(tx, path, &mut codec, object, seq)?;
+                    // Found again by its `seq` if the writer folded it into a
+                    // block since the cut was planned.
+                    let item = &self.cut.items[i];
+                    let object = item.object;
+                    let body = super::cold::body_of(
+                        tx,
+                        path,
+                        &mut codec,
+                        (object, item.seq),
+                        &item.resource_version,
+                        item.body,
+                    )?;
                     let rv = self.cut.items[i].resource_version.clone();
                     if let Some(block) = super::cold::first_block_after(tx, object, self.cut.cut)? {
                         let raw = bodies.read(tx, body)?;
