@@ -407,8 +407,13 @@ struct Behind {
 }
 
 impl Behind {
-    fn due(&self, now: std::time::Instant) -> bool {
-        self.after.is_some() && self.latest_at.is_some() && self.due.is_some_and(|d| now >= d)
+    /// When a step is due: its age and the writer's latest time.
+    fn due(&self, now: std::time::Instant) -> Option<(std::time::Duration, i64)> {
+        let after = self.after?;
+        let latest = self.latest_at?;
+        self.due
+            .is_some_and(|d| now >= d)
+            .then_some((after, latest))
     }
 }
 
@@ -460,7 +465,7 @@ impl WriterState {
             // commit, and on whenever nothing waits.
             // Folding behind the writer likewise, once retention is idle.
             let fold_due = self.behind.due(std::time::Instant::now());
-            let first = if self.retention_idle() && !fold_due {
+            let first = if self.retention_idle() && fold_due.is_none() {
                 match rx.blocking_recv() {
                     Some(op) => op,
                     None => break,
@@ -469,8 +474,8 @@ impl WriterState {
                 match rx.try_recv() {
                     Ok(op) => op,
                     Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {
-                        if self.retention_idle() {
-                            self.fold_step();
+                        if let Some(due) = fold_due.filter(|_| self.retention_idle()) {
+                            self.fold_step(due);
                         } else {
                             self.retention_step()?;
                         }
@@ -503,12 +508,8 @@ impl WriterState {
     /// the objects folded are forgotten, as their bodies may be gone. A step
     /// that fails stops folding for the rest of the run (its transaction
     /// rolled back, so the journal is as it was); the recorder says so.
-    fn fold_step(&mut self) {
+    fn fold_step(&mut self, (after, latest): (std::time::Duration, i64)) {
         let now = std::time::Instant::now();
-        let (Some(after), Some(latest)) = (self.behind.after, self.behind.latest_at) else {
-            self.behind.due = None;
-            return;
-        };
         let age = i64::try_from(after.as_millis()).unwrap_or(i64::MAX);
         let own: super::IdSet<StreamId> = self.caches.streams.keys().copied().collect();
         let stepped = self.journal.fold_behind(
@@ -2382,7 +2383,6 @@ mod tests {
             .unwrap();
         let (_, stream) = (0, 1);
         write_all(&plain_path, ops(stream));
-
         let (dir, stream, mut state) = writer_of_one_stream();
         state.behind.after = Some(std::time::Duration::ZERO);
         let mut written = ops(stream);
@@ -2415,7 +2415,7 @@ mod tests {
             );
             ever.extend(now);
             // What was observed before the batch's last op has aged.
-            state.fold_step();
+            state.fold_step((std::time::Duration::ZERO, state.behind.latest_at.unwrap()));
             steps += 1;
             gone.extend(ever.difference(&pack_ids(&state)).copied());
         }
@@ -2424,7 +2424,7 @@ mod tests {
         // object's latest is in a block (an object's latest record before
         // that was kept until a later one of the object aged).
         state.behind.latest_at = state.behind.latest_at.map(|at| at + 1);
-        state.fold_step();
+        state.fold_step((std::time::Duration::ZERO, state.behind.latest_at.unwrap()));
         steps += 1;
         let behind = state.stats.behind.lock().unwrap().clone();
         assert_eq!(behind.failed, None);
