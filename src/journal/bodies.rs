@@ -10,8 +10,10 @@
 //! are not numbers, or that went backwards).
 //!
 //! Each stream trains a zstd dictionary on its first bodies; later keyframes are
-//! compressed with it. An object's older versions are packed, several to a zstd
-//! frame. See docs/journal.md, "Bodies" and "Packs".
+//! compressed with it. An object's older versions are folded into blocks
+//! behind the writer (`super::fold`). Journals of older recorders also hold
+//! packs, several versions to a zstd frame, which this store still writes
+//! when asked ([`pack_at_write`]). See docs/journal.md, "Bodies" and "Packs".
 //!
 //! The decisions are pure functions ([`is_surely_new`], [`keep_delta`],
 //! [`to_pack`], [`Sampler::add`]) tested on their own; the rest carries them out.
@@ -34,6 +36,19 @@ pub const TRAIN_SAMPLES: usize = 128;
 pub const TRAIN_BYTES: usize = 4 << 20;
 /// Memory for decoded keyframes: the objects changing most keep theirs decoded.
 const KEYFRAME_CACHE_BYTES: usize = 2 << 20;
+
+/// Whether the writer packs an object's older versions as it writes them:
+/// not since blocks folded behind it hold them more tightly, and packing
+/// took a third of the recorder's pace (docs/journal.md, "Packs"). On only
+/// to write journals as recorders before 2026-12-06 did, whose packs every
+/// reader, fold and cut still reads: a debug build takes
+/// [`DEBUG_PACK_ENV`] (the truth checker writes half its histories so).
+pub fn pack_at_write() -> bool {
+    cfg!(debug_assertions) && std::env::var_os(DEBUG_PACK_ENV).is_some_and(|v| v == "1")
+}
+
+/// See [`pack_at_write`].
+pub const DEBUG_PACK_ENV: &str = "KRPLY_DEBUG_PACK";
 
 /// Versions packed into one zstd frame: 16 versions of a 3.4 KB Deployment take
 /// about 15 bytes each (a delta alone about 60), and reading one of them means

@@ -557,7 +557,14 @@ mod tests {
     /// A journal of one ConfigMap stream: a list of three objects, 150
     /// changes of `a` and 20 of `b` between them, a relist that finds `a`
     /// unchanged, `c` deleted, and a last change of `b`.
+    /// [`journal_with`] packs, as recorders before blocks wrote: the harder
+    /// history to fold.
     fn journal() -> (tempfile::TempDir, Journal) {
+        journal_with(true)
+    }
+
+    /// A journal of three objects' histories, written with or without packs.
+    fn journal_with(pack: bool) -> (tempfile::TempDir, Journal) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("journal.db");
         let journal = Journal::open_or_create(&path).unwrap();
@@ -580,7 +587,11 @@ mod tests {
                 },
             )
             .unwrap();
-        let writer = Writer::start(journal).unwrap();
+        let options = crate::journal::writer::WriterOptions {
+            pack,
+            ..Default::default()
+        };
+        let writer = Writer::start_with(journal, options).unwrap();
         let tx = writer.sender();
         let send = |op| tx.blocking_send(op).unwrap();
         let list = |at: i64, items: &[(&str, u64, u64)], rv: u64| {
@@ -878,7 +889,13 @@ mod tests {
 
     #[test]
     fn folded_records_read_back_as_they_were_and_free_their_rows() {
-        let (_dir, journal) = journal();
+        for pack in [true, false] {
+            fold_and_read_back(pack);
+        }
+    }
+
+    fn fold_and_read_back(pack: bool) {
+        let (_dir, journal) = journal_with(pack);
         let names = ["a", "b", "c"];
         let before: Vec<_> = names
             .iter()
@@ -899,7 +916,7 @@ mod tests {
         );
         let a = id_of(&journal, "a");
         let packs_before = count(&journal, "SELECT count(*) FROM packs");
-        assert!(packs_before > 0, "the history has packs to free");
+        assert_eq!(packs_before > 0, pack, "the history has packs to free");
 
         // Part of a's history: 100 records, two blocks, one of them short.
         let seqs = journal.object_versions(a).unwrap();

@@ -267,8 +267,9 @@ impl WriterSender {
 pub struct WriterOptions {
     /// Where to sample committed changes for a live feed.
     pub feed: Option<Feed>,
-    /// Pack older versions of objects together (docs/journal.md, "Packs"). Off
-    /// only to compare the two layouts: answers must not differ.
+    /// Pack older versions of objects together as they are written
+    /// ([`super::bodies::pack_at_write`]): off, but to write journals as
+    /// older recorders did. Answers must not differ.
     pub pack: bool,
     /// How long the first op of a transaction waits for more
     /// ([`COMMIT_WINDOW`]; zero makes every flushed op its own transaction).
@@ -282,7 +283,7 @@ impl Default for WriterOptions {
     fn default() -> Self {
         WriterOptions {
             feed: None,
-            pack: true,
+            pack: super::bodies::pack_at_write(),
             commit_window: COMMIT_WINDOW,
             fold_after: Some(super::fold::fold_after()),
         }
@@ -1520,11 +1521,16 @@ mod tests {
     /// A writer on a new journal (`journal.db` in the directory) of one
     /// ConfigMap stream, run on the test's thread.
     fn writer_of_one_stream() -> (tempfile::TempDir, StreamId, WriterState) {
+        writer_of_one_stream_packing(true)
+    }
+
+    /// [`writer_of_one_stream`], packing or not as it writes.
+    fn writer_of_one_stream_packing(pack: bool) -> (tempfile::TempDir, StreamId, WriterState) {
         let dir = tempfile::tempdir().unwrap();
         let journal = Journal::open_or_create(&dir.path().join("journal.db")).unwrap();
         journal.register_cluster("c1", "https://x", None).unwrap();
         let stream = journal.register_stream("c1", &cm_spec()).unwrap();
-        let state = WriterState::new(journal, Arc::new(WriterStats::default()), true).unwrap();
+        let state = WriterState::new(journal, Arc::new(WriterStats::default()), pack).unwrap();
         (dir, stream, state)
     }
 
@@ -1763,10 +1769,21 @@ mod tests {
             .unwrap()
     }
 
+    /// Writes `ops` with packs, as recorders before blocks did: what most
+    /// of these tests are about.
     fn write_all(path: &std::path::Path, ops: Vec<Op>) -> StreamTotals {
+        write_all_packing(path, ops, true)
+    }
+
+    /// [`write_all`], packing or not.
+    fn write_all_packing(path: &std::path::Path, ops: Vec<Op>, pack: bool) -> StreamTotals {
         let journal = Journal::open_or_create(path).unwrap();
         let stream = journal.register_stream("c1", &cm_spec()).unwrap();
-        let writer = Writer::start(journal).unwrap();
+        let options = WriterOptions {
+            pack,
+            ..WriterOptions::default()
+        };
+        let writer = Writer::start_with(journal, options).unwrap();
         let tx = writer.sender();
         for op in ops {
             tx.blocking_send(op).unwrap();
@@ -2373,6 +2390,13 @@ mod tests {
 
     #[test]
     fn a_writer_folds_behind_itself_and_every_version_reads_back_as_written() {
+        // As this writer writes, and as older ones packed.
+        for pack in [false, true] {
+            folds_behind_itself(pack);
+        }
+    }
+
+    fn folds_behind_itself(pack: bool) {
         let ops = |stream| three_objects(stream, 120);
         // The same versions written without folding.
         let plain = tempfile::tempdir().unwrap();
@@ -2382,8 +2406,8 @@ mod tests {
             .register_cluster("c1", "https://x", None)
             .unwrap();
         let (_, stream) = (0, 1);
-        write_all(&plain_path, ops(stream));
-        let (dir, stream, mut state) = writer_of_one_stream();
+        write_all_packing(&plain_path, ops(stream), pack);
+        let (dir, stream, mut state) = writer_of_one_stream_packing(pack);
         state.behind.after = Some(std::time::Duration::ZERO);
         let mut written = ops(stream);
         let mut steps = 0;
@@ -2419,7 +2443,7 @@ mod tests {
             steps += 1;
             gone.extend(ever.difference(&pack_ids(&state)).copied());
         }
-        assert!(!gone.is_empty(), "no pack was folded away");
+        assert_eq!(!gone.is_empty(), pack, "packs folded away");
         // Once the last version has aged too, every record but each
         // object's latest is in a block (an object's latest record before
         // that was kept until a later one of the object aged).
@@ -2460,7 +2484,7 @@ mod tests {
         {
             let journal = Journal::open(&plain_path).unwrap();
             let mut plain_state =
-                WriterState::new(journal, Arc::new(WriterStats::default()), true).unwrap();
+                WriterState::new(journal, Arc::new(WriterStats::default()), pack).unwrap();
             plain_state.commit(&mut plain_more, None).unwrap();
         }
         let folded = Journal::open(&path).unwrap();

@@ -208,6 +208,10 @@ pub struct History {
     /// the product's ten minutes, which a history never lasts, so its
     /// recorders fold only when they stop.
     pub fold_after_ms: Option<u64>,
+    /// Whether its recorders pack older versions as they write them, as
+    /// recorders before blocks did (`KRPLY_DEBUG_PACK`): their journals must
+    /// answer as the product's own do.
+    pub pack_at_write: bool,
     /// How many records a replay may read per object of the stream before
     /// the state at a time is looked up object by object instead
     /// (`KRPLY_DEBUG_SEEK_RECORDS`); `None`: the product's, which on a
@@ -355,12 +359,15 @@ pub fn history(seed: u64) -> History {
     let seek_records = [None, Some(1), Some(1_000_000)][Rng::new(seed ^ 0x0051_a7e5).below(3)];
     // And for folding behind the recorders: a quarter only at their stops.
     let fold_after_ms = [None, Some(0), Some(30), Some(300)][Rng::new(seed ^ 0x00f0_1d00).below(4)];
+    // And for packing as recorders wrote before blocks: half.
+    let pack_at_write = Rng::new(seed ^ 0x0000_9ac4).chance(50);
     History {
         seed,
         steps,
         zone_bits,
         audit_pieces,
         fold_after_ms,
+        pack_at_write,
         seek_records,
     }
 }

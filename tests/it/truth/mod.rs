@@ -58,7 +58,9 @@ enum On {
     /// history drew ([`histories::History::zone_bits`],
     /// [`histories::History::audit_pieces`],
     /// [`histories::History::seek_records`],
-    /// [`histories::History::fold_after_ms`]): a kept seed replays as it failed.
+    /// [`histories::History::fold_after_ms`]), packing as its recorders
+    /// wrote ([`histories::History::pack_at_write`]): a kept seed replays
+    /// as it failed.
     SimulatorAsKept,
     /// The real control plane ([`real`]), one history at a time.
     RealControlPlane,
@@ -121,6 +123,7 @@ fn check_seed(seed: u64, on: On) -> Outcome {
         history.audit_pieces = histories::AuditPieces::WHOLE;
         history.seek_records = None;
         history.fold_after_ms = None;
+        history.pack_at_write = true;
     }
     let (history, play) = match on {
         On::Simulator | On::SimulatorAsKept => {
@@ -129,6 +132,7 @@ fn check_seed(seed: u64, on: On) -> Outcome {
                 history.audit_pieces.pack_writes,
                 history.seek_records,
                 history.fold_after_ms,
+                history.pack_at_write,
             );
             (history, Ok(play))
         }

@@ -109,14 +109,21 @@ impl Play {
     /// finding states at a time by `seek_records`
     /// ([`super::histories::History::seek_records`]), and recorders folding
     /// behind themselves what is `fold_after_ms` old
-    /// ([`super::histories::History::fold_after_ms`]).
+    /// ([`super::histories::History::fold_after_ms`]), packing as they write
+    /// when `pack_at_write` ([`super::histories::History::pack_at_write`]).
     pub fn new(
         zone_bits: Option<u32>,
         audit_pack_writes: Option<usize>,
         seek_records: Option<i64>,
         fold_after_ms: Option<u64>,
+        pack_at_write: bool,
     ) -> Play {
         let mut sandbox = Sandbox::new();
+        if pack_at_write {
+            sandbox
+                .extra_env
+                .push((krply::journal::bodies::DEBUG_PACK_ENV.into(), "1".into()));
+        }
         if let Some(ms) = fold_after_ms {
             sandbox.extra_env.push((
                 krply::journal::fold::DEBUG_FOLD_AFTER_ENV.into(),
