@@ -554,16 +554,16 @@ mod tests {
         (meta, body.into_bytes())
     }
 
-    /// A journal of one ConfigMap stream: a list of three objects, 150
-    /// changes of `a` and 20 of `b` between them, a relist that finds `a`
-    /// unchanged, `c` deleted, and a last change of `b`.
     /// [`journal_with`] packs, as recorders before blocks wrote: the harder
     /// history to fold.
     fn journal() -> (tempfile::TempDir, Journal) {
         journal_with(true)
     }
 
-    /// A journal of three objects' histories, written with or without packs.
+    /// A journal of one ConfigMap stream: a list of three objects, 150
+    /// changes of `a` and 20 of `b` between them, a relist that finds `a`
+    /// unchanged, `c` deleted, and a last change of `b`; written with packs
+    /// or without.
     fn journal_with(pack: bool) -> (tempfile::TempDir, Journal) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("journal.db");
