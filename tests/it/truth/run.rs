@@ -673,80 +673,69 @@ fn read(journal: &Path) -> Option<Connection> {
     Connection::open_with_flags(journal, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()
 }
 
-/// `f` on the journal, read only, with the stream's id; `None` when either
-/// is not there yet.
-fn with_stream<T>(
-    journal: &Path,
-    stream: &str,
-    f: impl FnOnce(&Connection, i64) -> rusqlite::Result<T>,
-) -> Option<T> {
-    let conn = read(journal)?;
-    let id = stream_id(&conn, stream)?;
-    f(&conn, id).ok()
-}
-
-/// Whether the stream has a record of `kinds` observed after `at` that
-/// `info_like` matches.
-fn recorded_after(journal: &Path, stream: &str, kinds: &[i64], at: i64, info_like: &str) -> bool {
-    let kinds: Vec<String> = kinds.iter().map(i64::to_string).collect();
-    with_stream(journal, stream, |conn, id| {
-        conn.query_row(
-            &format!(
-                "SELECT 1 FROM records WHERE stream_id = ?1 AND kind IN ({})
-                   AND observed_at > ?2 AND coalesce(info, '') LIKE ?3",
-                kinds.join(", ")
-            ),
-            rusqlite::params![id, at, info_like],
-            |_| Ok(()),
-        )
-        .optional()
-    })
-    .flatten()
-    .is_some()
-}
-
 /// Whether retention wrote a baseline for the stream after `since` (ms).
 fn pruned_since(journal: &Path, stream: &str, since: i64) -> bool {
-    use krply::journal::schema::kind;
-    recorded_after(
-        journal,
-        stream,
-        &[kind::BASELINE],
-        since,
-        "%\"pruned\":true%",
+    let Some(conn) = read(journal) else {
+        return false;
+    };
+    let Some(id) = stream_id(&conn, stream) else {
+        return false;
+    };
+    conn.query_row(
+        &format!(
+            "SELECT count(*) FROM records WHERE stream_id = ?1 AND kind = {}
+               AND observed_at > ?2 AND info LIKE '%\"pruned\":true%'",
+            krply::journal::schema::kind::BASELINE
+        ),
+        rusqlite::params![id, since],
+        |r| r.get::<_, i64>(0),
     )
+    .is_ok_and(|n| n > 0)
 }
 
 /// The `seq` of the stream's newest list in the journal (0 when there is none
 /// yet): a new list makes it grow.
 fn lists(journal: &Path, stream: &str) -> u64 {
+    let Some(conn) = read(journal) else { return 0 };
+    let Some(id) = stream_id(&conn, stream) else {
+        return 0;
+    };
     // The newest list's seq, not a count: retention (`--retain`) deletes old
     // baselines and writes its own, which are no list.
-    with_stream(journal, stream, |conn, id| {
-        conn.query_row(
-            &format!(
-                "SELECT coalesce(max(seq), 0) FROM records WHERE stream_id = ?1 AND kind = {}
-                   AND coalesce(info, '') NOT LIKE '%\"pruned\":true%'",
-                krply::journal::schema::kind::BASELINE
-            ),
-            [id],
-            |r| r.get::<_, i64>(0).map(|n| n.max(0) as u64),
-        )
-    })
+    conn.query_row(
+        &format!(
+            "SELECT coalesce(max(seq), 0) FROM records WHERE stream_id = ?1 AND kind = {}
+               AND coalesce(info, '') NOT LIKE '%\"pruned\":true%'",
+            krply::journal::schema::kind::BASELINE
+        ),
+        [id],
+        |r| r.get::<_, i64>(0).map(|n| n.max(0) as u64),
+    )
     .unwrap_or(0)
 }
 
 /// Whether the stream made a durable point (a baseline or a checkpoint)
 /// stamped after `at`.
 fn durable_after(journal: &Path, stream: &str, at: i64) -> bool {
-    use krply::journal::schema::kind;
-    recorded_after(
-        journal,
-        stream,
-        &[kind::BASELINE, kind::CHECKPOINT],
-        at,
-        "%",
+    let Some(conn) = read(journal) else {
+        return false;
+    };
+    let Some(id) = stream_id(&conn, stream) else {
+        return false;
+    };
+    conn.query_row(
+        &format!(
+            "SELECT 1 FROM records WHERE stream_id = ?1 AND kind IN ({}, {}) AND observed_at > ?2",
+            krply::journal::schema::kind::BASELINE,
+            krply::journal::schema::kind::CHECKPOINT
+        ),
+        rusqlite::params![id, at],
+        |_| Ok(()),
     )
+    .optional()
+    .ok()
+    .flatten()
+    .is_some()
 }
 
 /// Whether the stream journaled an event of resourceVersion `rv`.
