@@ -31,38 +31,14 @@ pub struct Retention {
 /// due at once: a tenth.
 const SIZE_HEADROOM: f64 = 0.9;
 
-/// What a debug build takes as the shortest time between two looks, in
-/// milliseconds, instead of a second: the truth checker's histories last
-/// seconds, so its recorders retain a few hundred milliseconds and look
-/// often (docs/truth.md).
-pub const DEBUG_RETAIN_EVERY_ENV: &str = "KRPLY_DEBUG_RETAIN_EVERY_MS";
-
 impl Retention {
     /// How often to look: a tenth of `--retain` (so history is kept at most
     /// a tenth longer than asked), between 1 s and 10 min.
     pub fn every(&self) -> Duration {
-        self.every_at_least(shortest_look())
-    }
-
-    /// [`Retention::every`], looking at most every `shortest`.
-    fn every_at_least(&self, shortest: Duration) -> Duration {
         self.retain
             .map_or(Duration::from_secs(60), |r| r / 10)
-            .clamp(shortest, Duration::from_secs(600).max(shortest))
+            .clamp(Duration::from_secs(1), Duration::from_secs(600))
     }
-}
-
-/// A second, or in a debug build [`DEBUG_RETAIN_EVERY_ENV`] when set.
-fn shortest_look() -> Duration {
-    let second = Duration::from_secs(1);
-    if !cfg!(debug_assertions) {
-        return second;
-    }
-    std::env::var(DEBUG_RETAIN_EVERY_ENV)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map_or(second, Duration::from_millis)
-        .max(Duration::from_millis(1))
 }
 
 /// Where to cut, at `now` (ms): `--retain` before now, or, when the file is
@@ -224,29 +200,6 @@ mod tests {
         assert_eq!(cut_at(10 * MIN, &r, 1 << 30, &[]), Some(8 * MIN));
         // Looked at every 12 s.
         assert_eq!(r.every(), Duration::from_secs(12));
-    }
-
-    #[test]
-    fn a_short_retention_looks_as_often_as_allowed() {
-        let r = |ms| Retention {
-            retain: Some(Duration::from_millis(ms)),
-            max_size: None,
-        };
-        let second = Duration::from_secs(1);
-        assert_eq!(r(1_000).every_at_least(second), second);
-        assert_eq!(
-            r(300).every_at_least(Duration::from_millis(10)),
-            Duration::from_millis(30)
-        );
-        assert_eq!(
-            r(300).every_at_least(Duration::from_millis(50)),
-            Duration::from_millis(50)
-        );
-        // Never less often than every ten minutes, whatever the floor.
-        assert_eq!(
-            r(u32::MAX as u64 * 1000).every_at_least(second),
-            Duration::from_secs(600)
-        );
     }
 
     #[test]

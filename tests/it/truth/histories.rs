@@ -212,12 +212,6 @@ pub struct History {
     /// recorders before blocks did (`KRPLY_DEBUG_PACK`): their journals must
     /// answer as the product's own do.
     pub pack_at_write: bool,
-    /// How often its recorders that retain look for what to prune, in
-    /// milliseconds (`KRPLY_DEBUG_RETAIN_EVERY_MS`); `None`: at most every
-    /// second, as the product does. Set, they also retain 3 s where they
-    /// drew a second, and run until retention can have cut
-    /// ([`History::retention_within`]).
-    pub retain_every_ms: Option<u64>,
     /// How many records a replay may read per object of the stream before
     /// the state at a time is looked up object by object instead
     /// (`KRPLY_DEBUG_SEEK_RECORDS`); `None`: the product's, which on a
@@ -367,8 +361,6 @@ pub fn history(seed: u64) -> History {
     let fold_after_ms = [None, Some(0), Some(30), Some(300)][Rng::new(seed ^ 0x00f0_1d00).below(4)];
     // And for packing as recorders wrote before blocks: half.
     let pack_at_write = Rng::new(seed ^ 0x0000_9ac4).chance(50);
-    // And for retention behind the recorders: a quarter look every 20 ms.
-    let retain_every_ms = Rng::new(seed ^ 0x0000_7e7a).chance(25).then_some(20);
     History {
         seed,
         steps,
@@ -376,27 +368,7 @@ pub fn history(seed: u64) -> History {
         audit_pieces,
         fold_after_ms,
         pack_at_write,
-        retain_every_ms,
         seek_records,
-    }
-}
-
-impl History {
-    /// The history as played when its recorders look often: each recorder
-    /// that retains a second retains 3 s instead. A stream is cut only
-    /// where its history is settled, 2 s before its last durable point
-    /// (`IN_FLIGHT_MS`), so a second never cut.
-    pub fn retention_within(&mut self) {
-        if self.retain_every_ms.is_none() {
-            return;
-        }
-        for step in &mut self.steps {
-            if let Step::Start { scope, .. } = step
-                && scope.retain.is_some()
-            {
-                scope.retain = Some("3s");
-            }
-        }
     }
 }
 

@@ -59,9 +59,8 @@ enum On {
     /// [`histories::History::audit_pieces`],
     /// [`histories::History::seek_records`],
     /// [`histories::History::fold_after_ms`]), packing as its recorders
-    /// wrote ([`histories::History::pack_at_write`]), retaining as the
-    /// product looks ([`histories::History::retain_every_ms`]): a kept seed
-    /// replays as it failed.
+    /// wrote ([`histories::History::pack_at_write`]): a kept seed replays
+    /// as it failed.
     SimulatorAsKept,
     /// The real control plane ([`real`]), one history at a time.
     RealControlPlane,
@@ -125,10 +124,6 @@ fn check_seed(seed: u64, on: On) -> Outcome {
         history.seek_records = None;
         history.fold_after_ms = None;
         history.pack_at_write = true;
-        history.retain_every_ms = None;
-    }
-    if on == On::Simulator {
-        history.retention_within();
     }
     let (history, play) = match on {
         On::Simulator | On::SimulatorAsKept => {
@@ -138,7 +133,6 @@ fn check_seed(seed: u64, on: On) -> Outcome {
                 history.seek_records,
                 history.fold_after_ms,
                 history.pack_at_write,
-                history.retain_every_ms,
             );
             (history, Ok(play))
         }

@@ -92,9 +92,6 @@ pub struct Play {
     running: [Option<(usize, RecorderProc)>; SLOTS],
     /// When each frozen slot's recorder was stopped with SIGSTOP.
     frozen: [Option<i64>; SLOTS],
-    /// Whether a recorder that retains runs, before its clean stop, long
-    /// enough for retention to cut ([`Play::new`]'s `retain_every_ms`).
-    retention_runs: bool,
 }
 
 /// The history's two journals: ours, and a teammate's.
@@ -113,24 +110,15 @@ impl Play {
     /// ([`super::histories::History::seek_records`]), and recorders folding
     /// behind themselves what is `fold_after_ms` old
     /// ([`super::histories::History::fold_after_ms`]), packing as they write
-    /// when `pack_at_write` ([`super::histories::History::pack_at_write`]),
-    /// and looking for what to prune every `retain_every_ms`
-    /// ([`super::histories::History::retain_every_ms`]).
+    /// when `pack_at_write` ([`super::histories::History::pack_at_write`]).
     pub fn new(
         zone_bits: Option<u32>,
         audit_pack_writes: Option<usize>,
         seek_records: Option<i64>,
         fold_after_ms: Option<u64>,
         pack_at_write: bool,
-        retain_every_ms: Option<u64>,
     ) -> Play {
         let mut sandbox = Sandbox::new();
-        if let Some(ms) = retain_every_ms {
-            sandbox.extra_env.push((
-                krply::recorder::retention::DEBUG_RETAIN_EVERY_ENV.into(),
-                ms.to_string().into(),
-            ));
-        }
         if pack_at_write {
             sandbox
                 .extra_env
@@ -181,9 +169,7 @@ impl Play {
         let audit_log = sandbox.dir.path().join("audit.log");
         sim.audit_to(&audit_log).expect("audit log");
         let journals = journals_of(&sandbox);
-        let mut play = Play::on(Server::Sim { sandbox, sim }, journals, audit_log);
-        play.retention_runs = retain_every_ms.is_some();
-        play
+        Play::on(Server::Sim { sandbox, sim }, journals, audit_log)
     }
 
     /// A play not begun, on `server`.
@@ -200,7 +186,6 @@ impl Play {
             },
             running: [None, None, None],
             frozen: [None; SLOTS],
-            retention_runs: false,
         }
     }
 
@@ -326,7 +311,6 @@ impl Play {
 
     fn stop(&mut self, slot: usize) -> Result<(), String> {
         self.thaw(slot)?;
-        self.let_retention_cut(slot)?;
         let Some((index, rec)) = self.running[slot].take() else {
             return Ok(());
         };
@@ -339,38 +323,6 @@ impl Play {
             ));
         }
         Ok(())
-    }
-
-    /// In a history whose recorders look often for what to prune, lets a
-    /// recorder that retains run before its clean stop until retention has
-    /// cut each of its streams, or could have. A stream is cut only where
-    /// its history is settled, [`krply::recorder::rules::IN_FLIGHT_MS`]
-    /// before its last durable point, which on a quiet stream is its last
-    /// heartbeat ([`krply::journal::records::HEARTBEAT_MS`]; one is skipped
-    /// when something was journaled since the one before). A history's
-    /// recorders otherwise stop within a second or two, and none ever cut.
-    fn let_retention_cut(&mut self, slot: usize) -> Result<(), String> {
-        let Some((index, _)) = &self.running[slot] else {
-            return Ok(());
-        };
-        let recorder = &self.trace.recorders[*index];
-        if !self.retention_runs || recorder.scope.retain.is_none() {
-            return Ok(());
-        }
-        let journal = self.trace.journals[recorder.scope.journal].clone();
-        let streams: Vec<String> = recorder
-            .scope
-            .kinds
-            .iter()
-            .map(|&k| recorder.scope.stream(k))
-            .collect();
-        let started = recorder.watching.first().map_or(0, |w| w.0);
-        let until = started + 2 * krply::journal::records::HEARTBEAT_MS + 2_500;
-        // The length is what is played, as a freeze's is.
-        wait("retention to cut, or to have had its chance", &mut || {
-            Ok(Millis::now().as_ms() > until
-                || streams.iter().all(|s| pruned_since(&journal, s, started)))
-        })
     }
 
     /// Thaws a frozen recorder once its freeze has outlasted the limit, and
@@ -671,26 +623,6 @@ fn wait(what: &str, check: &mut dyn FnMut() -> Result<bool, String>) -> Result<(
 
 fn read(journal: &Path) -> Option<Connection> {
     Connection::open_with_flags(journal, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()
-}
-
-/// Whether retention wrote a baseline for the stream after `since` (ms).
-fn pruned_since(journal: &Path, stream: &str, since: i64) -> bool {
-    let Some(conn) = read(journal) else {
-        return false;
-    };
-    let Some(id) = stream_id(&conn, stream) else {
-        return false;
-    };
-    conn.query_row(
-        &format!(
-            "SELECT count(*) FROM records WHERE stream_id = ?1 AND kind = {}
-               AND observed_at > ?2 AND info LIKE '%\"pruned\":true%'",
-            krply::journal::schema::kind::BASELINE
-        ),
-        rusqlite::params![id, since],
-        |r| r.get::<_, i64>(0),
-    )
-    .is_ok_and(|n| n > 0)
 }
 
 /// The `seq` of the stream's newest list in the journal (0 when there is none
