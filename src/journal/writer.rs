@@ -2148,6 +2148,58 @@ mod tests {
     }
 
     #[test]
+    fn a_run_that_does_not_pack_goes_on_from_one_that_did_and_every_version_comes_back() {
+        use crate::journal::versions::Decoder;
+        let (dir, stream) = configmap_stream();
+        let path = dir.path().join("journal.db");
+        let version = |i: usize| event(stream, i as i64, "a", &format!("{}", 100 + i));
+        // A recorder from before blocks packs and leaves deltas waiting; the
+        // next one does not pack, and its deltas are against the same
+        // keyframe; then a stop folds it all.
+        write_all_packing(&path, (0..8).map(version).collect(), true);
+        let reader = Journal::open(&path).unwrap();
+        let count =
+            |j: &Journal, sql: &str| -> i64 { j.conn().query_row(sql, [], |r| r.get(0)).unwrap() };
+        let (packs, waiting) = (
+            count(&reader, "SELECT count(*) FROM packs"),
+            count(&reader, "SELECT count(*) FROM waiting"),
+        );
+        assert!(packs > 0 && waiting > 0, "{packs} packs, {waiting} waiting");
+        drop(reader);
+        write_all_packing(&path, (8..14).map(version).collect(), false);
+        let check = |j: &Journal| {
+            let mut decoder = Decoder::default();
+            let ids = event_bodies(j);
+            assert_eq!(ids.len(), 14);
+            for (i, id) in ids.into_iter().enumerate() {
+                let rv = format!("{}", 100 + i);
+                let stored = j.stored_body(id, None).unwrap();
+                assert_eq!(
+                    decoder.decode(&stored).unwrap(),
+                    body("a", &rv, &rv),
+                    "version {i}"
+                );
+            }
+        };
+        let reader = Journal::open(&path).unwrap();
+        // The second run packed nothing and left the first run's as they were.
+        assert_eq!(count(&reader, "SELECT count(*) FROM packs"), packs);
+        assert_eq!(count(&reader, "SELECT count(*) FROM waiting"), waiting);
+        check(&reader);
+        let before = every_version(&reader);
+        let object: i64 = count(&reader, "SELECT id FROM objects");
+        reader.fold_object(object, i64::MAX).unwrap();
+        assert_eq!(first_difference(&every_version(&reader), &before), None);
+        for table in ["packs", "waiting"] {
+            assert_eq!(
+                count(&reader, &format!("SELECT count(*) FROM {table}")),
+                0,
+                "{table}"
+            );
+        }
+    }
+
+    #[test]
     fn slots_freed_by_packing_in_one_run_are_taken_by_the_next() {
         use crate::journal::bodies::{FIRST_PACK_VERSIONS, HOT_VERSIONS, PACK_VERSIONS};
         let (dir, stream) = configmap_stream();
