@@ -48,6 +48,10 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
     let mut bars = String::new();
     match Journal::open(&path) {
         Ok(journal) => {
+            // One snapshot for every figure, so that they agree with each other
+            // while a recorder writes; and one shared lock for them all
+            // instead of one a statement.
+            journal.begin_read()?;
             let s = journal.status()?;
             out.exists = true;
             out.size_bytes = s.size_bytes;
