@@ -266,6 +266,18 @@ pub struct Columns {
 
 /// The records of a block from its columns' frame.
 pub fn columns(codec: &mut Codec, frame: &[u8]) -> Result<Columns, BlockError> {
+    decode_columns(codec, frame, true)
+}
+
+/// [`columns`] without their resourceVersions (`None` in every record),
+/// for a scan that needs only when and what each record is: a diff's window
+/// reads every record of its blocks, and a resourceVersion is an allocation
+/// each. A damaged block is refused all the same.
+pub fn columns_without_versions(codec: &mut Codec, frame: &[u8]) -> Result<Columns, BlockError> {
+    decode_columns(codec, frame, false)
+}
+
+fn decode_columns(codec: &mut Codec, frame: &[u8], versions: bool) -> Result<Columns, BlockError> {
     let cols = codec.decode_declared(frame)?;
     let mut r = Reader::new(&cols);
     if r.byte()? != LAYOUT {
@@ -315,9 +327,14 @@ pub fn columns(codec: &mut Codec, frame: &[u8]) -> Result<Columns, BlockError> {
             0 => None,
             1 => {
                 rv = rv.wrapping_add(unzigzag(r.varint()?));
-                Some(rv.to_string())
+                versions.then(|| rv.to_string())
             }
-            2 => Some(r.text()?),
+            2 if versions => Some(r.text()?),
+            2 => {
+                let n = r.varint()?;
+                std::str::from_utf8(r.bytes(n)?).map_err(|_| Damaged("text is not UTF-8"))?;
+                None
+            }
             _ => return Err(BlockError::Damaged("resourceVersion")),
         };
         let body = match flags >> 6 & 3 {
@@ -500,6 +517,18 @@ mod tests {
                 .iter()
                 .map(|r| r.with_body(r.body.as_deref()))
                 .collect();
+            // Read without their resourceVersions, the same records but for them.
+            let mut codec = Codec::new();
+            let block = encode(&mut codec, &borrowed, None).unwrap();
+            let all = columns(&mut codec, &block.columns).unwrap();
+            let heads = columns_without_versions(&mut codec, &block.columns).unwrap();
+            prop_assert_eq!(heads.raw_len, all.raw_len);
+            let unversioned: Vec<_> = all
+                .records
+                .into_iter()
+                .map(|r| ColdRecord { resource_version: None, ..r })
+                .collect();
+            prop_assert_eq!(heads.records, unversioned);
             prop_assert_eq!(round_trip(&borrowed, None), records);
         }
 
@@ -507,9 +536,31 @@ mod tests {
         fn damaged_columns_are_errors_not_panics(data in prop::collection::vec(any::<u8>(), 0..300)) {
             let mut codec = Codec::new();
             let frame = codec.keyframe(&data, None, Pace::Live).unwrap();
-            let _ = columns(&mut codec, &frame);
-            let _ = columns(&mut codec, &data);
+            // Both ways of reading columns refuse the same damage.
+            for cols in [&frame, &data] {
+                prop_assert_eq!(
+                    columns(&mut codec, cols).is_ok(),
+                    columns_without_versions(&mut codec, cols).is_ok()
+                );
+            }
             let _ = bodies(&mut codec, &data, data.len(), None);
+        }
+    }
+
+    #[test]
+    fn a_resource_version_that_is_not_text_is_refused_when_not_read_too() {
+        let body = br#"{"a":1}"#;
+        let mut codec = Codec::new();
+        let block = encode(&mut codec, &[record(5, "v-xyz", body)], None).unwrap();
+        let mut cols = codec.decode_declared(&block.columns).unwrap();
+        let at = cols.windows(5).position(|w| w == b"v-xyz").unwrap();
+        cols[at..at + 5].copy_from_slice(&[0xff, 0xfe, 0xfd, 0xfc, 0xfb]);
+        let damaged = codec.keyframe(&cols, None, Pace::Live).unwrap();
+        for read in [columns, columns_without_versions] {
+            assert!(matches!(
+                read(&mut codec, &damaged),
+                Err(BlockError::Damaged("text is not UTF-8"))
+            ));
         }
     }
 

@@ -570,8 +570,26 @@ impl Journal {
             .map_err(|e| self.err(e))?;
         // Bounded by the object's blocks.
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            let versions = self.block_versions(row, object)?;
-            for v in versions.into_iter().rev().filter(|v| v.seq <= bound) {
+            let (id, stream): (i64, StreamId) =
+                (|| Ok::<_, rusqlite::Error>((row.get(0)?, row.get(2)?)))()
+                    .map_err(|e| self.err(e))?;
+            let frame = match row.get_ref(1).map_err(|e| self.err(e))? {
+                rusqlite::types::ValueRef::Blob(b) => b,
+                _ => &[],
+            };
+            let cols = self.block_columns(id, frame)?;
+            // Newest first, and only those visited made into versions: a
+            // walk most often stops at the first, of up to
+            // [`block::BLOCK_VERSIONS`] (a diff walks twice for each object).
+            let records = cols.records.iter().zip(cols.ordinals.iter().copied());
+            for (r, ordinal) in records.rev().filter(|(r, _)| r.seq <= bound) {
+                let v = self.cold_version(ColdRow {
+                    stream,
+                    object,
+                    block: id,
+                    body: ordinal.map(|o| block::cold_body_id(id, o)),
+                    record: r.with_body(None),
+                })?;
                 if visit(v).is_break() {
                     return Ok(());
                 }
@@ -1205,7 +1223,7 @@ impl Journal {
             records.clear();
             {
                 let mut cache = self.cold.borrow_mut();
-                let cols = block::columns(&mut cache.codec, frame)
+                let cols = block::columns_without_versions(&mut cache.codec, frame)
                     .map_err(|e| self.damaged_block(id, e))?;
                 records.extend(cols.records.into_iter().map(|c| {
                     let watch_type = c.watch_type.and_then(WatchType::from_code);
