@@ -50,6 +50,45 @@ pub fn pack_at_write() -> bool {
 /// See [`pack_at_write`].
 pub const DEBUG_PACK_ENV: &str = "KRPLY_DEBUG_PACK";
 
+/// A watched version of an object whose keyframe takes at most this many
+/// bytes (compressed, most often with its stream's dictionary) becomes a
+/// keyframe of its own rather than a delta, when the writer does not pack
+/// ([`small_keyframes`]). On W-wide's Deployments such a keyframe takes about
+/// 1.8 µs and 121-134 bytes; a delta 3.2 µs and 64 bytes, and the decoding of
+/// its keyframe 0.75 µs more when that is not cached (most are not: 20,000
+/// objects). The bytes a version takes more last until the fold behind the
+/// writer takes it into a block (docs/journal.md, "Small keyframes").
+pub const SMALL_KEYFRAME_BYTES: usize = 256;
+
+/// The largest keyframe a writer makes again rather than a delta against:
+/// [`SMALL_KEYFRAME_BYTES`] for one that does not pack (it folds behind
+/// itself, which keeps versions together in blocks); none (0) for one that
+/// packs (`import`: packs keep its deltas together until a recorder of the
+/// stream folds them). A debug build takes another bound from
+/// [`DEBUG_SMALL_KEYFRAME_ENV`] (the truth checker's histories draw 0, as
+/// recorders before 2026-12-06 wrote, or the product's).
+pub fn small_keyframes(packing: bool) -> usize {
+    if packing {
+        return 0;
+    }
+    let debug = cfg!(debug_assertions)
+        .then(|| std::env::var(DEBUG_SMALL_KEYFRAME_ENV).ok()?.parse().ok())
+        .flatten();
+    debug.unwrap_or(SMALL_KEYFRAME_BYTES)
+}
+
+/// See [`small_keyframes`].
+pub const DEBUG_SMALL_KEYFRAME_ENV: &str = "KRPLY_DEBUG_SMALL_KEYFRAME_BYTES";
+
+/// Whether the next version of an object, at `pace`, is stored as a new
+/// keyframe without a delta being tried against its keyframe of
+/// `keyframe_len` bytes, by a writer that makes keyframes of up to `up_to`
+/// bytes again ([`small_keyframes`]): only a watched version (a list's item
+/// is compressed harder, and costs more than a delta).
+pub fn keyframe_again(pace: Pace, keyframe_len: usize, up_to: usize) -> bool {
+    pace == Pace::Live && keyframe_len <= up_to
+}
+
 /// Versions packed into one zstd frame: 16 versions of a 3.4 KB Deployment take
 /// about 15 bytes each (a delta alone about 60), and reading one of them means
 /// decompressing about 55 KB. See docs/journal.md, "Packs".
@@ -217,8 +256,12 @@ pub struct BodyStore {
     objects: IdMap<i64, ObjState>,
     dicts: HashMap<StreamId, StreamDict>,
     decoders: HashMap<i64, Arc<DecoderDict>>,
-    /// Whether older versions are packed (on, but for comparisons).
+    /// Whether older versions are packed as they are written
+    /// ([`pack_at_write`]; `import` packs).
     pack: bool,
+    /// The largest keyframe made again rather than a delta against
+    /// ([`small_keyframes`]).
+    small_keyframes: usize,
     slots: Slots,
     /// The last resourceVersion of objects whose last version is kept in a
     /// block (docs/journal.md, "Cold history in blocks"), until this run
@@ -252,6 +295,7 @@ impl BodyStore {
     pub fn new(path: PathBuf, pack: bool) -> BodyStore {
         BodyStore {
             pack,
+            small_keyframes: small_keyframes(pack),
             path,
             codec: Codec::new(),
             keyframes: KeyframeCache::new(KEYFRAME_CACHE_BYTES),
@@ -355,12 +399,17 @@ impl BodyStore {
                     changed_for_diff,
                 });
             }
-            let base = self.keyframe_raw(tx, &s.keyframe)?;
-            let delta = self
-                .codec
-                .delta(raw, &base)
-                .map_err(|e| self.codec_err(e))?;
-            if keep_delta(delta.len(), s.keyframe.data.len()) {
+            let delta = if keyframe_again(pace, s.keyframe.data.len(), self.small_keyframes) {
+                None
+            } else {
+                let base = self.keyframe_raw(tx, &s.keyframe)?;
+                let delta = self
+                    .codec
+                    .delta(raw, &base)
+                    .map_err(|e| self.codec_err(e))?;
+                keep_delta(delta.len(), s.keyframe.data.len()).then_some(delta)
+            };
+            if let Some(delta) = delta {
                 let waiting = if self.pack {
                     self.slots.insert(tx, &delta).map_err(|e| self.sqlite(e))?
                 } else {
@@ -421,7 +470,11 @@ impl BodyStore {
             .map_err(|e| self.codec_err(e))?;
         let dict_id = dict.map(|d| d.id);
         let id = insert_body(tx, None, dict_id, raw.len(), &frame).map_err(|e| self.sqlite(e))?;
-        self.keyframes.insert(id, raw.into());
+        // Decoded copies are kept of the keyframes later versions may be
+        // deltas against: not of small ones.
+        if !keyframe_again(Pace::Live, frame.len(), self.small_keyframes) {
+            self.keyframes.insert(id, raw.into());
+        }
         self.objects.insert(
             object,
             ObjState {
@@ -910,6 +963,16 @@ mod tests {
         assert!(!is_surely_new("10", "+11"), "not plain digits: looked up");
         assert!(!is_surely_new("10", "011"), "a leading zero: looked up");
         assert!(!is_surely_new("", ""));
+    }
+
+    #[test]
+    fn only_a_watched_version_of_an_object_with_a_small_keyframe_is_a_keyframe_again() {
+        let up_to = small_keyframes(false);
+        assert_eq!(small_keyframes(true), 0, "a packing writer keeps deltas");
+        assert!(keyframe_again(Pace::Live, up_to, up_to));
+        assert!(!keyframe_again(Pace::Live, up_to + 1, up_to));
+        assert!(!keyframe_again(Pace::Listed, 40, up_to), "a list's item");
+        assert!(!keyframe_again(Pace::Live, 40, 0), "none made again");
     }
 
     #[test]

@@ -2147,12 +2147,100 @@ mod tests {
         }
     }
 
+    /// A version of ConfigMap `name` with 600 characters of its own that no
+    /// dictionary knows: its keyframe takes more than
+    /// [`crate::journal::bodies::SMALL_KEYFRAME_BYTES`].
+    fn large_body(name: &str, rv: &str) -> Vec<u8> {
+        let seed = name.bytes().map(u64::from).sum();
+        body(name, rv, &format!("{rv}{}", noise(seed, 600)))
+    }
+
+    fn large_event(stream: StreamId, at: i64, name: &str, rv: &str) -> Op {
+        Op::Event {
+            stream,
+            at,
+            watch_type: WatchType::Modified,
+            meta: meta(name, rv),
+            body: large_body(name, rv),
+        }
+    }
+
+    /// Each event's body row: (its keyframe's row when it is a delta, the
+    /// bytes it takes), by object name, in journal order.
+    fn event_rows(journal: &Journal, name: &str) -> Vec<(Option<i64>, i64)> {
+        journal
+            .conn()
+            .prepare(&format!(
+                "SELECT b.base_id, length(b.data) FROM records r
+                 JOIN objects o ON o.id = r.object_id JOIN bodies b ON b.id = r.body_id
+                 WHERE r.kind = {} AND o.name = ?1 ORDER BY r.seq",
+                kind::EVENT
+            ))
+            .unwrap()
+            .query_map([name], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_recorder_keyframes_a_small_object_again_and_deltas_a_large_one() {
+        use crate::journal::bodies::SMALL_KEYFRAME_BYTES;
+        use crate::journal::versions::Decoder;
+        for pack in [false, true] {
+            let (dir, stream) = configmap_stream();
+            let path = dir.path().join("journal.db");
+            let mut ops = Vec::new();
+            for i in 0..5 {
+                let rv = format!("{}", 100 + i);
+                ops.push(event(stream, 2 * i, "small", &rv));
+                ops.push(large_event(stream, 2 * i + 1, "large", &rv));
+            }
+            write_all_packing(&path, ops, pack);
+            let journal = Journal::open(&path).unwrap();
+            let small = event_rows(&journal, "small");
+            let large = event_rows(&journal, "large");
+            assert_eq!((small.len(), large.len()), (5, 5));
+            assert!(
+                small[0].0.is_none() && large[0].0.is_none(),
+                "new: keyframes"
+            );
+            assert!(small[0].1 <= SMALL_KEYFRAME_BYTES as i64, "{small:?}");
+            assert!(large[0].1 > SMALL_KEYFRAME_BYTES as i64, "{large:?}");
+            // A large keyframe is worth a delta, packing or not; a small one
+            // is made again by a recorder (it does not pack), and is a delta's
+            // base for `import` (it does).
+            assert!(
+                large[1..].iter().all(|(base, _)| base.is_some()),
+                "{large:?}"
+            );
+            assert!(
+                small[1..].iter().all(|(base, _)| base.is_some() == pack),
+                "packing {pack}: {small:?}"
+            );
+            let mut decoder = Decoder::default();
+            let versions = every_version(&journal);
+            assert_eq!(versions.len(), 10);
+            for (i, id) in event_bodies(&journal).into_iter().enumerate() {
+                let rv = format!("{}", 100 + i / 2);
+                let want = if i % 2 == 0 {
+                    body("small", &rv, &rv)
+                } else {
+                    large_body("large", &rv)
+                };
+                let stored = journal.stored_body(id, None).unwrap();
+                assert_eq!(decoder.decode(&stored).unwrap(), want, "event {i}");
+            }
+        }
+    }
+
     #[test]
     fn a_run_that_does_not_pack_goes_on_from_one_that_did_and_every_version_comes_back() {
         use crate::journal::versions::Decoder;
         let (dir, stream) = configmap_stream();
         let path = dir.path().join("journal.db");
-        let version = |i: usize| event(stream, i as i64, "a", &format!("{}", 100 + i));
+        // Large versions: a run that does not pack makes deltas of them.
+        let version = |i: usize| large_event(stream, i as i64, "a", &format!("{}", 100 + i));
         // A recorder from before blocks packs and leaves deltas waiting; the
         // next one does not pack, and its deltas are against the same
         // keyframe; then a stop folds it all.
@@ -2176,15 +2264,21 @@ mod tests {
                 let stored = j.stored_body(id, None).unwrap();
                 assert_eq!(
                     decoder.decode(&stored).unwrap(),
-                    body("a", &rv, &rv),
+                    large_body("a", &rv),
                     "version {i}"
                 );
             }
         };
         let reader = Journal::open(&path).unwrap();
-        // The second run packed nothing and left the first run's as they were.
+        // The second run packed nothing and left the first run's as they were;
+        // its versions are deltas against the first run's keyframe.
         assert_eq!(count(&reader, "SELECT count(*) FROM packs"), packs);
         assert_eq!(count(&reader, "SELECT count(*) FROM waiting"), waiting);
+        let (rows, first) = (event_rows(&reader, "a"), event_bodies(&reader)[0]);
+        assert!(
+            rows[8..].iter().all(|(base, _)| *base == Some(first)),
+            "{rows:?}"
+        );
         check(&reader);
         let before = every_version(&reader);
         let object: i64 = count(&reader, "SELECT id FROM objects");

@@ -212,6 +212,13 @@ pub struct History {
     /// recorders before blocks did (`KRPLY_DEBUG_PACK`): their journals must
     /// answer as the product's own do.
     pub pack_at_write: bool,
+    /// The largest keyframe its recorders make again rather than a delta
+    /// against, when they do not pack (`KRPLY_DEBUG_SMALL_KEYFRAME_BYTES`;
+    /// docs/journal.md, "Small keyframes"): `Some(0)` as recorders before
+    /// 2026-12-06 wrote, every changed version a delta when it is worth
+    /// one; `None`: the product's, which makes most of a history's small
+    /// objects' versions keyframes.
+    pub small_keyframe_bytes: Option<usize>,
     /// How many records a replay may read per object of the stream before
     /// the state at a time is looked up object by object instead
     /// (`KRPLY_DEBUG_SEEK_RECORDS`); `None`: the product's, which on a
@@ -361,6 +368,9 @@ pub fn history(seed: u64) -> History {
     let fold_after_ms = [None, Some(0), Some(30), Some(300)][Rng::new(seed ^ 0x00f0_1d00).below(4)];
     // And for packing as recorders wrote before blocks: half.
     let pack_at_write = Rng::new(seed ^ 0x0000_9ac4).chance(50);
+    // And for the keyframes made again by recorders that do not pack: half
+    // as the product makes them, half never.
+    let small_keyframe_bytes = [None, Some(0)][Rng::new(seed ^ 0x0005_3a11).below(2)];
     History {
         seed,
         steps,
@@ -368,6 +378,7 @@ pub fn history(seed: u64) -> History {
         audit_pieces,
         fold_after_ms,
         pack_at_write,
+        small_keyframe_bytes,
         seek_records,
     }
 }

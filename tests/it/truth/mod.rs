@@ -124,6 +124,7 @@ fn check_seed(seed: u64, on: On) -> Outcome {
         history.seek_records = None;
         history.fold_after_ms = None;
         history.pack_at_write = true;
+        history.small_keyframe_bytes = None;
     }
     let (history, play) = match on {
         On::Simulator | On::SimulatorAsKept => {
@@ -133,6 +134,7 @@ fn check_seed(seed: u64, on: On) -> Outcome {
                 history.seek_records,
                 history.fold_after_ms,
                 history.pack_at_write,
+                history.small_keyframe_bytes,
             );
             (history, Ok(play))
         }

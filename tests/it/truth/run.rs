@@ -110,19 +110,28 @@ impl Play {
     /// ([`super::histories::History::seek_records`]), and recorders folding
     /// behind themselves what is `fold_after_ms` old
     /// ([`super::histories::History::fold_after_ms`]), packing as they write
-    /// when `pack_at_write` ([`super::histories::History::pack_at_write`]).
+    /// when `pack_at_write` ([`super::histories::History::pack_at_write`]),
+    /// else making keyframes of up to `small_keyframe_bytes` again
+    /// ([`super::histories::History::small_keyframe_bytes`]).
     pub fn new(
         zone_bits: Option<u32>,
         audit_pack_writes: Option<usize>,
         seek_records: Option<i64>,
         fold_after_ms: Option<u64>,
         pack_at_write: bool,
+        small_keyframe_bytes: Option<usize>,
     ) -> Play {
         let mut sandbox = Sandbox::new();
         if pack_at_write {
             sandbox
                 .extra_env
                 .push((krply::journal::bodies::DEBUG_PACK_ENV.into(), "1".into()));
+        }
+        if let Some(bytes) = small_keyframe_bytes {
+            sandbox.extra_env.push((
+                krply::journal::bodies::DEBUG_SMALL_KEYFRAME_ENV.into(),
+                bytes.to_string().into(),
+            ));
         }
         if let Some(ms) = fold_after_ms {
             sandbox.extra_env.push((
