@@ -53,7 +53,8 @@ pub const DEBUG_PACK_ENV: &str = "KRPLY_DEBUG_PACK";
 /// A watched version of an object whose keyframe takes at most this many
 /// bytes (compressed, most often with its stream's dictionary) becomes a
 /// keyframe of its own rather than a delta, when the writer does not pack
-/// ([`small_keyframes`]). On W-wide's Deployments such a keyframe takes about
+/// ([`small_keyframes`]) and that keyframe is not at hand ([`keyframe_again`]).
+/// On W-wide's Deployments such a keyframe takes about
 /// 1.8 µs and 121-134 bytes; a delta 3.2 µs and 64 bytes, and the decoding of
 /// its keyframe 0.75 µs more when that is not cached (most are not: 20,000
 /// objects). The bytes a version takes more last until the fold behind the
@@ -84,9 +85,14 @@ pub const DEBUG_SMALL_KEYFRAME_ENV: &str = "KRPLY_DEBUG_SMALL_KEYFRAME_BYTES";
 /// keyframe without a delta being tried against its keyframe of
 /// `keyframe_len` bytes, by a writer that makes keyframes of up to `up_to`
 /// bytes again ([`small_keyframes`]): only a watched version (a list's item
-/// is compressed harder, and costs more than a delta).
-pub fn keyframe_again(pace: Pace, keyframe_len: usize, up_to: usize) -> bool {
-    pace == Pace::Live && keyframe_len <= up_to
+/// is compressed harder, and costs more than a delta), and only when its
+/// keyframe is not `at_hand`: decoded, or likely still so because the
+/// object changed a short while ago. A delta against a decoded keyframe
+/// costs about what a new keyframe does: W-deep's 500 hot objects keep
+/// theirs decoded, and making theirs again took its writer 15 % more. A new
+/// keyframe is kept decoded when it is not one that would be made again.
+pub fn keyframe_again(pace: Pace, keyframe_len: usize, up_to: usize, at_hand: bool) -> bool {
+    pace == Pace::Live && keyframe_len <= up_to && !at_hand
 }
 
 /// Versions packed into one zstd frame: 16 versions of a 3.4 KB Deployment take
@@ -240,6 +246,9 @@ struct ObjState {
     /// The digest of what a default diff compares in the last version, when
     /// this run stored it (docs/journal.md, "Status-only changes").
     diff_digest: Option<u64>,
+    /// [`BodyStore::versions`] when this run stored its last version; `None`
+    /// when an earlier run did.
+    stored_at: Option<u64>,
 }
 
 /// Only ever compared in this process, never stored: foldhash rather than
@@ -262,6 +271,8 @@ pub struct BodyStore {
     /// The largest keyframe made again rather than a delta against
     /// ([`small_keyframes`]).
     small_keyframes: usize,
+    /// The versions this run was given to store.
+    versions: u64,
     slots: Slots,
     /// The last resourceVersion of objects whose last version is kept in a
     /// block (docs/journal.md, "Cold history in blocks"), until this run
@@ -296,6 +307,7 @@ impl BodyStore {
         BodyStore {
             pack,
             small_keyframes: small_keyframes(pack),
+            versions: 0,
             path,
             codec: Codec::new(),
             keyframes: KeyframeCache::new(KEYFRAME_CACHE_BYTES),
@@ -379,6 +391,13 @@ impl BodyStore {
         let digest = hash(raw);
         // Taken out and put back: no copy of the state per event.
         let state = self.objects.remove(&object);
+        // Changed again soon enough that its keyframe, decoded, is likely
+        // still among those kept (2 MiB of them): W-deep's 500 objects are,
+        // W-wide's 20,000 are not.
+        let hot = state.as_ref().and_then(|s| s.stored_at).is_some_and(|at| {
+            self.versions - at <= (KEYFRAME_CACHE_BYTES / raw.len().max(1)) as u64
+        });
+        self.versions += 1;
         let previous = state.as_ref().map(|s| s.body);
         let previous_digest = state.as_ref().and_then(|s| s.diff_digest);
         let (same_for_diff, changed_for_diff) = match (previous_digest, diff_digest) {
@@ -399,10 +418,24 @@ impl BodyStore {
                     changed_for_diff,
                 });
             }
-            let delta = if keyframe_again(pace, s.keyframe.data.len(), self.small_keyframes) {
+            let decoded = if hot {
                 None
             } else {
-                let base = self.keyframe_raw(tx, &s.keyframe)?;
+                self.keyframes.get(s.keyframe.id)
+            };
+            let again = keyframe_again(
+                pace,
+                s.keyframe.data.len(),
+                self.small_keyframes,
+                hot || decoded.is_some(),
+            );
+            let delta = if again {
+                None
+            } else {
+                let base = match decoded {
+                    Some(base) => base,
+                    None => self.keyframe_raw(tx, &s.keyframe)?,
+                };
                 let delta = self
                     .codec
                     .delta(raw, &base)
@@ -444,6 +477,7 @@ impl BodyStore {
                         unpacked,
                         deltas: s.deltas + 1,
                         diff_digest,
+                        stored_at: Some(self.versions),
                     },
                 );
                 return Ok(Stored {
@@ -470,9 +504,8 @@ impl BodyStore {
             .map_err(|e| self.codec_err(e))?;
         let dict_id = dict.map(|d| d.id);
         let id = insert_body(tx, None, dict_id, raw.len(), &frame).map_err(|e| self.sqlite(e))?;
-        // Decoded copies are kept of the keyframes later versions may be
-        // deltas against: not of small ones.
-        if !keyframe_again(Pace::Live, frame.len(), self.small_keyframes) {
+        // Kept decoded when a later version may be a delta against it.
+        if !keyframe_again(Pace::Live, frame.len(), self.small_keyframes, hot) {
             self.keyframes.insert(id, raw.into());
         }
         self.objects.insert(
@@ -490,6 +523,7 @@ impl BodyStore {
                 unpacked: Vec::new(),
                 deltas: 0,
                 diff_digest,
+                stored_at: Some(self.versions),
             },
         );
         Ok(Stored {
@@ -753,6 +787,7 @@ impl BodyStore {
                 // Digests are of this process only: the next version is
                 // compared as usual.
                 diff_digest: None,
+                stored_at: None,
             },
         );
         Ok(())
@@ -966,13 +1001,20 @@ mod tests {
     }
 
     #[test]
-    fn only_a_watched_version_of_an_object_with_a_small_keyframe_is_a_keyframe_again() {
+    fn only_a_watched_version_of_an_object_with_a_small_keyframe_not_at_hand_is_a_keyframe_again() {
         let up_to = small_keyframes(false);
         assert_eq!(small_keyframes(true), 0, "a packing writer keeps deltas");
-        assert!(keyframe_again(Pace::Live, up_to, up_to));
-        assert!(!keyframe_again(Pace::Live, up_to + 1, up_to));
-        assert!(!keyframe_again(Pace::Listed, 40, up_to), "a list's item");
-        assert!(!keyframe_again(Pace::Live, 40, 0), "none made again");
+        assert!(keyframe_again(Pace::Live, up_to, up_to, false));
+        assert!(!keyframe_again(Pace::Live, up_to + 1, up_to, false));
+        assert!(
+            !keyframe_again(Pace::Listed, 40, up_to, false),
+            "a list's item"
+        );
+        assert!(!keyframe_again(Pace::Live, 40, 0, false), "none made again");
+        assert!(
+            !keyframe_again(Pace::Live, 40, up_to, true),
+            "decoded at hand"
+        );
     }
 
     #[test]

@@ -2184,52 +2184,88 @@ mod tests {
     }
 
     #[test]
-    fn a_recorder_keyframes_a_small_object_again_and_deltas_a_large_one() {
+    fn a_recorder_keyframes_again_a_small_object_whose_keyframe_is_not_at_hand() {
         use crate::journal::bodies::SMALL_KEYFRAME_BYTES;
         use crate::journal::versions::Decoder;
+        // 10,000 small objects changed once each, in turn: by the time one
+        // changes again, 10,000 versions later, its keyframe is no longer
+        // among the 2 MiB the writer keeps decoded (as on W-wide). One hot
+        // object changes every 250 versions, and one large object every
+        // 1,000.
+        const MANY: usize = 10_000;
+        let name_of = |k: usize| format!("m-{k}");
         for pack in [false, true] {
             let (dir, stream) = configmap_stream();
             let path = dir.path().join("journal.db");
             let mut ops = Vec::new();
-            for i in 0..5 {
-                let rv = format!("{}", 100 + i);
-                ops.push(event(stream, 2 * i, "small", &rv));
-                ops.push(large_event(stream, 2 * i + 1, "large", &rv));
+            let mut hot = 0;
+            let mut large = 0;
+            for i in 0..2 * MANY {
+                let (k, rv) = (i % MANY, format!("{}", 100 + i / MANY));
+                ops.push(event(stream, ops.len() as i64, &name_of(k), &rv));
+                if i % 250 == 0 {
+                    ops.push(event(
+                        stream,
+                        ops.len() as i64,
+                        "hot",
+                        &format!("{}", 100 + hot),
+                    ));
+                    hot += 1;
+                }
+                if i % 1_000 == 0 {
+                    let rv = format!("{}", 100 + large);
+                    ops.push(large_event(stream, ops.len() as i64, "large", &rv));
+                    large += 1;
+                }
             }
             write_all_packing(&path, ops, pack);
             let journal = Journal::open(&path).unwrap();
-            let small = event_rows(&journal, "small");
-            let large = event_rows(&journal, "large");
-            assert_eq!((small.len(), large.len()), (5, 5));
-            assert!(
-                small[0].0.is_none() && large[0].0.is_none(),
-                "new: keyframes"
-            );
-            assert!(small[0].1 <= SMALL_KEYFRAME_BYTES as i64, "{small:?}");
-            assert!(large[0].1 > SMALL_KEYFRAME_BYTES as i64, "{large:?}");
-            // A large keyframe is worth a delta, packing or not; a small one
-            // is made again by a recorder (it does not pack), and is a delta's
-            // base for `import` (it does).
-            assert!(
-                large[1..].iter().all(|(base, _)| base.is_some()),
-                "{large:?}"
-            );
-            assert!(
-                small[1..].iter().all(|(base, _)| base.is_some() == pack),
-                "packing {pack}: {small:?}"
-            );
+            let deltas = |rows: &[(Option<i64>, i64)]| rows[1..].iter().all(|(b, _)| b.is_some());
+            // A large keyframe is worth a delta, and so is one decoded at
+            // hand; a small one no longer decoded is made again by a
+            // recorder (it does not pack), and is a delta's base for
+            // `import` (it does).
+            let (hot, large) = (event_rows(&journal, "hot"), event_rows(&journal, "large"));
+            assert!(large[0].0.is_none() && large[0].1 > SMALL_KEYFRAME_BYTES as i64);
+            assert!(deltas(&large), "{large:?}");
+            assert!(deltas(&hot), "{hot:?}");
+            for k in [0, 1, MANY / 2, MANY - 1] {
+                let rows = event_rows(&journal, &name_of(k));
+                assert_eq!(rows.len(), 2);
+                assert!(rows[0].0.is_none() && rows[0].1 <= SMALL_KEYFRAME_BYTES as i64);
+                assert_eq!(rows[1].0.is_some(), pack, "packing {pack}, {k}: {rows:?}");
+            }
+            let again: i64 = journal
+                .conn()
+                .query_row(
+                    "SELECT count(*) FROM bodies WHERE base_id IS NULL",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            let keyframes = 2 + MANY as i64 * if pack { 1 } else { 2 };
+            assert_eq!(again, keyframes, "packing {pack}");
             let mut decoder = Decoder::default();
-            let versions = every_version(&journal);
-            assert_eq!(versions.len(), 10);
-            for (i, id) in event_bodies(&journal).into_iter().enumerate() {
-                let rv = format!("{}", 100 + i / 2);
-                let want = if i % 2 == 0 {
-                    body("small", &rv, &rv)
-                } else {
-                    large_body("large", &rv)
-                };
-                let stored = journal.stored_body(id, None).unwrap();
-                assert_eq!(decoder.decode(&stored).unwrap(), want, "event {i}");
+            let mut hot = 0;
+            let mut large = 0;
+            let ids = event_bodies(&journal);
+            let mut ids = ids.into_iter();
+            for i in 0..2 * MANY {
+                let (k, rv) = (i % MANY, format!("{}", 100 + i / MANY));
+                let mut expect = vec![body(&name_of(k), &rv, &rv)];
+                if i % 250 == 0 {
+                    let rv = format!("{}", 100 + hot);
+                    expect.push(body("hot", &rv, &rv));
+                    hot += 1;
+                }
+                if i % 1_000 == 0 {
+                    expect.push(large_body("large", &format!("{}", 100 + large)));
+                    large += 1;
+                }
+                for want in expect {
+                    let stored = journal.stored_body(ids.next().unwrap(), None).unwrap();
+                    assert_eq!(decoder.decode(&stored).unwrap(), want, "event {i}");
+                }
             }
         }
     }
