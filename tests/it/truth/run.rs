@@ -658,47 +658,38 @@ fn lists(journal: &Path, stream: &str) -> u64 {
 /// Whether the stream made a durable point (a baseline or a checkpoint)
 /// stamped after `at`.
 fn durable_after(journal: &Path, stream: &str, at: i64) -> bool {
-    let Some(conn) = read(journal) else {
-        return false;
-    };
-    let Some(id) = stream_id(&conn, stream) else {
-        return false;
-    };
-    conn.query_row(
-        &format!(
-            "SELECT 1 FROM records WHERE stream_id = ?1 AND kind IN ({}, {}) AND observed_at > ?2",
-            krply::journal::schema::kind::BASELINE,
-            krply::journal::schema::kind::CHECKPOINT
-        ),
-        rusqlite::params![id, at],
-        |_| Ok(()),
-    )
-    .optional()
-    .ok()
-    .flatten()
-    .is_some()
+    let sql = format!(
+        "SELECT 1 FROM records WHERE stream_id = ?1 AND kind IN ({}, {}) AND observed_at > ?2",
+        krply::journal::schema::kind::BASELINE,
+        krply::journal::schema::kind::CHECKPOINT
+    );
+    stream_holds(journal, stream, &sql, &at)
 }
 
 /// Whether the stream journaled an event of resourceVersion `rv`.
 fn journaled(journal: &Path, stream: &str, rv: &str) -> bool {
+    let sql = format!(
+        "SELECT 1 FROM records WHERE stream_id = ?1 AND kind = {} AND resource_version = ?2",
+        krply::journal::schema::kind::EVENT
+    );
+    stream_holds(journal, stream, &sql, &rv)
+}
+
+/// Whether `sql` finds a row, with `?1` the id of the stream recorded here
+/// with this name and `?2` `arg`; false while the journal or the stream is
+/// not there yet.
+fn stream_holds(journal: &Path, stream: &str, sql: &str, arg: &dyn rusqlite::ToSql) -> bool {
     let Some(conn) = read(journal) else {
         return false;
     };
     let Some(id) = stream_id(&conn, stream) else {
         return false;
     };
-    conn.query_row(
-        &format!(
-            "SELECT 1 FROM records WHERE stream_id = ?1 AND kind = {} AND resource_version = ?2",
-            krply::journal::schema::kind::EVENT
-        ),
-        rusqlite::params![id, rv],
-        |_| Ok(()),
-    )
-    .optional()
-    .ok()
-    .flatten()
-    .is_some()
+    conn.query_row(sql, rusqlite::params![id, arg], |_| Ok(()))
+        .optional()
+        .ok()
+        .flatten()
+        .is_some()
 }
 
 /// The id of the stream recorded here (not imported) with this name.
