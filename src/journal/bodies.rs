@@ -418,11 +418,7 @@ impl BodyStore {
                     changed_for_diff,
                 });
             }
-            let decoded = if hot {
-                None
-            } else {
-                self.keyframes.get(s.keyframe.id)
-            };
+            let decoded = self.keyframes.get(s.keyframe.id);
             let again = keyframe_again(
                 pace,
                 s.keyframe.data.len(),
