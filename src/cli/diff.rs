@@ -114,7 +114,8 @@ pub fn run(global: &GlobalArgs, args: DiffArgs) -> CliResult {
     match format {
         Format::Json | Format::Yaml => super::out_structured_list(
             format,
-            result.objects.iter().map(object_out).collect(),
+            &result.objects,
+            |o| object_out(o),
             |objects| DiffOut {
                 head: answer::WindowHead::new(&reader, &window, &result.completeness),
                 objects,

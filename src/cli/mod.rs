@@ -372,24 +372,29 @@ pub fn out_structured<T: serde::Serialize>(format: crate::render::Format, value:
     }
 }
 
-/// [`out_structured`] for an answer whose last field is a long list:
-/// `frame` makes the answer around the list it is given. JSON renders the
-/// list on several threads ([`crate::render::write_json_list`]); YAML is
-/// written whole.
-pub fn out_structured_list<F, T>(
+/// [`out_structured`] for an answer whose last field is a long list, made of
+/// `items` each as `item` shows it: `frame` makes the answer around the list
+/// it is given. JSON renders the list on several threads as it is written
+/// ([`crate::render::write_json_list`]), without a list of what `item` makes
+/// first; YAML is written whole.
+pub fn out_structured_list<'a, S, T, F>(
     format: crate::render::Format,
-    items: Vec<T>,
+    items: &'a [S],
+    item: impl Fn(&'a S) -> T + Sync,
     frame: impl FnOnce(Vec<T>) -> F,
 ) -> CliResult
 where
+    S: Sync,
+    T: serde::Serialize,
     F: serde::Serialize,
-    T: serde::Serialize + Sync,
 {
     if format == crate::render::Format::Json {
         let around = frame(Vec::new());
-        out_with(|w| crate::render::write_json_list(&around, &items, w))
+        out_with(|w| crate::render::write_json_list(&around, items, &item, w))
     } else {
-        out(&crate::render::yaml(&frame(items)))
+        out(&crate::render::yaml(&frame(
+            items.iter().map(item).collect(),
+        )))
     }
 }
 

@@ -164,17 +164,26 @@ pub fn write_json<T: Serialize, W: std::io::Write>(value: &T, mut w: W) -> std::
     w.write_all(b"\n")
 }
 
-/// Writes `frame` as [`write_json`] does, with `items` in place of the empty
-/// list its last field holds: the list an answer is made of (a `diff`'s
-/// objects), rendered in shares on several threads, then written in order.
-/// The bytes are those of `frame` holding `items` written by [`write_json`];
-/// on W-wide's 15,526 objects (9.9 MB) rendering took a fifth of `diff -o
-/// json` on one thread.
-pub fn write_json_list<F: Serialize, T: Serialize + Sync, W: std::io::Write>(
+/// Writes `frame` as [`write_json`] does, with `items`, each as `item` shows
+/// it, in place of the empty list its last field holds: the list an answer is
+/// made of (a `diff`'s objects), rendered in chunks on several threads and written in order as
+/// each is ready. The bytes are those of `frame` holding `items` written by
+/// [`write_json`]. On W-wide's 15,526 objects (9.9 MB) rendering took a fifth
+/// of `diff -o json` on one thread; rendered whole in two shares instead of
+/// chunks, the shares' growing buffers took a third of the command's page
+/// faults (docs/journal.md, "Where the time of each answer goes").
+pub fn write_json_list<'a, F, S, T, W>(
     frame: &F,
-    items: &[T],
+    items: &'a [S],
+    item: &(impl Fn(&'a S) -> T + Sync),
     mut w: W,
-) -> std::io::Result<()> {
+) -> std::io::Result<()>
+where
+    F: Serialize,
+    S: Sync,
+    T: Serialize,
+    W: std::io::Write,
+{
     /// How the pretty printer ends a value whose last field is an empty list.
     const EMPTY_LAST: &[u8] = b"[]\n}";
     let mut head = serde_json::to_vec_pretty(frame).map_err(std::io::Error::from)?;
@@ -188,48 +197,92 @@ pub fn write_json_list<F: Serialize, T: Serialize + Sync, W: std::io::Write>(
         ));
     }
     head.truncate(head.len() - EMPTY_LAST.len());
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-    let share = items.len().div_ceil(threads).max(JSON_SHARE_MIN);
-    let shares: Vec<std::io::Result<Vec<u8>>> = std::thread::scope(|scope| {
-        let rendering: Vec<_> = items
-            .chunks(share)
-            .skip(1)
-            .map(|chunk| scope.spawn(move || json_list_items(chunk)))
-            .collect();
-        let first = json_list_items(&items[..share.min(items.len())]);
-        std::iter::once(first)
-            .chain(rendering.into_iter().map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(std::io::Error::other("a rendering thread failed")))
-            }))
-            .collect()
-    });
     w.write_all(&head)?;
     w.write_all(b"[\n")?;
-    for (i, share) in shares.into_iter().enumerate() {
-        if i > 0 {
-            w.write_all(b",\n")?;
+    let chunks: Vec<&[S]> = items.chunks(JSON_CHUNK).collect();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get().min(4))
+        .min(chunks.len());
+    if threads < 2 {
+        let mut buf = Vec::new();
+        for (i, chunk) in chunks.iter().enumerate() {
+            buf.clear();
+            json_list_items(chunk, item, i == 0, &mut buf)?;
+            w.write_all(&buf)?;
         }
-        w.write_all(&share?)?;
+    } else {
+        write_chunks_in_order(&chunks, item, threads, &mut w)?;
     }
     w.write_all(b"\n  ]\n}\n")
 }
 
-/// Below this many items a list is rendered on one thread.
-const JSON_SHARE_MIN: usize = 256;
+/// Renders `chunks` on `threads` threads, thread `t` the chunks `t`, `t +
+/// threads`, ..., and writes each to `w` in order as it comes. Each thread
+/// has at most [`JSON_AHEAD`] chunks waiting to be written, and renders into
+/// buffers written before, given back: memory stays a few chunks whatever the
+/// answer. A failed write ends the threads (their sends fail).
+fn write_chunks_in_order<'a, S: Sync, T: Serialize>(
+    chunks: &[&'a [S]],
+    item: &(impl Fn(&'a S) -> T + Sync),
+    threads: usize,
+    w: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    use std::sync::mpsc;
+    std::thread::scope(|scope| {
+        let mut lanes = Vec::with_capacity(threads);
+        for t in 0..threads {
+            let (send, rendered) = mpsc::sync_channel::<std::io::Result<Vec<u8>>>(JSON_AHEAD);
+            let (give_back, returned) = mpsc::channel::<Vec<u8>>();
+            scope.spawn(move || {
+                for (i, chunk) in chunks.iter().enumerate().skip(t).step_by(threads) {
+                    let mut buf = returned.try_recv().unwrap_or_default();
+                    buf.clear();
+                    let done = json_list_items(chunk, item, i == 0, &mut buf).map(|()| buf);
+                    let failed = done.is_err();
+                    // The writer gave up: so does this thread.
+                    if send.send(done).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+            lanes.push((rendered, give_back));
+        }
+        for i in 0..chunks.len() {
+            let (rendered, give_back) = &lanes[i % threads];
+            let buf = rendered
+                .recv()
+                .unwrap_or_else(|_| Err(std::io::Error::other("a rendering thread failed")))?;
+            w.write_all(&buf)?;
+            // The thread may have ended: the buffer is then dropped here.
+            let _ = give_back.send(buf);
+        }
+        Ok(())
+    })
+}
 
-/// `items` as elements of a list that is a top-level field: each pretty
-/// printed, every line indented by two levels, separated by `,\n`.
-fn json_list_items<T: Serialize>(items: &[T]) -> std::io::Result<Vec<u8>> {
+/// Items rendered together, as one piece of output.
+const JSON_CHUNK: usize = 256;
+
+/// How many rendered chunks a rendering thread may have waiting to be written.
+const JSON_AHEAD: usize = 2;
+
+/// `items` as elements of a list that is a top-level field, appended to
+/// `out`: each pretty printed, every line indented by two levels, separated
+/// by `,\n` (also before the first, unless `first`).
+fn json_list_items<'a, S, T: Serialize>(
+    items: &'a [S],
+    item: impl Fn(&'a S) -> T,
+    first: bool,
+    out: &mut Vec<u8>,
+) -> std::io::Result<()> {
     const INDENT: &[u8] = b"    ";
-    let mut out = Vec::new();
     let mut one = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
+    for (i, x) in items.iter().enumerate() {
+        if i > 0 || !first {
             out.extend_from_slice(b",\n");
         }
         one.clear();
-        serde_json::to_writer_pretty(&mut one, item).map_err(std::io::Error::from)?;
+        serde_json::to_writer_pretty(&mut one, &item(x)).map_err(std::io::Error::from)?;
         // A JSON string holds no raw newline: every one is between lines.
         let mut rest = &one[..];
         while let Some(n) = memchr::memchr(b'\n', rest) {
@@ -240,7 +293,7 @@ fn json_list_items<T: Serialize>(items: &[T]) -> std::io::Result<Vec<u8>> {
         out.extend_from_slice(INDENT);
         out.extend_from_slice(rest);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// `value` as JSON for `-o json`, else as YAML (`-o yaml`).
@@ -355,7 +408,7 @@ mod tests {
                 "fields": [{"path": ".spec", "before": null, "after": [1, {"x": i}]}],
             })
         };
-        for n in [0, 1, 2, JSON_SHARE_MIN - 1, JSON_SHARE_MIN * 3 + 7] {
+        for n in [0, 1, 2, JSON_CHUNK - 1, JSON_CHUNK, JSON_CHUNK * 9 + 7] {
             let items: Vec<_> = (0..n).map(item).collect();
             let frame = |objects| Frame {
                 window: "1h",
@@ -365,11 +418,48 @@ mod tests {
             let mut whole = Vec::new();
             write_json(&frame(items.clone()), &mut whole).unwrap();
             let mut shares = Vec::new();
-            write_json_list(&frame(Vec::new()), &items, &mut shares).unwrap();
+            write_json_list(&frame(Vec::new()), &items, &|x| x, &mut shares).unwrap();
             assert_eq!(
                 String::from_utf8(shares).unwrap(),
                 String::from_utf8(whole).unwrap(),
                 "{n} items"
+            );
+        }
+    }
+
+    #[test]
+    fn a_writer_that_fails_ends_the_rendering_threads_with_its_error() {
+        /// Takes `left` bytes, then fails as a closed pipe does.
+        struct Closing {
+            left: usize,
+        }
+        impl std::io::Write for Closing {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                if self.left == 0 {
+                    return Err(std::io::ErrorKind::BrokenPipe.into());
+                }
+                let n = buf.len().min(self.left);
+                self.left -= n;
+                Ok(n)
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        #[derive(serde::Serialize)]
+        struct Frame {
+            objects: Vec<u64>,
+        }
+        let items: Vec<u64> = (0..JSON_CHUNK as u64 * 40).collect();
+        let frame = Frame {
+            objects: Vec::new(),
+        };
+        for left in [0, 10, 5_000, 100_000] {
+            let err = write_json_list(&frame, &items, &|x| x, Closing { left }).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                std::io::ErrorKind::BrokenPipe,
+                "after {left} bytes"
             );
         }
     }
@@ -385,7 +475,7 @@ mod tests {
             objects: Vec::new(),
             after: 1,
         };
-        let err = write_json_list(&frame, &[1], Vec::new()).unwrap_err();
+        let err = write_json_list(&frame, &[1], &|x| x, Vec::new()).unwrap_err();
         assert!(err.to_string().contains("internal error"), "{err}");
     }
 
