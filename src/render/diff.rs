@@ -147,8 +147,8 @@ mod tests {
         crate::render::clock::use_zone(true);
         let answer = DiffAnswer {
             objects: vec![
-                object("frontend", examples::two_fields()),
-                object("productcatalogservice", examples::image_change()),
+                Box::new(object("frontend", examples::two_fields())),
+                Box::new(object("productcatalogservice", examples::image_change())),
             ],
             completeness: Default::default(),
         };
