@@ -123,12 +123,13 @@ fn zstd_err(code: usize) -> CodecError {
     CodecError(zstd_safe::get_error_name(code).to_string())
 }
 
-/// Reusable compression and decompression contexts (one per thread). The
-/// compression context is made on first use: readers never compress, and
-/// making one per timeline was 3 % of a `log` over a day.
+/// Reusable compression and decompression contexts (one per thread). Each is
+/// made on first use: readers never compress, and making a compression
+/// context per timeline was 3 % of a `log` over a day; `status` opens the
+/// journal and decompresses nothing.
 pub struct Codec {
     cctx: Option<zstd_safe::CCtx<'static>>,
-    dctx: zstd_safe::DCtx<'static>,
+    dctx: Option<zstd_safe::DCtx<'static>>,
 }
 
 impl Default for Codec {
@@ -141,8 +142,12 @@ impl Codec {
     pub fn new() -> Codec {
         Codec {
             cctx: None,
-            dctx: zstd_safe::DCtx::create(),
+            dctx: None,
         }
+    }
+
+    fn dctx(&mut self) -> &mut zstd_safe::DCtx<'static> {
+        self.dctx.get_or_insert_with(zstd_safe::DCtx::create)
     }
 
     fn cctx(&mut self) -> &mut zstd_safe::CCtx<'static> {
@@ -186,7 +191,7 @@ impl Codec {
     ) -> Result<Vec<u8>, CodecError> {
         let mut out = output_for(data, raw_len)?;
         let written = self
-            .dctx
+            .dctx()
             .decompress_using_ddict(&mut out, data, ddict)
             .map_err(zstd_err)?;
         exact(out, written, raw_len)
@@ -221,8 +226,8 @@ impl Codec {
     ) -> Result<Vec<u8>, CodecError> {
         let mut out = output_for(data, raw_len)?;
         let written = match base {
-            None => self.dctx.decompress(&mut out, data),
-            Some(base) => self.dctx.decompress_using_dict(&mut out, data, base),
+            None => self.dctx().decompress(&mut out, data),
+            Some(base) => self.dctx().decompress_using_dict(&mut out, data, base),
         }
         .map_err(zstd_err)?;
         exact(out, written, raw_len)
