@@ -935,12 +935,24 @@ mod tests {
         );
         // Nothing more up to there: nothing happens.
         assert_eq!(journal.fold_object(a, mid).unwrap(), Folded::default());
+        // A reader in a snapshot keeps the object's blocks it found
+        // (`Journal::object_blocks`): it walks the same.
+        let reader = Journal::open(journal.path()).unwrap();
+        reader.begin_read().unwrap();
+        assert_eq!(walks(&reader, a, stream), walked[0]);
 
         // The rest: the short block is written again with it.
         let folded = journal.fold_object(a, i64::MAX).unwrap();
         assert_eq!((folded.records, folded.blocks), (52, 2));
         assert_eq!(history(&journal, a), before[0]);
         assert_eq!(walks(&journal, a, stream), walked[0]);
+        // The reader sees the fold only in its next snapshot, where the
+        // blocks it kept (the short one since replaced) are no longer used.
+        assert_eq!(walks(&reader, a, stream), walked[0], "the snapshot before");
+        reader.end_read();
+        reader.begin_read().unwrap();
+        assert_eq!(walks(&reader, a, stream), walked[0], "the next snapshot");
+        reader.end_read();
         assert_eq!(scans(&journal, stream), scanned);
         let blocks: Vec<(i64, i64)> = journal
             .conn()

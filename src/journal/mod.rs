@@ -135,6 +135,12 @@ pub struct Journal {
     last_block: std::cell::RefCell<Option<versions::HeldBlock>>,
     /// The last block's columns, and a context to decode them.
     cold: std::cell::RefCell<versions::ColdCache>,
+    /// The read transaction [`Journal::begin_read`] began and that is still
+    /// going on, by its number on this connection (0: none). What is kept of
+    /// one snapshot is used only in it.
+    read: std::cell::Cell<u64>,
+    /// How many read transactions [`Journal::begin_read`] began here.
+    reads_begun: std::cell::Cell<u64>,
 }
 
 /// What a read snapshot holds of `records`, enough to tell whether a later
@@ -290,6 +296,8 @@ impl Journal {
             last_pack: Default::default(),
             last_block: Default::default(),
             cold: Default::default(),
+            read: Default::default(),
+            reads_begun: Default::default(),
         })
     }
 
@@ -421,8 +429,17 @@ impl Journal {
             self.conn
                 .query_row("SELECT count(*) FROM clusters", [], |_| Ok(()))
                 .map_err(|e| self.err(e))?;
+            self.reads_begun.set(self.reads_begun.get() + 1);
+            self.read.set(self.reads_begun.get());
         }
         Ok(())
+    }
+
+    /// The read transaction [`Journal::begin_read`] began, while this
+    /// connection is still in it: what is kept of its snapshot holds.
+    pub(crate) fn snapshot_held(&self) -> Option<u64> {
+        let read = self.read.get();
+        (read != 0 && !self.conn.is_autocommit()).then_some(read)
     }
 
     /// Forgets the pack and block last read: a writer on this connection
@@ -437,6 +454,7 @@ impl Journal {
     /// write on a reader's connection calls it first: a write inside a read
     /// snapshot fails once a recorder has committed since.
     pub fn end_read(&self) {
+        self.read.set(0);
         if !self.conn.is_autocommit() {
             let _ = self.conn.execute_batch("ROLLBACK");
         }

@@ -258,12 +258,23 @@ pub struct ColdColumns {
     pub places: Vec<std::ops::Range<usize>>,
 }
 
-/// What a [`Journal`] keeps of the blocks it read: a decompression context
-/// and the last block's columns.
+/// What a [`Journal`] keeps of the blocks it read: a decompression context,
+/// the last block's columns and the last object's blocks.
 #[derive(Default)]
 pub struct ColdCache {
     codec: Codec,
     columns: Option<(i64, Arc<ColdColumns>)>,
+    /// The last object's blocks ([`Journal::object_blocks`]).
+    blocks: Option<Arc<ObjectBlocks>>,
+}
+
+/// An object's blocks in one snapshot: `(id, first_seq)`, oldest first.
+pub struct ObjectBlocks {
+    /// The read transaction they were read in ([`Journal::snapshot_held`]).
+    read: u64,
+    object: i64,
+    stream: StreamId,
+    ids: Vec<(i64, i64)>,
 }
 
 /// Which blocks a scan of `records` meets ([`Journal::cold_scan`]).
@@ -557,6 +568,16 @@ impl Journal {
         bound: i64,
         mut visit: impl FnMut(VersionRow) -> std::ops::ControlFlow<()>,
     ) -> Result<(), JournalError> {
+        if let Some(blocks) = self.object_blocks(object)? {
+            // Bounded by the object's blocks.
+            for &(id, _) in blocks.ids.iter().rev().filter(|(_, first)| *first <= bound) {
+                let cols = self.block_columns_of(id)?;
+                if self.versions_down(&cols, (blocks.stream, object, id), bound, &mut visit)? {
+                    break;
+                }
+            }
+            return Ok(());
+        }
         let mut stmt = self
             .conn()
             .prepare_cached(
@@ -578,24 +599,99 @@ impl Journal {
                 _ => &[],
             };
             let cols = self.block_columns(id, frame)?;
-            // Newest first, and only those visited made into versions: a
-            // walk most often stops at the first, of up to
-            // [`block::BLOCK_VERSIONS`] (a diff walks twice for each object).
-            let records = cols.records.iter().zip(cols.ordinals.iter().copied());
-            for (r, ordinal) in records.rev().filter(|(r, _)| r.seq <= bound) {
-                let v = self.cold_version(ColdRow {
-                    stream,
-                    object,
-                    block: id,
-                    body: ordinal.map(|o| block::cold_body_id(id, o)),
-                    record: r.with_body(None),
-                })?;
-                if visit(v).is_break() {
-                    return Ok(());
-                }
+            if self.versions_down(&cols, (stream, object, id), bound, &mut visit)? {
+                break;
             }
         }
         Ok(())
+    }
+
+    /// [`Journal::cold_versions_down`] in one block (of `stream`, `object`
+    /// and `id`): true once `visit` says to stop.
+    fn versions_down(
+        &self,
+        cols: &ColdColumns,
+        (stream, object, block): (StreamId, i64, i64),
+        bound: i64,
+        visit: &mut impl FnMut(VersionRow) -> std::ops::ControlFlow<()>,
+    ) -> Result<bool, JournalError> {
+        // Newest first, and only those visited made into versions: a walk
+        // most often stops at the first, of up to [`block::BLOCK_VERSIONS`]
+        // (a diff walks twice for each object).
+        let records = cols.records.iter().zip(cols.ordinals.iter().copied());
+        for (r, ordinal) in records.rev().filter(|(r, _)| r.seq <= bound) {
+            let v = self.cold_version(ColdRow {
+                stream,
+                object,
+                block,
+                body: ordinal.map(|o| block::cold_body_id(block, o)),
+                record: r.with_body(None),
+            })?;
+            if visit(v).is_break() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The ids of `object`'s blocks, when this connection holds a snapshot
+    /// ([`Journal::snapshot_held`]): those of the last object asked are kept
+    /// for it, as a diff walks each object's versions twice, once for each
+    /// end (one lookup in `blocks_object` and two rows fewer each time;
+    /// docs/journal.md, "Where the time of an answer goes"). `None` outside a
+    /// snapshot, where blocks may change from one statement to the next.
+    fn object_blocks(&self, object: i64) -> Result<Option<Arc<ObjectBlocks>>, JournalError> {
+        let Some(read) = self.snapshot_held() else {
+            return Ok(None);
+        };
+        let held = self.cold.borrow().blocks.clone();
+        if let Some(held) = held.filter(|b| b.read == read && b.object == object) {
+            return Ok(Some(held));
+        }
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT b.id, b.first_seq, o.stream_id FROM blocks b JOIN objects o ON o.id = b.object_id
+                 WHERE b.object_id = ?1 ORDER BY b.first_seq",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut stream = StreamId::default();
+        let ids = stmt
+            .query_map(params![object], |r| {
+                stream = r.get(2)?;
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<(i64, i64)>>>())
+            .map_err(|e| self.err(e))?;
+        let blocks = Arc::new(ObjectBlocks {
+            read,
+            object,
+            stream,
+            ids,
+        });
+        self.cold.borrow_mut().blocks = Some(blocks.clone());
+        Ok(Some(blocks))
+    }
+
+    /// A block's columns, by its id.
+    fn block_columns_of(&self, id: i64) -> Result<Arc<ColdColumns>, JournalError> {
+        let held = self.cold.borrow().columns.clone();
+        if let Some((_, cols)) = held.filter(|(held, _)| *held == id) {
+            return Ok(cols);
+        }
+        let mut stmt = self
+            .conn()
+            .prepare_cached("SELECT columns FROM blocks WHERE id = ?1")
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query(params![id]).map_err(|e| self.err(e))?;
+        let Some(row) = rows.next().map_err(|e| self.err(e))? else {
+            return Err(self.damaged_block(id, block::BlockError::Damaged("the block is gone")));
+        };
+        let frame = match row.get_ref(0).map_err(|e| self.err(e))? {
+            rusqlite::types::ValueRef::Blob(b) => b,
+            _ => &[],
+        };
+        self.block_columns(id, frame)
     }
 
     /// The last of `object`'s records observed before `at`, by time then
