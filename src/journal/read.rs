@@ -132,6 +132,10 @@ pub struct RetentionMeta {
     pub since: i64,
 }
 
+/// Each block's count of records and times, read from `blocks_time` alone
+/// (schema version 13), for [`Journal::zone_times`].
+pub(crate) const BLOCK_TIMES_SQL: &str = "SELECT records, min_at, max_at FROM blocks";
+
 impl Journal {
     /// What the recorder that prunes behind itself keeps, if one said so.
     pub fn retention(&self) -> Result<Option<RetentionMeta>, JournalError> {
@@ -340,7 +344,7 @@ impl Journal {
         let mut times = self.row_zone_times()?;
         let blocks: Vec<(i64, i64, i64)> = self
             .conn()
-            .prepare_cached("SELECT records, min_at, max_at FROM blocks")
+            .prepare_cached(BLOCK_TIMES_SQL)
             .and_then(|mut s| {
                 s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
                     .collect()
@@ -696,6 +700,12 @@ fn merge_open(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retention_reads_the_blocks_times_from_their_index_not_their_rows() {
+        let plan = crate::journal::schema::plan_of(BLOCK_TIMES_SQL);
+        assert_eq!(plan, ["SCAN blocks USING COVERING INDEX blocks_time"]);
+    }
 
     /// A record; its `seq` follows its time, as in these tests' journals.
     fn row(k: i64, at: i64, rv: &str, info: &str) -> FoldRow {

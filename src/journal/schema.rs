@@ -12,7 +12,7 @@ use rusqlite::{Connection, OptionalExtension};
 pub const APPLICATION_ID: i64 = 0x6b72_706c;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 
 /// Record kinds stored in `records.kind`.
 ///
@@ -215,7 +215,25 @@ const MIGRATIONS: &[(i64, Step)] = &[
     (9, Step::Code(migrate_v9_to_v10)),
     (10, Step::Sql(MIGRATE_V10_TO_V11)),
     (11, Step::Sql(MIGRATE_V11_TO_V12)),
+    (12, Step::Sql(MIGRATE_V12_TO_V13)),
 ];
+
+/// Version 13: `blocks_time` holds each block's span whole, `(max_at,
+/// min_at, first_seq, last_seq)`, and its count of records, so that a reader
+/// finds every block's span in the index alone ([`super::zones::bounds`],
+/// [`super::zones::all`]), as retention by size does its spread over time
+/// ([`Journal::zone_times`](super::Journal::zone_times)): in version 12 each
+/// read every row of `blocks`, bodies and all (twice per `diff`), which
+/// grows with the history kept, not the window asked about (docs/journal.md,
+/// "Where the time of an answer goes"). Windows are found by the same
+/// leading columns as before.
+///
+/// A version 12 binary would read a version 13 journal correctly; the version
+/// is raised all the same, as for every change of the schema.
+const MIGRATE_V12_TO_V13: &str = r#"
+DROP INDEX blocks_time;
+CREATE INDEX blocks_time ON blocks(max_at, min_at, first_seq, last_seq, records);
+"#;
 
 /// Version 12: cold blocks (docs/journal.md, "Cold history in blocks";
 /// [`super::block`]). A row of `blocks` holds up to 64 consecutive records
@@ -693,6 +711,17 @@ fn migrate_with(
     }
     tx.pragma_update(None, "user_version", to)?;
     tx.commit()
+}
+
+/// How SQLite would run `sql` on a new journal: the detail of each step of
+/// its plan (`EXPLAIN QUERY PLAN`), for tests that a query reads an index.
+#[cfg(test)]
+pub(crate) fn plan_of(sql: &str) -> Vec<String> {
+    let mut conn = Connection::open_in_memory().expect("an in-memory database");
+    initialise(&mut conn, "test", 0).expect("a new journal");
+    conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .and_then(|mut s| s.query_map([], |r| r.get(3))?.collect())
+        .expect("a plan")
 }
 
 #[cfg(test)]

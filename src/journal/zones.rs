@@ -192,16 +192,18 @@ impl SeqBounds {
 
 /// Every zone's `(min_at, last_seq)`, for [`SeqBounds::new`]; a block of
 /// records (docs/journal.md, "Cold history in blocks") counts as a zone of
-/// its own, as the zones name rows only.
+/// its own, as the zones name rows only. The blocks' spans are read from
+/// `blocks_time` alone, not from their rows (schema version 13).
 pub fn bounds(conn: &Connection) -> rusqlite::Result<SeqBounds> {
     let zones = conn
-        .prepare_cached(
-            "SELECT min_at, last_seq FROM zones UNION ALL SELECT min_at, last_seq FROM blocks",
-        )?
+        .prepare_cached(BOUNDS_SQL)?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<_, _>>()?;
     Ok(SeqBounds::new(zones))
 }
+
+const BOUNDS_SQL: &str =
+    "SELECT min_at, last_seq FROM zones UNION ALL SELECT min_at, last_seq FROM blocks";
 
 /// Whether the zones put every object record outside `(since, until]` on the
 /// right side of it: the zones that meet the window do not overlap, the ones
@@ -228,19 +230,34 @@ pub fn orderly(zones: &[(i64, i64, i64, i64)], since: i64, until: i64) -> bool {
 }
 
 /// Every zone as `(first_seq, last_seq, min_at, max_at)`, for [`orderly`];
-/// a block of records counts as a zone of its own.
+/// a block of records counts as a zone of its own, read from `blocks_time`
+/// as for [`bounds`].
 pub fn all(conn: &Connection) -> rusqlite::Result<Vec<(i64, i64, i64, i64)>> {
-    conn.prepare_cached(
-        "SELECT first_seq, last_seq, min_at, max_at FROM zones
-         UNION ALL SELECT first_seq, last_seq, min_at, max_at FROM blocks",
-    )?
-    .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-    .collect()
+    conn.prepare_cached(ALL_SQL)?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect()
 }
+
+const ALL_SQL: &str = "SELECT first_seq, last_seq, min_at, max_at FROM zones
+     UNION ALL SELECT first_seq, last_seq, min_at, max_at FROM blocks";
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_spans_of_blocks_are_read_from_their_index_not_their_rows() {
+        // A block's row holds its bodies: reading every row to find the
+        // spans would read the whole cold history at every answer.
+        for sql in [BOUNDS_SQL, ALL_SQL] {
+            let plan = crate::journal::schema::plan_of(sql);
+            assert!(
+                plan.iter()
+                    .any(|step| step == "SCAN blocks USING COVERING INDEX blocks_time"),
+                "{sql}: {plan:?}"
+            );
+        }
+    }
 
     #[test]
     fn zones_are_orderly_when_nothing_outside_the_window_is_among_it() {
