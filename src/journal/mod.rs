@@ -135,12 +135,10 @@ pub struct Journal {
     last_block: std::cell::RefCell<Option<versions::HeldBlock>>,
     /// The last block's columns, and a context to decode them.
     cold: std::cell::RefCell<versions::ColdCache>,
-    /// The read transaction [`Journal::begin_read`] began and that is still
-    /// going on, by its number on this connection (0: none). What is kept of
-    /// one snapshot is used only in it.
-    read: std::cell::Cell<u64>,
-    /// How many read transactions [`Journal::begin_read`] began here.
-    reads_begun: std::cell::Cell<u64>,
+    /// Whether this connection is in a read transaction [`Journal::begin_read`]
+    /// began: what is kept of its snapshot is forgotten when one begins or
+    /// ends, so it is used only in the snapshot it was read in.
+    reading: std::cell::Cell<bool>,
 }
 
 /// What a read snapshot holds of `records`, enough to tell whether a later
@@ -296,8 +294,7 @@ impl Journal {
             last_pack: Default::default(),
             last_block: Default::default(),
             cold: Default::default(),
-            read: Default::default(),
-            reads_begun: Default::default(),
+            reading: Default::default(),
         })
     }
 
@@ -429,17 +426,16 @@ impl Journal {
             self.conn
                 .query_row("SELECT count(*) FROM clusters", [], |_| Ok(()))
                 .map_err(|e| self.err(e))?;
-            self.reads_begun.set(self.reads_begun.get() + 1);
-            self.read.set(self.reads_begun.get());
+            self.cold.borrow_mut().forget_snapshot();
+            self.reading.set(true);
         }
         Ok(())
     }
 
-    /// The read transaction [`Journal::begin_read`] began, while this
-    /// connection is still in it: what is kept of its snapshot holds.
-    pub(crate) fn snapshot_held(&self) -> Option<u64> {
-        let read = self.read.get();
-        (read != 0 && !self.conn.is_autocommit()).then_some(read)
+    /// Whether this connection is still in the read transaction
+    /// [`Journal::begin_read`] began: what is kept of its snapshot holds.
+    pub(crate) fn snapshot_held(&self) -> bool {
+        self.reading.get() && !self.conn.is_autocommit()
     }
 
     /// Forgets the pack and block last read: a writer on this connection
@@ -454,7 +450,8 @@ impl Journal {
     /// write on a reader's connection calls it first: a write inside a read
     /// snapshot fails once a recorder has committed since.
     pub fn end_read(&self) {
-        self.read.set(0);
+        self.reading.set(false);
+        self.cold.borrow_mut().forget_snapshot();
         if !self.conn.is_autocommit() {
             let _ = self.conn.execute_batch("ROLLBACK");
         }

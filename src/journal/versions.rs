@@ -268,10 +268,16 @@ pub struct ColdCache {
     blocks: Option<Arc<ObjectBlocks>>,
 }
 
+impl ColdCache {
+    /// Forgets what holds only in one snapshot: the last object's blocks
+    /// (a block's columns, by an id never used again, hold in any).
+    pub(super) fn forget_snapshot(&mut self) {
+        self.blocks = None;
+    }
+}
+
 /// An object's blocks in one snapshot: `(id, first_seq)`, oldest first.
 pub struct ObjectBlocks {
-    /// The read transaction they were read in ([`Journal::snapshot_held`]).
-    read: u64,
     object: i64,
     stream: StreamId,
     ids: Vec<(i64, i64)>,
@@ -641,11 +647,11 @@ impl Journal {
     /// docs/journal.md, "Where the time of an answer goes"). `None` outside a
     /// snapshot, where blocks may change from one statement to the next.
     fn object_blocks(&self, object: i64) -> Result<Option<Arc<ObjectBlocks>>, JournalError> {
-        let Some(read) = self.snapshot_held() else {
+        if !self.snapshot_held() {
             return Ok(None);
-        };
+        }
         let held = self.cold.borrow().blocks.clone();
-        if let Some(held) = held.filter(|b| b.read == read && b.object == object) {
+        if let Some(held) = held.filter(|b| b.object == object) {
             return Ok(Some(held));
         }
         let mut stmt = self
@@ -664,7 +670,6 @@ impl Journal {
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<(i64, i64)>>>())
             .map_err(|e| self.err(e))?;
         let blocks = Arc::new(ObjectBlocks {
-            read,
             object,
             stream,
             ids,

@@ -166,12 +166,13 @@ pub fn write_json<T: Serialize, W: std::io::Write>(value: &T, mut w: W) -> std::
 
 /// Writes `frame` as [`write_json`] does, with `items`, each as `item` shows
 /// it, in place of the empty list its last field holds: the list an answer is
-/// made of (a `diff`'s objects), rendered in chunks on several threads and written in order as
-/// each is ready. The bytes are those of `frame` holding `items` written by
-/// [`write_json`]. On W-wide's 15,526 objects (9.9 MB) rendering took a fifth
-/// of `diff -o json` on one thread; rendered whole in two shares instead of
-/// chunks, the shares' growing buffers took a third of the command's page
-/// faults (docs/journal.md, "Where the time of each answer goes").
+/// made of (a `diff`'s objects), rendered in chunks on several threads and
+/// written in order as each is ready. The bytes are those of `frame` holding
+/// `items` written by [`write_json`]. On W-wide's 15,526 objects (9.9 MB)
+/// rendering took a fifth of `diff -o json` on one thread; rendered whole in
+/// two shares instead of chunks, the shares' growing buffers took a third of
+/// the command's page faults (docs/journal.md, "Where the time of an answer
+/// goes").
 pub fn write_json_list<'a, F, S, T, W>(
     frame: &F,
     items: &'a [S],
