@@ -157,13 +157,48 @@ pub(crate) fn command_for(args: &[std::ffi::OsString]) -> clap::Command {
     let Some(name) = named_subcommand(&root, args) else {
         return Cli::command();
     };
-    let all = <Command as Subcommand>::augment_subcommands(clap::Command::new(""));
-    match all.find_subcommand(name) {
+    match one_subcommand(name) {
         Some(sub) => root
-            .subcommand(sub.clone())
+            .subcommand(sub)
             .subcommand_required(true)
             .arg_required_else_help(true),
         None => Cli::command(),
+    }
+}
+
+/// The subcommand called `name` (or one of its aliases) as [`Command`]'s
+/// derive builds it, without building the seventeen others: their arguments
+/// and help texts were a tenth of `status`'s time (docs/journal.md, "Where
+/// the time of an answer goes"). `one_subcommand_is_the_whole_trees` holds
+/// each to the derive's.
+fn one_subcommand(name: &str) -> Option<clap::Command> {
+    use clap::Args;
+    let sub = |name: &'static str, augment: fn(clap::Command) -> clap::Command| {
+        Some(augment(clap::Command::new(name)))
+    };
+    match name {
+        "record" => sub("record", record::RecordArgs::augment_args),
+        "status" => sub("status", status::StatusArgs::augment_args),
+        "coverage" => sub("coverage", coverage::CoverageArgs::augment_args),
+        "diff" => sub("diff", diff::DiffArgs::augment_args),
+        "timeline" => sub("timeline", timeline::TimelineArgs::augment_args),
+        "log" => sub("log", log::LogArgs::augment_args),
+        "browse" => sub("browse", browse::BrowseArgs::augment_args),
+        "get" | "reconstruct" => {
+            sub("get", get::GetArgs::augment_args).map(|c| c.alias("reconstruct"))
+        }
+        "snapshot" => sub("snapshot", snapshot::SnapshotArgs::augment_args),
+        "export" => sub("export", export::ExportArgs::augment_args),
+        "import" => sub("import", import::ImportArgs::augment_args),
+        "prune" => sub("prune", prune::PruneArgs::augment_args),
+        "audit" => sub("audit", audit::AuditArgs::augment_args),
+        "replay" => sub("replay", replay::ReplayArgs::augment_args),
+        "mcp" => sub("mcp", mcp::McpArgs::augment_args),
+        #[cfg(feature = "demo")]
+        "demo" => sub("demo", demo::DemoArgs::augment_args),
+        "version" => sub("version", version::VersionArgs::augment_args),
+        "completion" => sub("completion", completion::CompletionArgs::augment_args),
+        _ => None,
     }
 }
 
@@ -565,6 +600,24 @@ mod tests {
                 "{args:?}"
             );
         }
+    }
+
+    #[test]
+    fn one_subcommand_is_the_whole_trees() {
+        let whole = Cli::command();
+        let mut seen = 0;
+        for sub in whole.get_subcommands() {
+            for name in std::iter::once(sub.get_name()).chain(sub.get_all_aliases()) {
+                let one = one_subcommand(name).unwrap_or_else(|| panic!("{name}"));
+                // The place in the root's list of subcommands is the root's to give.
+                let (one, sub) = (one.display_order(0), sub.clone().display_order(0));
+                assert_eq!(format!("{one:?}"), format!("{sub:?}"), "{name}");
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, whole.get_subcommands().count() + 1, "one alias");
+        assert!(one_subcommand("nope").is_none());
+        assert!(one_subcommand("help").is_none());
     }
 
     #[test]
