@@ -48,7 +48,30 @@ impl Reader {
 }
 
 pub fn select_cluster(journal: &Journal, global: &GlobalArgs) -> CliResult<ClusterInfo> {
-    let clusters = journal.clusters()?;
+    pick_cluster(journal, &journal.clusters()?, global)
+}
+
+/// The cluster `status` shows the coverage of. `status` is about the
+/// journal: when it holds one cluster there is nothing to choose, and the
+/// kubeconfig is not read (a seventh of `status`'s time, for nothing); with
+/// several, the one a reader would answer about, if any.
+pub fn status_cluster(
+    journal: &Journal,
+    clusters: &[ClusterInfo],
+    global: &GlobalArgs,
+) -> Option<ClusterInfo> {
+    match clusters {
+        [only] if global.cluster_id.is_none() => Some(only.clone()),
+        _ => pick_cluster(journal, clusters, global).ok(),
+    }
+}
+
+/// [`select_cluster`] among `clusters`, the journal's.
+fn pick_cluster(
+    journal: &Journal,
+    clusters: &[ClusterInfo],
+    global: &GlobalArgs,
+) -> CliResult<ClusterInfo> {
     let listing = || {
         clusters
             .iter()

@@ -53,6 +53,7 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
             // instead of one a statement.
             journal.begin_read()?;
             let s = journal.status()?;
+            let cluster = super::reader::status_cluster(&journal, &s.clusters, global);
             out.exists = true;
             out.size_bytes = s.size_bytes;
             out.clusters = s
@@ -84,8 +85,7 @@ pub fn run(global: &GlobalArgs, _args: StatusArgs) -> CliResult {
                         max_size_bytes: r.max_size,
                         pid: r.pid,
                     });
-            // The cluster answers are about, when one is selected.
-            if let Ok(cluster) = super::reader::select_cluster(&journal, global) {
+            if let Some(cluster) = cluster {
                 out.audit.coverage = crate::render::coverage::AuditOut::of(&journal, &cluster.id)?;
                 // Only the text shows them.
                 if !matches!(format, Format::Json | Format::Yaml) {

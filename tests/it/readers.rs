@@ -196,6 +196,16 @@ fn readers_pick_the_cluster_of_the_context_or_say_which_exist() {
         "the hint lists the recorded clusters: {}",
         out.stderr
     );
+    // `status` is about the journal: the bars of the one cluster it holds,
+    // whatever the context, and a kubeconfig it has no need to read.
+    let broken = env.dir.path().join("broken");
+    std::fs::write(&broken, "clusters: [\n").unwrap();
+    for kubeconfig in [&elsewhere, &broken] {
+        let out = env.run(&["status", "--kubeconfig", kubeconfig.to_str().unwrap()]);
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        assert!(out.stdout.contains("\nCoverage from "), "{}", out.stdout);
+        assert!(out.stdout.contains("configmaps.v1@shop"), "{}", out.stdout);
+    }
     let out = env.run(&[
         "coverage",
         "--kubeconfig",
