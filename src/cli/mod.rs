@@ -167,9 +167,9 @@ pub(crate) fn command_for(args: &[std::ffi::OsString]) -> clap::Command {
 }
 
 /// The subcommand called `name` (or one of its aliases) as [`Command`]'s
-/// derive builds it, without building the seventeen others: their arguments
-/// and help texts were a tenth of `status`'s time (docs/journal.md, "Where
-/// the time of an answer goes"). `one_subcommand_is_the_whole_trees` holds
+/// derive builds it, without building all the others: their arguments and
+/// help texts were a tenth of `status`'s time (docs/journal.md, "Where the
+/// time of an answer goes"). `one_subcommand_is_the_whole_trees` holds
 /// each to the derive's.
 fn one_subcommand(name: &str) -> Option<clap::Command> {
     use clap::Args;
