@@ -278,6 +278,11 @@ pub struct BodyStore {
     /// block (docs/journal.md, "Cold history in blocks"), until this run
     /// stores their next: that one is a keyframe.
     cold_last: IdMap<i64, String>,
+    /// The diff digest of the last version of objects forgotten after a fold
+    /// behind the writer ([`BodyStore::forget_folded`]), until this run
+    /// stores their next: that version is the same, so the next is marked
+    /// against it as if nothing was forgotten.
+    kept_digests: IdMap<i64, u64>,
 }
 
 /// A version of an object to store.
@@ -316,6 +321,7 @@ impl BodyStore {
             decoders: HashMap::new(),
             slots: Slots::default(),
             cold_last: IdMap::default(),
+            kept_digests: IdMap::default(),
         }
     }
 
@@ -355,6 +361,19 @@ impl BodyStore {
     pub fn forget(&mut self, object: i64) {
         self.objects.remove(&object);
         self.cold_last.remove(&object);
+        self.kept_digests.remove(&object);
+    }
+
+    /// Forgets an object a fold behind the writer folded (its bodies may be
+    /// gone), but the diff digest of its last version, which the fold left
+    /// as it was: the next version is marked against it (docs/journal.md,
+    /// "Status-only changes"), not left unmarked for readers to diff.
+    pub fn forget_folded(&mut self, object: i64) {
+        let digest = self.objects.remove(&object).and_then(|s| s.diff_digest);
+        self.cold_last.remove(&object);
+        if let Some(digest) = digest {
+            self.kept_digests.insert(object, digest);
+        }
     }
 
     /// Forgets the diff digest of an object whose last version was an item
@@ -364,6 +383,7 @@ impl BodyStore {
         if let Some(s) = self.objects.get_mut(&object) {
             s.diff_digest = None;
         }
+        self.kept_digests.remove(&object);
     }
 
     /// Stores `raw` as the next body of `object` in `stream`. An unchanged body
@@ -399,7 +419,10 @@ impl BodyStore {
         });
         self.versions += 1;
         let previous = state.as_ref().map(|s| s.body);
-        let previous_digest = state.as_ref().and_then(|s| s.diff_digest);
+        // Read back after a fold behind the writer, or kept in a block: the
+        // digest kept for it.
+        let kept_digest = self.kept_digests.remove(&object);
+        let previous_digest = state.as_ref().and_then(|s| s.diff_digest).or(kept_digest);
         let (same_for_diff, changed_for_diff) = match (previous_digest, diff_digest) {
             (Some(before), Some(after)) => (before == after, before != after),
             _ => (false, false),

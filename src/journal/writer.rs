@@ -523,7 +523,7 @@ impl WriterState {
         match stepped {
             Ok(step) => {
                 for &object in &step.objects {
-                    self.caches.bodies.forget(object);
+                    self.caches.bodies.forget_folded(object);
                 }
                 if step.folded.records > 0 {
                     self.caches.bodies.forget_keyframes();
@@ -2568,6 +2568,78 @@ mod tests {
                 (y.0, &y.1, y.2, y.3, String::from_utf8_lossy(&y.4))
             )
         })
+    }
+
+    #[test]
+    fn versions_after_a_fold_behind_the_writer_are_marked_as_without_it() {
+        // Three objects, each change of its data or of its resourceVersion
+        // alone (which a default diff does not see), every op with the
+        // digest the recorder takes.
+        let ops = |stream| -> Vec<Op> {
+            (0..60)
+                .map(|i| {
+                    let name = ["a", "b", "c"][i % 3];
+                    let rv = (1000 + i).to_string();
+                    let body = body(name, &rv, &(i / 6).to_string());
+                    Op::Event {
+                        stream,
+                        at: 10 * i as i64,
+                        watch_type: WatchType::Modified,
+                        meta: ObjectMeta {
+                            diff_digest: crate::diff::compared_digest(&body),
+                            ..meta(name, &rv)
+                        },
+                        body,
+                    }
+                })
+                .collect()
+        };
+        use crate::journal::versions::Mark;
+        let marks = |fold: bool| -> Vec<(i64, Option<Mark>)> {
+            let (dir, stream, mut state) = writer_of_one_stream_packing(false);
+            state.behind.after = Some(std::time::Duration::ZERO);
+            let mut written = ops(stream);
+            while !written.is_empty() {
+                let mut batch: Vec<Op> = written.drain(..written.len().min(5)).collect();
+                state.behind.latest_at = batch.iter().filter_map(Op::at).max();
+                state.commit(&mut batch, None).unwrap();
+                if fold {
+                    state.fold_step((std::time::Duration::ZERO, state.behind.latest_at.unwrap()));
+                }
+            }
+            assert_eq!(state.stats.behind.lock().unwrap().failed, None);
+            drop(state);
+            let journal = Journal::open(&dir.path().join("journal.db")).unwrap();
+            let blocks: i64 = journal
+                .conn()
+                .query_row("SELECT count(*) FROM blocks", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(blocks > 0, fold);
+            let mut out = Vec::new();
+            let objects: Vec<i64> = journal
+                .conn()
+                .prepare("SELECT id FROM objects")
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            for object in objects {
+                for v in journal.object_versions(object).unwrap() {
+                    out.push((v.observed_at, v.mark));
+                }
+            }
+            out.sort_by_key(|(at, _)| *at);
+            out
+        };
+        let plain = marks(false);
+        assert_eq!(plain.len(), 60);
+        // Each object's first version is unmarked (nothing before it), the
+        // rest marked one way or the other.
+        assert_eq!(plain.iter().filter(|(_, m)| m.is_none()).count(), 3);
+        assert!(plain.contains(&(30, Some(Mark::StatusOnly))), "{plain:?}");
+        assert!(plain.contains(&(180, Some(Mark::Changed))), "{plain:?}");
+        assert_eq!(marks(true), plain);
     }
 
     #[test]
