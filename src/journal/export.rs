@@ -375,10 +375,7 @@ impl Journal {
         completed: &std::collections::HashSet<i64>,
     ) -> Result<i64, JournalError> {
         Ok(self
-            .cold_rows(super::versions::ColdScan::Seqs(
-                floor.saturating_add(1),
-                before - 1,
-            ))?
+            .cold_rows(floor.saturating_add(1), before - 1)?
             .iter()
             .filter(|r| r.stream == stream && r.record.seq > floor && r.record.seq < before)
             .filter(|r| match r.record.kind {

@@ -4,7 +4,6 @@
 
 use super::records::{CheckpointInfo, CoverageInfo, GapInfo, HEARTBEAT_MS};
 use super::schema::kind;
-use super::versions::ColdScan;
 use super::{Journal, JournalError, StreamId};
 use crate::model::{ResourceType, WatchType, stream_name};
 use rusqlite::{OptionalExtension, params};
@@ -516,7 +515,7 @@ impl Journal {
         };
         let mut names: HashMap<i64, (String, String)> = HashMap::new();
         let mut cold = Vec::new();
-        for r in self.cold_rows(ColdScan::Seqs(after.saturating_add(1), end))? {
+        for r in self.cold_rows(after.saturating_add(1), end)? {
             let c = &r.record;
             if c.seq <= after || c.seq > end {
                 continue;

@@ -715,12 +715,17 @@ fn migrate_with(
 
 /// How SQLite would run `sql` on a new journal: the detail of each step of
 /// its plan (`EXPLAIN QUERY PLAN`), for tests that a query reads an index.
+/// Its parameters are bound to NULL (the plan does not depend on them).
 #[cfg(test)]
 pub(crate) fn plan_of(sql: &str) -> Vec<String> {
     let mut conn = Connection::open_in_memory().expect("an in-memory database");
     initialise(&mut conn, "test", 0).expect("a new journal");
     conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-        .and_then(|mut s| s.query_map([], |r| r.get(3))?.collect())
+        .and_then(|mut s| {
+            let nulls = vec![rusqlite::types::Null; s.parameter_count()];
+            s.query_map(rusqlite::params_from_iter(nulls), |r| r.get(3))?
+                .collect()
+        })
         .expect("a plan")
 }
 

@@ -283,15 +283,6 @@ pub struct ObjectBlocks {
     ids: Vec<(i64, i64)>,
 }
 
-/// Which blocks a scan of `records` meets ([`Journal::cold_scan`]).
-#[derive(Debug, Clone, Copy)]
-pub(super) enum ColdScan {
-    /// Those with a record whose `seq` is in `[from, to]`.
-    Seqs(i64, i64),
-    /// Those with a record observed in `(after, until]`.
-    Times(i64, i64),
-}
-
 /// `rows` and `cold` (each in `seq` order) as one sequence in `seq` order.
 pub(super) fn merged_by_seq<T>(rows: Vec<T>, cold: Vec<T>, seq: impl Fn(&T) -> i64) -> Vec<T> {
     if cold.is_empty() {
@@ -377,6 +368,17 @@ fn object_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ObjectRow> {
     })
 }
 
+/// [`Journal::objects_named`] in one namespace: one seek into `(stream_id,
+/// namespace, name)`. One statement for both, with `?3 IS NULL OR`, would
+/// leave SQLite the stream's prefix alone, a walk through all its objects
+/// each time (browse's list of 10,000 objects asked that 10,000 times).
+const OBJECTS_NAMED_IN_SQL: &str = "SELECT id, stream_id, namespace, name FROM objects
+     WHERE stream_id = ?1 AND namespace = ?3 AND name = ?2";
+
+/// [`Journal::objects_named`] in every namespace.
+const OBJECTS_NAMED_SQL: &str = "SELECT id, stream_id, namespace, name FROM objects
+     WHERE stream_id = ?1 AND name = ?2";
+
 impl Journal {
     /// Every completed list of a stream, oldest first.
     pub fn baselines(&self, stream: StreamId) -> Result<Vec<BaselineRef>, JournalError> {
@@ -425,7 +427,7 @@ impl Journal {
             .and_then(|rows| rows.collect())
             .map_err(|e| self.err(e))?;
         let cold: Vec<VersionRow> = self
-            .cold_scan(ColdScan::Seqs(baseline.token, baseline.seq - 1))?
+            .cold_scan(baseline.token, baseline.seq - 1)?
             .into_iter()
             .filter(|v| {
                 v.stream == stream
@@ -485,7 +487,7 @@ impl Journal {
             .and_then(|rows| rows.collect())
             .map_err(|e| self.err(e))?;
         let cold: Vec<(i64, i64, bool)> = self
-            .cold_scan(ColdScan::Seqs(after_seq.saturating_add(1), seq_bound))?
+            .cold_scan(after_seq.saturating_add(1), seq_bound)?
             .into_iter()
             .filter(|v| {
                 v.stream == stream
@@ -731,36 +733,28 @@ impl Journal {
         Ok(last)
     }
 
-    /// Object records kept in blocks that a scan of `records` by `seq` or
-    /// by time meets: every record of the blocks that `scan` selects, in
-    /// `seq` order. The caller filters them as its scan of the rows does.
-    fn cold_scan(&self, scan: ColdScan) -> Result<Vec<VersionRow>, JournalError> {
-        self.cold_rows(scan)?
+    /// Object records kept in blocks that a scan of `records` by `seq` from
+    /// `from` to `to` meets: every record of the blocks with a record in
+    /// that range, in `seq` order. The caller filters them as its scan of
+    /// the rows does.
+    fn cold_scan(&self, from: i64, to: i64) -> Result<Vec<VersionRow>, JournalError> {
+        self.cold_rows(from, to)?
             .into_iter()
             .map(|r| self.cold_version(r))
             .collect()
     }
 
     /// [`Journal::cold_scan`]'s records as stored.
-    pub(super) fn cold_rows(&self, scan: ColdScan) -> Result<Vec<ColdRow>, JournalError> {
-        let (sql, a, b) = match scan {
-            ColdScan::Seqs(from, to) => (
+    pub(super) fn cold_rows(&self, from: i64, to: i64) -> Result<Vec<ColdRow>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
                 "SELECT b.id, b.columns, o.stream_id, b.object_id
                  FROM blocks b JOIN objects o ON o.id = b.object_id
                  WHERE b.last_seq >= ?1 AND b.first_seq <= ?2",
-                from,
-                to,
-            ),
-            ColdScan::Times(after, until) => (
-                "SELECT b.id, b.columns, o.stream_id, b.object_id
-                 FROM blocks b JOIN objects o ON o.id = b.object_id
-                 WHERE b.max_at > ?1 AND b.min_at <= ?2",
-                after,
-                until,
-            ),
-        };
-        let mut stmt = self.conn().prepare_cached(sql).map_err(|e| self.err(e))?;
-        let mut rows = stmt.query(params![a, b]).map_err(|e| self.err(e))?;
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query(params![from, to]).map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             let object: i64 = row.get(3).map_err(|e| self.err(e))?;
@@ -902,16 +896,15 @@ impl Journal {
             .map_err(|e| self.err(e))?;
         // Records kept in blocks come in `seq` order among the rows.
         let mut cold = self
-            .cold_scan(ColdScan::Seqs(from, to))?
+            .cold_heads(streams, (from, to), keys)?
             .into_iter()
-            .filter(|v| v.seq >= from && v.seq <= to && streams.contains(&v.stream))
             .peekable();
         let mut rows = stmt.query(params![from, to]).map_err(|e| self.err(e))?;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             let seq: i64 = row.get(0).map_err(|e| self.err(e))?;
             // Bounded by the blocks' records.
             while let Some(v) = cold.next_if(|v| v.seq < seq) {
-                visit(&v.head(keys));
+                visit(&v);
             }
             let stream: StreamId = row.get(1).map_err(|e| self.err(e))?;
             let object: Option<i64> = row.get(2).map_err(|e| self.err(e))?;
@@ -941,9 +934,69 @@ impl Journal {
             visit(&head);
         }
         for v in cold {
-            visit(&v.head(keys));
+            visit(&v);
         }
         Ok(())
+    }
+
+    /// [`Journal::visit_version_heads_from`]'s records kept in blocks: the
+    /// heads of those of `streams` with a `seq` in `[from, to]`, in `seq`
+    /// order. Made from the blocks' columns as they are, without a version
+    /// of each (a week's window holds a million, and its blocks' other
+    /// records are skipped); blocks of other streams are not decoded.
+    fn cold_heads(
+        &self,
+        streams: &IdSet<StreamId>,
+        (from, to): (i64, i64),
+        keys: &mut RvKeys,
+    ) -> Result<Vec<VersionHead>, JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT b.id, b.columns, o.stream_id, b.object_id
+                 FROM blocks b JOIN objects o ON o.id = b.object_id
+                 WHERE b.last_seq >= ?1 AND b.first_seq <= ?2",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query(params![from, to]).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let (id, stream, object): (i64, StreamId, i64) =
+                (|| Ok::<_, rusqlite::Error>((row.get(0)?, row.get(2)?, row.get(3)?)))()
+                    .map_err(|e| self.err(e))?;
+            if !streams.contains(&stream) {
+                continue;
+            }
+            let frame = match row.get_ref(1).map_err(|e| self.err(e))? {
+                rusqlite::types::ValueRef::Blob(b) => b,
+                _ => &[],
+            };
+            let cols = self.block_columns(id, frame)?;
+            for (r, ordinal) in cols.records.iter().zip(&cols.ordinals) {
+                if r.seq < from || r.seq > to {
+                    continue;
+                }
+                if ordinal.is_none() {
+                    return Err(self.damaged_block(
+                        id,
+                        block::BlockError::Damaged("a version without a body"),
+                    ));
+                }
+                let watch_type = r.watch_type.and_then(WatchType::from_code);
+                out.push(VersionHead {
+                    seq: r.seq,
+                    object,
+                    kind: r.kind,
+                    observed_at: r.observed_at,
+                    watch_type,
+                    mark: Mark::of(r.kind, watch_type, r.aux),
+                    rv: keys.key(r.resource_version.as_deref().unwrap_or("").as_bytes()),
+                    list_token: (r.kind == kind::BASELINE_ITEM).then_some(r.aux).flatten(),
+                });
+            }
+        }
+        out.sort_unstable_by_key(|h| h.seq);
+        Ok(out)
     }
 
     /// The objects of `stream` (of namespace `namespace` only, when given)
@@ -1215,13 +1268,72 @@ impl Journal {
                 visit(row.get(1).map_err(|e| self.err(e))?);
             }
         }
-        for v in self.cold_scan(ColdScan::Times(after, until))? {
-            if v.observed_at > after
-                && v.observed_at <= until
-                && v.seq < below
-                && streams.contains(&v.stream)
+        self.cold_touched(streams, (after, until), below, &mut visit)
+    }
+
+    /// [`Journal::visit_touched`]'s records kept in blocks: `visit(object)`
+    /// once for each object of `streams` one of whose blocks holds a record
+    /// observed in `(after, until]` with a `seq` below `below`. A block
+    /// whose whole span is in the window and whose first record is below
+    /// `below` says so without being decoded, and an object found is not
+    /// looked for in its other blocks.
+    fn cold_touched(
+        &self,
+        streams: &IdSet<StreamId>,
+        (after, until): (i64, i64),
+        below: i64,
+        visit: &mut impl FnMut(i64),
+    ) -> Result<(), JournalError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT b.id, o.stream_id, b.object_id, b.min_at, b.max_at
+                 FROM blocks b JOIN objects o ON o.id = b.object_id
+                 WHERE b.max_at > ?1 AND b.min_at <= ?2 AND b.first_seq < ?3",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt
+            .query(params![after, until, below])
+            .map_err(|e| self.err(e))?;
+        let mut found: IdSet<i64> = IdSet::default();
+        // Blocks only partly in the window, looked into once the others
+        // have named their objects.
+        let mut partly: Vec<(i64, i64)> = Vec::new();
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let (id, stream, object, min_at, max_at): (i64, StreamId, i64, i64, i64) = (|| {
+                Ok::<_, rusqlite::Error>((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                ))
+            })(
+            )
+            .map_err(|e| self.err(e))?;
+            if !streams.contains(&stream) || found.contains(&object) {
+                continue;
+            }
+            if min_at > after && max_at <= until {
+                found.insert(object);
+                visit(object);
+            } else {
+                partly.push((id, object));
+            }
+        }
+        drop(rows);
+        for (id, object) in partly {
+            if found.contains(&object) {
+                continue;
+            }
+            let cols = self.block_columns_of(id)?;
+            if cols
+                .records
+                .iter()
+                .any(|r| r.observed_at > after && r.observed_at <= until && r.seq < below)
             {
-                visit(v.object);
+                found.insert(object);
+                visit(object);
             }
         }
         Ok(())
@@ -1387,10 +1499,7 @@ impl Journal {
         if row.is_some() {
             return Ok(row);
         }
-        Ok(self
-            .cold_scan(ColdScan::Seqs(seq, seq))?
-            .into_iter()
-            .find(|v| v.seq == seq))
+        Ok(self.cold_scan(seq, seq)?.into_iter().find(|v| v.seq == seq))
     }
 
     pub fn object(&self, id: i64) -> Result<Option<ObjectRow>, JournalError> {
@@ -1407,19 +1516,19 @@ impl Journal {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Vec<ObjectRow>, JournalError> {
-        let mut stmt = self
-            .conn()
-            .prepare_cached(
-                "SELECT id, stream_id, namespace, name FROM objects
-                 WHERE stream_id = ?1 AND name = ?2 AND (?3 IS NULL OR namespace = ?3)",
-            )
-            .map_err(|e| self.err(e))?;
+        let sql = match namespace {
+            Some(_) => OBJECTS_NAMED_IN_SQL,
+            None => OBJECTS_NAMED_SQL,
+        };
+        let mut stmt = self.conn().prepare_cached(sql).map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         for stream in streams {
-            let rows: Vec<ObjectRow> = stmt
-                .query_map(params![stream, name, namespace], object_row)
-                .and_then(|rows| rows.collect())
-                .map_err(|e| self.err(e))?;
+            let rows: Vec<ObjectRow> = match namespace {
+                Some(ns) => stmt.query_map(params![stream, name, ns], object_row),
+                None => stmt.query_map(params![stream, name], object_row),
+            }
+            .and_then(|rows| rows.collect())
+            .map_err(|e| self.err(e))?;
             out.extend(rows);
         }
         Ok(out)
@@ -1943,4 +2052,21 @@ fn pack_row(journal: &Journal, id: i64) -> Result<(usize, Vec<u8>), JournalError
             })
         })
         .map_err(|e| journal.err(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_named_in_a_namespace_is_one_seek() {
+        let plan = crate::journal::schema::plan_of(OBJECTS_NAMED_IN_SQL);
+        assert_eq!(
+            plan,
+            [
+                "SEARCH objects USING COVERING INDEX sqlite_autoindex_objects_1 \
+                 (stream_id=? AND namespace=? AND name=?)"
+            ]
+        );
+    }
 }
