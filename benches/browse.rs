@@ -46,6 +46,7 @@ fn main() {
         .unwrap_or_else(|| dir.path().join("journal.db"));
     if store.exists() {
         println!("reusing {}", store.display());
+        common::fold_as_a_stop(&store);
     } else {
         let t = Instant::now();
         common::history_journal(&store, CLUSTER, NS, objects, events);

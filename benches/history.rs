@@ -37,6 +37,7 @@ fn main() {
     let started = Instant::now();
     let raw_bytes = if store.exists() {
         println!("reusing {}", store.display());
+        common::fold_as_a_stop(&store);
         0
     } else {
         common::history_journal_over(&store, CLUSTER, NS, objects, events, days)

@@ -50,6 +50,8 @@ fn main() {
             events,
             days as i64,
         );
+    } else {
+        common::fold_as_a_stop(&history);
     }
     let mut journals = vec![history];
     if let Some(more) = std::env::var_os("KRPLY_BENCH_SEGMENT_JOURNALS") {
