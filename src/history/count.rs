@@ -36,12 +36,16 @@ pub struct Counting {
     first_list: Option<i64>,
 }
 
-/// The last change counted.
+/// The last change counted: what its version is made of without reading
+/// it again ([`VersionHead`]'s, an event's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Counted {
     pub seq: i64,
     pub observed_at: i64,
     pub watch_type: WatchType,
+    pub rv: RvKey,
+    pub mark: Option<Mark>,
+    pub body: i64,
 }
 
 /// What the heads told of one object in the window.
@@ -141,6 +145,9 @@ impl Counting {
                         seq: v.seq,
                         observed_at: v.observed_at,
                         watch_type,
+                        rv: v.rv,
+                        mark: v.mark,
+                        body: v.body,
                     });
                 }
             }
@@ -239,6 +246,7 @@ mod tests {
             mark,
             rv: seq as u64,
             list_token: None,
+            body: seq * 10,
         }
     }
 
@@ -279,7 +287,10 @@ mod tests {
             Some(Counted {
                 seq: 6,
                 observed_at: 150,
-                watch_type: Modified
+                watch_type: Modified,
+                rv: 6,
+                mark: Some(Mark::Changed),
+                body: 60,
             })
         );
     }

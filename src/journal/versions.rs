@@ -72,6 +72,8 @@ pub struct VersionHead {
     pub rv: RvKey,
     /// The list a baseline item belongs to.
     pub list_token: Option<i64>,
+    /// Its body ([`VersionRow::body`]).
+    pub body: i64,
 }
 
 /// A resourceVersion as a number that two versions share exactly when their
@@ -81,9 +83,12 @@ pub struct VersionHead {
 pub type RvKey = u64;
 
 /// The [`RvKey`]s of resourceVersions that are not plain decimal numbers,
-/// for one reading.
+/// for one reading, and their texts.
 #[derive(Debug, Default)]
-pub struct RvKeys(HashMap<Vec<u8>, u64>);
+pub struct RvKeys {
+    keys: HashMap<Vec<u8>, u64>,
+    texts: Vec<Vec<u8>>,
+}
 
 impl RvKeys {
     pub fn key(&mut self, rv: &[u8]) -> RvKey {
@@ -95,8 +100,22 @@ impl RvKeys {
             // 18 digits at most: below 10^18 < 2^63.
             return rv.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
         }
-        let next = self.0.len() as u64;
-        1 << 63 | *self.0.entry(rv.to_vec()).or_insert(next)
+        let next = self.texts.len() as u64;
+        let key = *self.keys.entry(rv.to_vec()).or_insert_with(|| {
+            self.texts.push(rv.to_vec());
+            next
+        });
+        1 << 63 | key
+    }
+
+    /// The resourceVersion a key of this reading stands for; `None` for a
+    /// key it did not give, or text that is not UTF-8.
+    pub fn text(&self, key: RvKey) -> Option<String> {
+        if key >> 63 == 0 {
+            return Some(key.to_string());
+        }
+        let text = self.texts.get(usize::try_from(key & !(1 << 63)).ok()?)?;
+        String::from_utf8(text.clone()).ok()
     }
 }
 
@@ -112,6 +131,7 @@ impl VersionRow {
             mark: self.mark,
             rv: keys.key(self.resource_version.as_bytes()),
             list_token: self.list_token,
+            body: self.body,
         }
     }
 
@@ -887,7 +907,7 @@ impl Journal {
             .conn()
             .prepare_cached(&format!(
                 "SELECT seq, stream_id, object_id, kind, observed_at, watch_type, aux,
-                        resource_version
+                        resource_version, body_id
                  FROM records
                  WHERE seq >= ?1 AND seq <= ?2 AND kind IN ({}, {}) ORDER BY seq",
                 kind::EVENT,
@@ -928,6 +948,7 @@ impl Journal {
                     mark: Mark::of(kind_, watch_type, aux),
                     rv,
                     list_token: (kind_ == kind::BASELINE_ITEM).then_some(aux).flatten(),
+                    body: row.get(8)?,
                 })
             })()
             .map_err(|e: rusqlite::Error| self.err(e))?;
@@ -976,12 +997,12 @@ impl Journal {
                 if r.seq < from || r.seq > to {
                     continue;
                 }
-                if ordinal.is_none() {
+                let Some(ordinal) = ordinal else {
                     return Err(self.damaged_block(
                         id,
                         block::BlockError::Damaged("a version without a body"),
                     ));
-                }
+                };
                 let watch_type = r.watch_type.and_then(WatchType::from_code);
                 out.push(VersionHead {
                     seq: r.seq,
@@ -992,6 +1013,7 @@ impl Journal {
                     mark: Mark::of(r.kind, watch_type, r.aux),
                     rv: keys.key(r.resource_version.as_deref().unwrap_or("").as_bytes()),
                     list_token: (r.kind == kind::BASELINE_ITEM).then_some(r.aux).flatten(),
+                    body: block::cold_body_id(id, *ordinal),
                 });
             }
         }
@@ -2057,6 +2079,33 @@ fn pack_row(journal: &Journal, id: i64) -> Result<(usize, Vec<u8>), JournalError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resource_versions_key_gives_its_text_back() {
+        let mut keys = RvKeys::default();
+        let rvs = [
+            "0",
+            "1",
+            "123456789012345678",
+            "1234567890123456789",
+            "0123",
+            "",
+            "abc",
+            "12a",
+            "abc",
+        ];
+        let got: Vec<RvKey> = rvs.iter().map(|rv| keys.key(rv.as_bytes())).collect();
+        for (rv, key) in rvs.iter().zip(&got) {
+            assert_eq!(keys.text(*key).as_deref(), Some(*rv));
+        }
+        // Equal keys exactly for equal texts.
+        for (i, a) in got.iter().enumerate() {
+            for (j, b) in got.iter().enumerate() {
+                assert_eq!(a == b, rvs[i] == rvs[j], "{} {}", rvs[i], rvs[j]);
+            }
+        }
+        assert_eq!(keys.text(1 << 63 | 99), None);
+    }
 
     #[test]
     fn an_object_named_in_a_namespace_is_one_seek() {
