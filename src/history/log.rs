@@ -15,7 +15,7 @@ use super::tracked::Tracked;
 use super::{Between, History, HistoryError, Scope, StreamHistory};
 use crate::diff::DiffOptions;
 use crate::journal::read::GapWindow;
-use crate::journal::versions::{Before, ObjectRow, RvKeys, VersionRow};
+use crate::journal::versions::{Before, HeadsBelow, ObjectRow, RvKeys, VersionRow};
 use crate::journal::{IdMap, IdSet, StreamId};
 use crate::model::WatchType;
 use crate::time::TimeWindow;
@@ -426,13 +426,13 @@ impl History<'_> {
             });
             let mut keys = RvKeys::default();
             let mut told = match (heads, streams) {
-                (Some(heads), [stream]) => {
+                (Some(mut heads), [stream]) => {
                     keys = heads.keys;
                     self.tally(
                         stream,
                         rows.iter().map(|(_, o)| *o),
                         (since, until),
-                        heads.runs,
+                        (heads.runs, &mut heads.below),
                         &mut keys,
                     )?
                 }
@@ -481,6 +481,8 @@ struct Heads {
     runs: IdMap<i64, Run>,
     /// The keys of their resourceVersions, for the versions before them.
     keys: RvKeys,
+    /// The heads before them of the blocks the pass read.
+    below: HeadsBelow,
 }
 
 impl History<'_> {
@@ -505,8 +507,13 @@ impl History<'_> {
             .touched_objects_before(streams, since, until, from)?;
         let mut runs: IdMap<i64, Run> = IdMap::default();
         let mut keys = RvKeys::default();
-        self.journal
-            .visit_version_heads_from(streams, (from, to), &mut keys, |v| {
+        let mut below = HeadsBelow::new(since);
+        self.journal.visit_version_heads_from(
+            streams,
+            (from, to),
+            &mut keys,
+            Some(&mut below),
+            |v| {
                 if v.observed_at > since && v.observed_at <= until {
                     touched.insert(v.object);
                 }
@@ -516,11 +523,13 @@ impl History<'_> {
                         runs.insert(v.object, Run::new(since, until, v));
                     }
                 }
-            })?;
+            },
+        )?;
         Ok(Heads {
             touched,
             runs,
             keys,
+            below,
         })
     }
 
@@ -534,21 +543,26 @@ impl History<'_> {
         stream: &StreamHistory,
         objects: impl Iterator<Item = &'o ObjectRow>,
         (since, until): (i64, i64),
-        mut runs: IdMap<i64, Run>,
+        (mut runs, below): (IdMap<i64, Run>, &mut HeadsBelow),
         keys: &mut RvKeys,
     ) -> Result<HashMap<i64, Tally>, HistoryError> {
         // Every record observed by `since` has a `seq` up to this.
         let bound = self.bounds.at(since);
         let mut out = HashMap::new();
         for o in objects {
-            let (versions, started) =
-                self.journal
-                    .object_versions_down_to(o.id, since, bound, &stream.lists)?;
-            let start = versions.first().filter(|_| started).map(|v| v.head(keys));
-            let mut c = Counting::new(since, until, start.as_ref())
+            let (versions, started) = self.journal.object_heads_down_to(
+                o.id,
+                since,
+                bound,
+                &stream.lists,
+                &below.take(o.id),
+                keys,
+            )?;
+            let start = versions.first().filter(|_| started);
+            let mut c = Counting::new(since, until, start)
                 .with_first_list(stream.baselines.first().map(|b| b.token));
             for v in &versions[usize::from(started)..] {
-                c.step(&v.head(keys));
+                c.step(v);
             }
             if let Some(run) = runs.remove(&o.id) {
                 c = c.then(run);

@@ -752,7 +752,7 @@ mod tests {
     /// and its busiest object.
     fn scans(journal: &Journal, stream: crate::journal::StreamId) -> Vec<String> {
         use crate::journal::IdSet;
-        use crate::journal::versions::RvKeys;
+        use crate::journal::versions::{HeadsBelow, RvKeys, VersionHead};
         let streams: IdSet<_> = [stream].into_iter().collect();
         let bodyless = |v: VersionRow| VersionRow { body: 0, ..v };
         let mut out = Vec::new();
@@ -798,12 +798,44 @@ mod tests {
             let mut keys = RvKeys::default();
             let mut heads = Vec::new();
             // Bodies kept in blocks have ids of their own.
+            let bodyless_head = |h: &VersionHead| VersionHead { body: 0, ..*h };
             journal
-                .visit_version_heads_from(&streams, (seq, seq + 45), &mut keys, |h| {
-                    heads.push(crate::journal::versions::VersionHead { body: 0, ..*h })
+                .visit_version_heads_from(&streams, (seq, seq + 45), &mut keys, None, |h| {
+                    heads.push(bodyless_head(h))
                 })
                 .unwrap();
             out.push(format!("heads from {seq}: {heads:?}"));
+            // And the walks down from there, from the heads the pass kept of
+            // the blocks it read (debug builds assert they are the walks that
+            // read those blocks again).
+            for at in [0, 1_050, 1_100, 5_000, i64::MAX] {
+                let mut below = HeadsBelow::new(at);
+                journal
+                    .visit_version_heads_from(
+                        &streams,
+                        (seq, seq + 45),
+                        &mut keys,
+                        Some(&mut below),
+                        |_| {},
+                    )
+                    .unwrap();
+                for object in 1..=3 {
+                    let (down, found) = journal
+                        .object_heads_down_to(
+                            object,
+                            at,
+                            seq - 1,
+                            &IdSet::default(),
+                            &below.take(object),
+                            &mut keys,
+                        )
+                        .unwrap();
+                    let down: Vec<VersionHead> = down.iter().map(bodyless_head).collect();
+                    out.push(format!(
+                        "{object} down to {at} from {seq}: {down:?} {found}"
+                    ));
+                }
+            }
         }
         for (after, until) in [
             (0, i64::MAX),

@@ -7,7 +7,7 @@ use super::codec::{Codec, DecoderDict, KeyframeCache, PreparedKeyframe};
 use super::records::BaselineInfo;
 use super::schema::BodyRow;
 use super::schema::kind;
-use super::{IdSet, Journal, JournalError, StreamId};
+use super::{IdMap, IdSet, Journal, JournalError, StreamId};
 use crate::model::WatchType;
 use rusqlite::{OptionalExtension, params};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -116,6 +116,44 @@ impl RvKeys {
         }
         let text = self.texts.get(usize::try_from(key & !(1 << 63)).ok()?)?;
         String::from_utf8(text.clone()).ok()
+    }
+}
+
+/// The heads of the records kept in blocks just before a pass along the
+/// records ([`Journal::visit_version_heads_from`] from a `seq`), by object:
+/// those of the one block of each object that the pass read and that begins
+/// before it, which a walk down from the pass's start
+/// ([`Journal::object_heads_down_to`]) would decode again. Each object's are
+/// in `seq` order, from the last one observed at or before `at` that is no
+/// list's item (a walk down to `at` stops there: the older ones are not
+/// kept).
+#[derive(Debug, Default)]
+pub struct HeadsBelow {
+    at: i64,
+    by_object: IdMap<i64, Vec<VersionHead>>,
+}
+
+impl HeadsBelow {
+    /// For a walk down to the version observed at or before `at`.
+    pub fn new(at: i64) -> HeadsBelow {
+        HeadsBelow {
+            at,
+            by_object: IdMap::default(),
+        }
+    }
+
+    /// Takes the next head of its object's block, in `seq` order.
+    fn push(&mut self, head: VersionHead) {
+        let heads = self.by_object.entry(head.object).or_default();
+        if head.observed_at <= self.at && head.list_token.is_none() {
+            heads.clear();
+        }
+        heads.push(head);
+    }
+
+    /// `object`'s, taken out.
+    pub fn take(&mut self, object: i64) -> Vec<VersionHead> {
+        self.by_object.remove(&object).unwrap_or_default()
     }
 }
 
@@ -256,6 +294,15 @@ pub struct WindowRecord {
 /// 8 covers objects that changed a few times (W-wide's change 5 times), and
 /// costs W-deep's diff about 4 %.
 const MARKED_WALK: usize = 8;
+
+/// A record kept in a block, as a walk down an object's blocks meets it.
+struct ColdRef<'c> {
+    stream: StreamId,
+    block: i64,
+    /// Its body among the block's ([`ColdColumns::ordinals`]).
+    ordinal: Option<usize>,
+    record: &'c ColdRecord<std::ops::Range<usize>>,
+}
 
 /// A record kept in a block, as stored, with its object and the id its body
 /// reads by.
@@ -596,11 +643,95 @@ impl Journal {
         bound: i64,
         mut visit: impl FnMut(VersionRow) -> std::ops::ControlFlow<()>,
     ) -> Result<(), JournalError> {
+        self.cold_records_down(object, bound, |r| {
+            let v = self.cold_version(ColdRow {
+                stream: r.stream,
+                object,
+                block: r.block,
+                body: r.ordinal.map(|o| block::cold_body_id(r.block, o)),
+                record: r.record.with_body(None),
+            })?;
+            Ok(visit(v))
+        })
+    }
+
+    /// [`Journal::cold_versions_down`]'s heads, made from the blocks'
+    /// columns without a version of each.
+    fn cold_heads_down(
+        &self,
+        object: i64,
+        bound: i64,
+        keys: &mut RvKeys,
+        mut visit: impl FnMut(VersionHead) -> std::ops::ControlFlow<()>,
+    ) -> Result<(), JournalError> {
+        self.cold_records_down(object, bound, |r| {
+            Ok(visit(
+                self.cold_head(r.record, object, r.block, r.ordinal, keys)?,
+            ))
+        })
+    }
+
+    /// A record kept in a block as a head; `keys` gives its resourceVersion's
+    /// key.
+    fn cold_head(
+        &self,
+        r: &ColdRecord<std::ops::Range<usize>>,
+        object: i64,
+        block: i64,
+        ordinal: Option<usize>,
+        keys: &mut RvKeys,
+    ) -> Result<VersionHead, JournalError> {
+        let Some(ordinal) = ordinal else {
+            return Err(self.damaged_block(
+                block,
+                block::BlockError::Damaged("a version without a body"),
+            ));
+        };
+        let watch_type = r.watch_type.and_then(WatchType::from_code);
+        Ok(VersionHead {
+            seq: r.seq,
+            object,
+            kind: r.kind,
+            observed_at: r.observed_at,
+            watch_type,
+            mark: Mark::of(r.kind, watch_type, r.aux),
+            rv: keys.key(r.resource_version.as_deref().unwrap_or("").as_bytes()),
+            list_token: (r.kind == kind::BASELINE_ITEM).then_some(r.aux).flatten(),
+            body: block::cold_body_id(block, ordinal),
+        })
+    }
+
+    /// Calls `visit` with the records of `object` kept in its blocks with a
+    /// `seq` up to `bound` as stored, newest first, until it says to stop;
+    /// only those visited are made into anything (a walk most often stops at
+    /// the first, of up to [`block::BLOCK_VERSIONS`]; a diff walks twice for
+    /// each object).
+    fn cold_records_down(
+        &self,
+        object: i64,
+        bound: i64,
+        mut visit: impl FnMut(ColdRef<'_>) -> Result<std::ops::ControlFlow<()>, JournalError>,
+    ) -> Result<(), JournalError> {
+        let mut in_block = |cols: &ColdColumns, stream: StreamId, block: i64| {
+            let records = cols.records.iter().zip(cols.ordinals.iter().copied());
+            for (record, ordinal) in records.rev().filter(|(r, _)| r.seq <= bound) {
+                let r = ColdRef {
+                    stream,
+                    block,
+                    ordinal,
+                    record,
+                };
+                if visit(r)?.is_break() {
+                    return Ok(true);
+                }
+            }
+            Ok::<_, JournalError>(false)
+        };
         if let Some(blocks) = self.object_blocks(object)? {
             // Bounded by the object's blocks.
             for &(id, _) in blocks.ids.iter().rev().filter(|(_, first)| *first <= bound) {
                 let cols = self.block_columns_of(id)?;
-                if self.versions_down(&cols, (blocks.stream, object, id), bound, &mut visit)? {
+                if in_block(&cols, blocks.stream, id)? {
                     break;
                 }
             }
@@ -627,39 +758,11 @@ impl Journal {
                 _ => &[],
             };
             let cols = self.block_columns(id, frame)?;
-            if self.versions_down(&cols, (stream, object, id), bound, &mut visit)? {
+            if in_block(&cols, stream, id)? {
                 break;
             }
         }
         Ok(())
-    }
-
-    /// [`Journal::cold_versions_down`] in one block (of `stream`, `object`
-    /// and `id`): true once `visit` says to stop.
-    fn versions_down(
-        &self,
-        cols: &ColdColumns,
-        (stream, object, block): (StreamId, i64, i64),
-        bound: i64,
-        visit: &mut impl FnMut(VersionRow) -> std::ops::ControlFlow<()>,
-    ) -> Result<bool, JournalError> {
-        // Newest first, and only those visited made into versions: a walk
-        // most often stops at the first, of up to [`block::BLOCK_VERSIONS`]
-        // (a diff walks twice for each object).
-        let records = cols.records.iter().zip(cols.ordinals.iter().copied());
-        for (r, ordinal) in records.rev().filter(|(r, _)| r.seq <= bound) {
-            let v = self.cold_version(ColdRow {
-                stream,
-                object,
-                block,
-                body: ordinal.map(|o| block::cold_body_id(block, o)),
-                record: r.with_body(None),
-            })?;
-            if visit(v).is_break() {
-                return Ok(true);
-            }
-        }
-        Ok(false)
     }
 
     /// The ids of `object`'s blocks, when this connection holds a snapshot
@@ -901,6 +1004,7 @@ impl Journal {
         streams: &IdSet<StreamId>,
         (from, to): (i64, i64),
         keys: &mut RvKeys,
+        below: Option<&mut HeadsBelow>,
         mut visit: impl FnMut(&VersionHead),
     ) -> Result<(), JournalError> {
         let mut stmt = self
@@ -916,7 +1020,7 @@ impl Journal {
             .map_err(|e| self.err(e))?;
         // Records kept in blocks come in `seq` order among the rows.
         let mut cold = self
-            .cold_heads(streams, (from, to), keys)?
+            .cold_heads(streams, (from, to), keys, below)?
             .into_iter()
             .peekable();
         let mut rows = stmt.query(params![from, to]).map_err(|e| self.err(e))?;
@@ -964,12 +1068,15 @@ impl Journal {
     /// heads of those of `streams` with a `seq` in `[from, to]`, in `seq`
     /// order. Made from the blocks' columns as they are, without a version
     /// of each (a week's window holds a million, and its blocks' other
-    /// records are skipped); blocks of other streams are not decoded.
+    /// records are skipped); blocks of other streams are not decoded. With
+    /// `below`, the heads of the records before `from` of the blocks read
+    /// go there ([`HeadsBelow`]).
     fn cold_heads(
         &self,
         streams: &IdSet<StreamId>,
         (from, to): (i64, i64),
         keys: &mut RvKeys,
+        mut below: Option<&mut HeadsBelow>,
     ) -> Result<Vec<VersionHead>, JournalError> {
         let mut stmt = self
             .conn()
@@ -994,27 +1101,14 @@ impl Journal {
             };
             let cols = self.block_columns(id, frame)?;
             for (r, ordinal) in cols.records.iter().zip(&cols.ordinals) {
-                if r.seq < from || r.seq > to {
+                if r.seq > to || (r.seq < from && below.is_none()) {
                     continue;
                 }
-                let Some(ordinal) = ordinal else {
-                    return Err(self.damaged_block(
-                        id,
-                        block::BlockError::Damaged("a version without a body"),
-                    ));
-                };
-                let watch_type = r.watch_type.and_then(WatchType::from_code);
-                out.push(VersionHead {
-                    seq: r.seq,
-                    object,
-                    kind: r.kind,
-                    observed_at: r.observed_at,
-                    watch_type,
-                    mark: Mark::of(r.kind, watch_type, r.aux),
-                    rv: keys.key(r.resource_version.as_deref().unwrap_or("").as_bytes()),
-                    list_token: (r.kind == kind::BASELINE_ITEM).then_some(r.aux).flatten(),
-                    body: block::cold_body_id(id, *ordinal),
-                });
+                let head = self.cold_head(r, object, id, *ordinal, keys)?;
+                match below.as_deref_mut() {
+                    Some(below) if r.seq < from => below.push(head),
+                    _ => out.push(head),
+                }
             }
         }
         out.sort_unstable_by_key(|h| h.seq);
@@ -1138,6 +1232,76 @@ impl Journal {
             })?;
         }
         out.reverse();
+        Ok((out, found))
+    }
+
+    /// [`Journal::object_versions_down_to`]'s heads, in `seq` order, and
+    /// whether the first is the version observed at or before `at`; those
+    /// kept in blocks made from their columns, without a version of each.
+    /// `known`: the heads [`HeadsBelow`] kept of `object`'s block that
+    /// begins at or before `seq_bound` and ends after it, all of its records
+    /// up to `seq_bound` (or from one the walk stops at): that block is not
+    /// read again.
+    pub fn object_heads_down_to(
+        &self,
+        object: i64,
+        at: i64,
+        seq_bound: i64,
+        lists: &IdSet<i64>,
+        known: &[VersionHead],
+        keys: &mut RvKeys,
+    ) -> Result<(Vec<VersionHead>, bool), JournalError> {
+        let is_it = |observed_at: i64, list_token: Option<i64>| {
+            observed_at <= at && list_token.is_none_or(|t| lists.contains(&t))
+        };
+        let mut out = Vec::new();
+        let mut found = false;
+        let mut stmt = self
+            .conn()
+            .prepare_cached(&OBJECT_VERSIONS_DOWN)
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt
+            .query(params![object, seq_bound])
+            .map_err(|e| self.err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let v = version(row).map_err(|e| self.err(e))?;
+            found = is_it(v.observed_at, v.list_token);
+            out.push(v.head(keys));
+            if found {
+                break;
+            }
+        }
+        // Blocks hold an object's records before its rows (as
+        // `cold_versions_down` walks them): the known block's, then those
+        // before it.
+        for h in known.iter().rev() {
+            if found {
+                break;
+            }
+            found = is_it(h.observed_at, h.list_token);
+            out.push(*h);
+        }
+        if !found {
+            let below = known.first().map_or(seq_bound, |k| k.seq - 1);
+            self.cold_heads_down(object, below, keys, |h| {
+                found = is_it(h.observed_at, h.list_token);
+                out.push(h);
+                if found {
+                    std::ops::ControlFlow::Break(())
+                } else {
+                    std::ops::ControlFlow::Continue(())
+                }
+            })?;
+        }
+        out.reverse();
+        // What the truth checker's debug builds hold it to: the walk of
+        // versions, which reads every block again.
+        #[cfg(debug_assertions)]
+        {
+            let (versions, read) = self.object_versions_down_to(object, at, seq_bound, lists)?;
+            let heads: Vec<VersionHead> = versions.iter().map(|v| v.head(keys)).collect();
+            assert_eq!((&out, found), (&heads, read), "a walk down by heads");
+        }
         Ok((out, found))
     }
 
@@ -1297,8 +1461,9 @@ impl Journal {
     /// once for each object of `streams` one of whose blocks holds a record
     /// observed in `(after, until]` with a `seq` below `below`. A block
     /// whose whole span is in the window and whose first record is below
-    /// `below` says so without being decoded, and an object found is not
-    /// looked for in its other blocks.
+    /// `below`, or whose records are all below `below` and one end of whose
+    /// span is in the window, says so without being decoded; an object
+    /// found is not looked for in its other blocks.
     fn cold_touched(
         &self,
         streams: &IdSet<StreamId>,
@@ -1309,7 +1474,7 @@ impl Journal {
         let mut stmt = self
             .conn()
             .prepare_cached(
-                "SELECT b.id, o.stream_id, b.object_id, b.min_at, b.max_at
+                "SELECT b.id, o.stream_id, b.object_id, b.min_at, b.max_at, b.last_seq
                  FROM blocks b JOIN objects o ON o.id = b.object_id
                  WHERE b.max_at > ?1 AND b.min_at <= ?2 AND b.first_seq < ?3",
             )
@@ -1322,21 +1487,19 @@ impl Journal {
         // have named their objects.
         let mut partly: Vec<(i64, i64)> = Vec::new();
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            let (id, stream, object, min_at, max_at): (i64, StreamId, i64, i64, i64) = (|| {
-                Ok::<_, rusqlite::Error>((
-                    row.get(0)?,
-                    row.get(1)?,
-                    row.get(2)?,
-                    row.get(3)?,
-                    row.get(4)?,
-                ))
-            })(
-            )
-            .map_err(|e| self.err(e))?;
+            let get = |i| row.get::<_, i64>(i).map_err(|e| self.err(e));
+            let (id, stream, object) = (get(0)?, get(1)?, get(2)?);
+            let (min_at, max_at, last_seq) = (get(3)?, get(4)?, get(5)?);
             if !streams.contains(&stream) || found.contains(&object) {
                 continue;
             }
-            if min_at > after && max_at <= until {
+            let in_window = |at: i64| at > after && at <= until;
+            // Wholly in the window with its first record below `below`; or
+            // wholly below `below` with its first or last record in the
+            // window (observed at its span's either end).
+            if (min_at > after && max_at <= until)
+                || (last_seq < below && (in_window(min_at) || in_window(max_at)))
+            {
                 found.insert(object);
                 visit(object);
             } else {
