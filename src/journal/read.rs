@@ -475,83 +475,95 @@ impl Journal {
         bodies: &mut super::versions::BodyReader,
         wants_body: &dyn Fn(&RecordView) -> bool,
     ) -> Result<Vec<RecordView>, JournalError> {
-        let mut stmt = self
-            .conn()
-            .prepare_cached(
-                "SELECT r.seq, r.stream_id, r.kind, r.observed_at, r.watch_type, o.namespace, o.name,
-                        r.resource_version, r.body_id, r.info, r.aux
-                 FROM records r LEFT JOIN objects o ON o.id = r.object_id
-                 WHERE r.seq > ?1 ORDER BY r.seq LIMIT ?2",
-            )
-            .map_err(|e| self.err(e))?;
-        type Row = (RecordView, Option<i64>);
-        let rows: Vec<Row> = stmt
-            .query_map(params![after, limit as i64], |r| {
-                Ok((
+        // Bounded: each round that finds nothing goes a stretch of the
+        // blocks' records further, up to the rows' end.
+        let mut after = after;
+        let rows = loop {
+            let mut stmt = self
+                .conn()
+                .prepare_cached(
+                    "SELECT r.seq, r.stream_id, r.kind, r.observed_at, r.watch_type, o.namespace, o.name,
+                            r.resource_version, r.body_id, r.info, r.aux
+                     FROM records r LEFT JOIN objects o ON o.id = r.object_id
+                     WHERE r.seq > ?1 ORDER BY r.seq LIMIT ?2",
+                )
+                .map_err(|e| self.err(e))?;
+            type Row = (RecordView, Option<i64>);
+            let rows: Vec<Row> = stmt
+                .query_map(params![after, limit as i64], |r| {
+                    Ok((
+                        RecordView {
+                            seq: r.get(0)?,
+                            stream: r.get(1)?,
+                            kind: r.get(2)?,
+                            observed_at: r.get(3)?,
+                            watch_type: r.get::<_, Option<i64>>(4)?.and_then(WatchType::from_code),
+                            namespace: r.get(5)?,
+                            name: r.get(6)?,
+                            resource_version: r.get(7)?,
+                            body: None,
+                            info: r.get(9)?,
+                            aux: r.get(10)?,
+                        },
+                        r.get(8)?,
+                    ))
+                })
+                .and_then(|rows| rows.collect())
+                .map_err(|e| self.err(e))?;
+            // Records kept in blocks, up to where the rows' page ends (all of
+            // those after when it is the last), among them in `seq` order; the
+            // page is cut at `limit` again.
+            let end = match rows.last() {
+                Some((last, _)) if rows.len() == limit => last.seq,
+                _ => i64::MAX,
+            };
+            let mut names: HashMap<i64, (String, String)> = HashMap::new();
+            let mut cold = Vec::new();
+            // A stretch of the blocks' records at a time: the page ends where
+            // it ends (rows after it come again in the next).
+            let (cold_end, cold_rows) = self.cold_rows_after((after, end), limit)?;
+            for r in cold_rows {
+                let c = &r.record;
+                let (namespace, name) = match names.get(&r.object) {
+                    Some(n) => n.clone(),
+                    None => {
+                        let o = self
+                            .object(r.object)?
+                            .ok_or_else(|| JournalError::Corrupt {
+                                path: self.path().to_path_buf(),
+                                detail: format!("block {} names no object {}", r.block, r.object),
+                            })?;
+                        names.insert(r.object, (o.namespace.clone(), o.name.clone()));
+                        (o.namespace, o.name)
+                    }
+                };
+                cold.push((
                     RecordView {
-                        seq: r.get(0)?,
-                        stream: r.get(1)?,
-                        kind: r.get(2)?,
-                        observed_at: r.get(3)?,
-                        watch_type: r.get::<_, Option<i64>>(4)?.and_then(WatchType::from_code),
-                        namespace: r.get(5)?,
-                        name: r.get(6)?,
-                        resource_version: r.get(7)?,
+                        seq: c.seq,
+                        stream: r.stream,
+                        kind: c.kind,
+                        observed_at: c.observed_at,
+                        watch_type: c.watch_type.and_then(WatchType::from_code),
+                        namespace: Some(namespace),
+                        name: Some(name),
+                        resource_version: c.resource_version.clone(),
                         body: None,
-                        info: r.get(9)?,
-                        aux: r.get(10)?,
+                        info: None,
+                        aux: c.aux,
                     },
-                    r.get(8)?,
-                ))
-            })
-            .and_then(|rows| rows.collect())
-            .map_err(|e| self.err(e))?;
-        // Records kept in blocks, up to where the rows' page ends (all of
-        // those after when it is the last), among them in `seq` order; the
-        // page is cut at `limit` again.
-        let end = match rows.last() {
-            Some((last, _)) if rows.len() == limit => last.seq,
-            _ => i64::MAX,
-        };
-        let mut names: HashMap<i64, (String, String)> = HashMap::new();
-        let mut cold = Vec::new();
-        for r in self.cold_rows(after.saturating_add(1), end)? {
-            let c = &r.record;
-            if c.seq <= after || c.seq > end {
+                    r.body,
+                ));
+            }
+            let mut rows = super::versions::merged_by_seq(rows, cold, |(v, _)| v.seq);
+            // Rows after the blocks' stretch come again in the next page.
+            rows.retain(|(v, _)| v.seq <= cold_end);
+            rows.truncate(limit);
+            if rows.is_empty() && cold_end < end {
+                after = cold_end;
                 continue;
             }
-            let (namespace, name) = match names.get(&r.object) {
-                Some(n) => n.clone(),
-                None => {
-                    let o = self
-                        .object(r.object)?
-                        .ok_or_else(|| JournalError::Corrupt {
-                            path: self.path().to_path_buf(),
-                            detail: format!("block {} names no object {}", r.block, r.object),
-                        })?;
-                    names.insert(r.object, (o.namespace.clone(), o.name.clone()));
-                    (o.namespace, o.name)
-                }
-            };
-            cold.push((
-                RecordView {
-                    seq: c.seq,
-                    stream: r.stream,
-                    kind: c.kind,
-                    observed_at: c.observed_at,
-                    watch_type: c.watch_type.and_then(WatchType::from_code),
-                    namespace: Some(namespace),
-                    name: Some(name),
-                    resource_version: c.resource_version.clone(),
-                    body: None,
-                    info: None,
-                    aux: c.aux,
-                },
-                r.body,
-            ));
-        }
-        let mut rows = super::versions::merged_by_seq(rows, cold, |(v, _)| v.seq);
-        rows.truncate(limit);
+            break rows;
+        };
         let mut out = Vec::with_capacity(rows.len());
         for (mut view, body_id) in rows {
             if let Some(id) = body_id.filter(|_| wants_body(&view)) {

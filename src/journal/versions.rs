@@ -306,6 +306,7 @@ struct ColdRef<'c> {
 
 /// A record kept in a block, as stored, with its object and the id its body
 /// reads by.
+#[derive(Clone)]
 pub(super) struct ColdRow {
     pub stream: StreamId,
     pub object: i64,
@@ -333,7 +334,27 @@ pub struct ColdCache {
     columns: Option<(i64, Arc<ColdColumns>)>,
     /// The last object's blocks ([`Journal::object_blocks`]).
     blocks: Option<Arc<ObjectBlocks>>,
+    /// The records kept in blocks of the last stretch of `seq`s a reading
+    /// in `seq` order asked for ([`Journal::cold_rows_after`]).
+    page: Option<ColdPage>,
 }
+
+/// The records kept in blocks with a `seq` in `[from, to]`, in `seq` order,
+/// as read when the journal's prune generation was `generation` (folds,
+/// retention and prunes change it; a recorder's new records are rows).
+struct ColdPage {
+    generation: i64,
+    from: i64,
+    to: i64,
+    rows: Vec<ColdRow>,
+}
+
+/// How many `seq`s a [`ColdPage`] spans: a reading in pages of a few
+/// thousand records decodes the blocks that meet this stretch once, not
+/// once a page (a block spans its object's history, often the whole
+/// journal's), and holds about this many records. The unit tests' is small,
+/// so their readings in `seq` order cross many stretches.
+const COLD_PAGE_SEQS: i64 = if cfg!(test) { 20 } else { 1 << 17 };
 
 impl ColdCache {
     /// Forgets what holds only in one snapshot: the last object's blocks
@@ -865,6 +886,71 @@ impl Journal {
             .into_iter()
             .map(|r| self.cold_version(r))
             .collect()
+    }
+
+    /// The records kept in blocks with a `seq` in `(after, end]`, but only
+    /// up to the `seq` returned with them when that is less than `end` (at
+    /// most `limit` of them): a reader in `seq` order goes on from there. Read a stretch of
+    /// [`COLD_PAGE_SEQS`] at a time and kept for the next call (while the
+    /// prune generation holds), so a reading of the whole journal in pages
+    /// decodes each block a few times, not once a page.
+    pub(super) fn cold_rows_after(
+        &self,
+        (after, end): (i64, i64),
+        limit: usize,
+    ) -> Result<(i64, Vec<ColdRow>), JournalError> {
+        let generation = self.snapshot_mark()?.generation;
+        let from = after.saturating_add(1);
+        let held = {
+            let cache = self.cold.borrow();
+            cache
+                .page
+                .as_ref()
+                .is_some_and(|p| p.generation == generation && p.from <= from && p.to >= from)
+        };
+        if !held {
+            // A stretch from the first block's records after `after` on (a
+            // `seq` space with holes, after retention, is not walked through
+            // a stretch at a time), or up to the rows' page's end when that
+            // is further.
+            let lowest: Option<i64> = self
+                .conn()
+                .prepare_cached("SELECT min(first_seq) FROM blocks WHERE last_seq >= ?1")
+                .and_then(|mut s| s.query_row(params![from], |r| r.get(0)))
+                .map_err(|e| self.err(e))?;
+            let Some(lowest) = lowest else {
+                // No record after `after` is in a block.
+                return Ok((end, Vec::new()));
+            };
+            let stretch = from.max(lowest).saturating_add(COLD_PAGE_SEQS);
+            let to = if end == i64::MAX {
+                stretch
+            } else {
+                end.max(stretch)
+            };
+            let rows: Vec<ColdRow> = self
+                .cold_rows(from, to)?
+                .into_iter()
+                .filter(|r| r.record.seq >= from && r.record.seq <= to)
+                .collect();
+            self.cold.borrow_mut().page = Some(ColdPage {
+                generation,
+                from,
+                to,
+                rows,
+            });
+        }
+        let cache = self.cold.borrow();
+        let page = cache.page.as_ref().expect("a page held or read above");
+        let mut end = end.min(page.to);
+        let first = page.rows.partition_point(|r| r.record.seq <= after);
+        let mut last = page.rows.partition_point(|r| r.record.seq <= end);
+        // No more than a page of them.
+        if last - first > limit {
+            last = first + limit;
+            end = page.rows[last - 1].record.seq;
+        }
+        Ok((end, page.rows[first..last].to_vec()))
     }
 
     /// [`Journal::cold_scan`]'s records as stored.
