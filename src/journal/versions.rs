@@ -456,6 +456,21 @@ fn object_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ObjectRow> {
     })
 }
 
+/// A walk's answer to a visit: stop once `found`.
+fn stop_if(found: bool) -> std::ops::ControlFlow<()> {
+    if found {
+        std::ops::ControlFlow::Break(())
+    } else {
+        std::ops::ControlFlow::Continue(())
+    }
+}
+
+/// The blocks with a record whose `seq` is in `[?1, ?2]`, as
+/// [`Journal::block_of_stream`] reads them.
+const BLOCKS_OF_SEQS_SQL: &str = "SELECT b.id, b.columns, o.stream_id, b.object_id
+     FROM blocks b JOIN objects o ON o.id = b.object_id
+     WHERE b.last_seq >= ?1 AND b.first_seq <= ?2";
+
 /// [`Journal::objects_named`] in one namespace: one seek into `(stream_id,
 /// namespace, name)`. One statement for both, with `?3 IS NULL OR`, would
 /// leave SQLite the stream's prefix alone, a walk through all its objects
@@ -690,6 +705,23 @@ impl Journal {
                 self.cold_head(r.record, object, r.block, r.ordinal, keys)?,
             ))
         })
+    }
+
+    /// A row `(b.id, b.columns, o.stream_id, b.object_id)` of `blocks`
+    /// joined to its object: the block's id, stream, object and columns'
+    /// frame.
+    fn block_of_stream<'r>(
+        &self,
+        row: &'r rusqlite::Row<'_>,
+    ) -> Result<(i64, StreamId, i64, &'r [u8]), JournalError> {
+        let (id, stream, object): (i64, StreamId, i64) =
+            (|| Ok::<_, rusqlite::Error>((row.get(0)?, row.get(2)?, row.get(3)?)))()
+                .map_err(|e| self.err(e))?;
+        let frame = match row.get_ref(1).map_err(|e| self.err(e))? {
+            rusqlite::types::ValueRef::Blob(b) => b,
+            _ => &[],
+        };
+        Ok((id, stream, object, frame))
     }
 
     /// A record kept in a block as a head; `keys` gives its resourceVersion's
@@ -957,11 +989,7 @@ impl Journal {
     pub(super) fn cold_rows(&self, from: i64, to: i64) -> Result<Vec<ColdRow>, JournalError> {
         let mut stmt = self
             .conn()
-            .prepare_cached(
-                "SELECT b.id, b.columns, o.stream_id, b.object_id
-                 FROM blocks b JOIN objects o ON o.id = b.object_id
-                 WHERE b.last_seq >= ?1 AND b.first_seq <= ?2",
-            )
+            .prepare_cached(BLOCKS_OF_SEQS_SQL)
             .map_err(|e| self.err(e))?;
         let mut rows = stmt.query(params![from, to]).map_err(|e| self.err(e))?;
         let mut out = Vec::new();
@@ -1166,25 +1194,15 @@ impl Journal {
     ) -> Result<Vec<VersionHead>, JournalError> {
         let mut stmt = self
             .conn()
-            .prepare_cached(
-                "SELECT b.id, b.columns, o.stream_id, b.object_id
-                 FROM blocks b JOIN objects o ON o.id = b.object_id
-                 WHERE b.last_seq >= ?1 AND b.first_seq <= ?2",
-            )
+            .prepare_cached(BLOCKS_OF_SEQS_SQL)
             .map_err(|e| self.err(e))?;
         let mut rows = stmt.query(params![from, to]).map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            let (id, stream, object): (i64, StreamId, i64) =
-                (|| Ok::<_, rusqlite::Error>((row.get(0)?, row.get(2)?, row.get(3)?)))()
-                    .map_err(|e| self.err(e))?;
+            let (id, stream, object, frame) = self.block_of_stream(row)?;
             if !streams.contains(&stream) {
                 continue;
             }
-            let frame = match row.get_ref(1).map_err(|e| self.err(e))? {
-                rusqlite::types::ValueRef::Blob(b) => b,
-                _ => &[],
-            };
             let cols = self.block_columns(id, frame)?;
             for (r, ordinal) in cols.records.iter().zip(&cols.ordinals) {
                 if r.seq > to || (r.seq < from && below.is_none()) {
@@ -1310,11 +1328,7 @@ impl Journal {
             self.cold_versions_down(object, seq_bound, |v| {
                 found = is_it(&v);
                 out.push(v);
-                if found {
-                    std::ops::ControlFlow::Break(())
-                } else {
-                    std::ops::ControlFlow::Continue(())
-                }
+                stop_if(found)
             })?;
         }
         out.reverse();
@@ -1372,11 +1386,7 @@ impl Journal {
             self.cold_heads_down(object, below, keys, |h| {
                 found = is_it(h.observed_at, h.list_token);
                 out.push(h);
-                if found {
-                    std::ops::ControlFlow::Break(())
-                } else {
-                    std::ops::ControlFlow::Continue(())
-                }
+                stop_if(found)
             })?;
         }
         out.reverse();
@@ -1692,16 +1702,10 @@ impl Journal {
         let mut rows = stmt.query(params![after, until]).map_err(|e| self.err(e))?;
         let mut records = Vec::new();
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            let (id, stream, object): (i64, StreamId, i64) =
-                (|| Ok::<_, rusqlite::Error>((row.get(0)?, row.get(2)?, row.get(3)?)))()
-                    .map_err(|e| self.err(e))?;
+            let (id, stream, object, frame) = self.block_of_stream(row)?;
             if !streams.contains(&stream) {
                 continue;
             }
-            let frame = match row.get_ref(1).map_err(|e| self.err(e))? {
-                rusqlite::types::ValueRef::Blob(b) => b,
-                _ => &[],
-            };
             // Decoded into `records` before any visit: `visit` may read
             // through this journal, which keeps one decoder.
             records.clear();
