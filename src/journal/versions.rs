@@ -978,8 +978,8 @@ impl Journal {
         let first = page.rows.partition_point(|r| r.record.seq <= after);
         let mut last = page.rows.partition_point(|r| r.record.seq <= end);
         // No more than a page of them.
-        if last - first > limit {
-            last = first + limit;
+        if last - first > limit.max(1) {
+            last = first + limit.max(1);
             end = page.rows[last - 1].record.seq;
         }
         Ok((end, page.rows[first..last].to_vec()))
