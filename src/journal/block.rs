@@ -71,7 +71,8 @@ pub struct ColdRecord<B> {
     pub observed_at: i64,
     /// 1 ADDED, 2 MODIFIED, 3 DELETED.
     pub watch_type: Option<i64>,
-    pub resource_version: Option<String>,
+    /// As stored: an integer when it was plain decimal ([`Rv::parse`]).
+    pub resource_version: Option<Rv>,
     pub event_key: Option<i64>,
     pub aux: Option<i64>,
     pub body: Option<B>,
@@ -198,15 +199,15 @@ pub fn encode(
         if let Some(k) = r.event_key {
             rest.extend_from_slice(&k.to_le_bytes());
         }
-        let rv_mode = match r.resource_version.as_deref().map(Rv::parse) {
+        let rv_mode = match &r.resource_version {
             None => 0,
             Some(Rv::Int(n)) => {
                 put_varint(&mut rest, zigzag(n.wrapping_sub(rv)));
-                rv = n;
+                rv = *n;
                 1
             }
             Some(Rv::Text(text)) => {
-                put_text(&mut rest, &text);
+                put_text(&mut rest, text);
                 2
             }
         };
@@ -327,9 +328,9 @@ fn decode_columns(codec: &mut Codec, frame: &[u8], versions: bool) -> Result<Col
             0 => None,
             1 => {
                 rv = rv.wrapping_add(unzigzag(r.varint()?));
-                versions.then(|| rv.to_string())
+                versions.then_some(Rv::Int(rv))
             }
-            2 if versions => Some(r.text()?),
+            2 if versions => Some(Rv::Text(r.text()?)),
             2 => {
                 let n = r.varint()?;
                 std::str::from_utf8(r.bytes(n)?).map_err(|_| Damaged("text is not UTF-8"))?;
@@ -435,7 +436,7 @@ mod tests {
             kind: 1,
             observed_at: 1_700_000_000_000 + seq * 7,
             watch_type: Some(2),
-            resource_version: Some(rv.to_string()),
+            resource_version: Some(Rv::parse(rv)),
             event_key: None,
             aux: Some(1),
             body: Some(body),
@@ -485,7 +486,7 @@ mod tests {
                         kind,
                         observed_at: at,
                         watch_type: watch,
-                        resource_version: rv,
+                        resource_version: rv.as_deref().map(Rv::parse),
                         event_key: key,
                         aux,
                         body,

@@ -779,8 +779,12 @@ impl BodyStore {
             .map_err(|e| self.sqlite(e))?;
         let Some((body, rv)) = last else {
             if let Some(r) = super::cold::last_record(tx, &self.path, object)? {
-                self.cold_last
-                    .insert(object, r.resource_version.unwrap_or_default());
+                self.cold_last.insert(
+                    object,
+                    r.resource_version
+                        .map(super::wire::Rv::into_text)
+                        .unwrap_or_default(),
+                );
             }
             return Ok(());
         };

@@ -114,7 +114,9 @@ pub fn event_stored(
         |r| {
             found = r.kind == super::schema::kind::EVENT
                 && r.watch_type == Some(watch_type.code())
-                && r.resource_version.as_deref() == Some(resource_version);
+                && r.resource_version
+                    .as_ref()
+                    .is_some_and(|v| v.is(resource_version));
             !found
         },
     )?;
@@ -278,7 +280,7 @@ pub fn body_of(
             if r.seq == seq {
                 return Ok(id);
             }
-            if by_rv.is_none() && r.resource_version.as_deref() == Some(rv) {
+            if by_rv.is_none() && r.resource_version.as_ref().is_some_and(|v| v.is(rv)) {
                 by_rv = Some(id);
             }
         }

@@ -20,6 +20,7 @@
 use super::block::{self, ColdRecord};
 use super::codec::{Codec, EncoderDict};
 use super::versions::BodyReader;
+use super::wire::Rv;
 use super::{Journal, JournalError};
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 
@@ -450,7 +451,7 @@ fn object_rows(
             kind: r.get(1)?,
             observed_at: r.get(2)?,
             watch_type: r.get(3)?,
-            resource_version: r.get(4)?,
+            resource_version: r.get_ref(4)?.as_str_or_null()?.map(Rv::parse),
             event_key: r.get(5)?,
             aux: r.get(6)?,
             body: r.get(7)?,

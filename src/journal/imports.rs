@@ -193,8 +193,10 @@ fn last_in_blocks(
     let cols = super::block::columns(&mut super::codec::Codec::new(), &columns).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Blob, Box::new(e))
     })?;
-    Ok(cols
-        .records
-        .last()
-        .map(|r| (r.observed_at, r.resource_version.clone())))
+    Ok(cols.records.last().map(|r| {
+        (
+            r.observed_at,
+            r.resource_version.as_ref().map(super::wire::Rv::text),
+        )
+    }))
 }

@@ -136,7 +136,7 @@ impl Journal {
                         kind: kind::BASELINE_ITEM,
                         observed_at: c.cut,
                         watch_type: None,
-                        resource_version: Some(rv.clone()),
+                        resource_version: Some(super::wire::Rv::parse(rv)),
                         event_key: None,
                         aux: Some(token),
                         body: Some(raw.as_slice()),

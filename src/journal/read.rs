@@ -546,7 +546,7 @@ impl Journal {
                         watch_type: c.watch_type.and_then(WatchType::from_code),
                         namespace: Some(namespace),
                         name: Some(name),
-                        resource_version: c.resource_version.clone(),
+                        resource_version: c.resource_version.as_ref().map(super::wire::Rv::text),
                         body: None,
                         info: None,
                         aux: c.aux,

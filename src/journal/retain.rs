@@ -180,7 +180,7 @@ impl RetainJob {
                             kind: kind::BASELINE_ITEM,
                             observed_at: self.cut.cut,
                             watch_type: None,
-                            resource_version: Some(rv),
+                            resource_version: Some(super::wire::Rv::parse(&rv)),
                             event_key: None,
                             aux: Some(self.base),
                             body: Some(raw.as_slice()),

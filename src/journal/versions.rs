@@ -7,6 +7,7 @@ use super::codec::{Codec, DecoderDict, KeyframeCache, PreparedKeyframe};
 use super::records::BaselineInfo;
 use super::schema::BodyRow;
 use super::schema::kind;
+use super::wire::Rv;
 use super::{IdMap, IdSet, Journal, JournalError, StreamId};
 use crate::model::WatchType;
 use rusqlite::{OptionalExtension, params};
@@ -106,6 +107,16 @@ impl RvKeys {
             next
         });
         1 << 63 | key
+    }
+
+    /// [`RvKeys::key`] of a resourceVersion as a block stores it: a plain
+    /// decimal below 10^18 is its own key, with no text written.
+    pub fn key_of(&mut self, rv: Option<&Rv>) -> RvKey {
+        match rv {
+            None => self.key(b""),
+            Some(Rv::Int(n)) if (0..1_000_000_000_000_000_000).contains(n) => *n as u64,
+            Some(rv) => rv.with_text(|t| self.key(t.as_bytes())),
+        }
     }
 
     /// The resourceVersion a key of this reading stands for; `None` for a
@@ -748,7 +759,7 @@ impl Journal {
             observed_at: r.observed_at,
             watch_type,
             mark: Mark::of(r.kind, watch_type, r.aux),
-            rv: keys.key(r.resource_version.as_deref().unwrap_or("").as_bytes()),
+            rv: keys.key_of(r.resource_version.as_ref()),
             list_token: (r.kind == kind::BASELINE_ITEM).then_some(r.aux).flatten(),
             body: block::cold_body_id(block, ordinal),
         })
@@ -1059,7 +1070,7 @@ impl Journal {
             kind: c.kind,
             observed_at: c.observed_at,
             watch_type,
-            resource_version: c.resource_version.unwrap_or_default(),
+            resource_version: c.resource_version.map(Rv::into_text).unwrap_or_default(),
             body,
             list_token: (c.kind == kind::BASELINE_ITEM).then_some(c.aux).flatten(),
             mark: Mark::of(c.kind, watch_type, c.aux),
@@ -2358,6 +2369,36 @@ mod tests {
             }
         }
         assert_eq!(keys.text(1 << 63 | 99), None);
+    }
+
+    #[test]
+    fn a_stored_resource_versions_key_is_its_texts() {
+        let texts = [
+            "0",
+            "7",
+            "999999999999999999",
+            "1000000000000000000",
+            "9223372036854775807",
+            "0123",
+            "abc",
+            "",
+        ];
+        let mut stored = RvKeys::default();
+        let mut read = RvKeys::default();
+        for text in texts {
+            let rv = Rv::parse(text);
+            assert_eq!(
+                stored.key_of(Some(&rv)),
+                read.key(text.as_bytes()),
+                "{text}"
+            );
+            assert!(rv.is(text) && rv.clone().into_text() == text, "{text}");
+        }
+        // A block's integer that no plain text gives (a damaged block's).
+        let odd = Rv::Int(-5);
+        assert_eq!(stored.key_of(Some(&odd)), read.key(b"-5"));
+        assert!(odd.is("-5") && !odd.is("5"));
+        assert_eq!(stored.key_of(None), read.key(b""));
     }
 
     #[test]

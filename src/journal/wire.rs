@@ -116,6 +116,27 @@ impl Rv {
             Rv::Text(t) => t.clone(),
         }
     }
+
+    /// Calls `f` with its text, written without an allocation.
+    pub fn with_text<T>(&self, f: impl FnOnce(&str) -> T) -> T {
+        match self {
+            Rv::Int(n) => f(itoa::Buffer::new().format(*n)),
+            Rv::Text(t) => f(t),
+        }
+    }
+
+    /// Its text, taken out.
+    pub fn into_text(self) -> String {
+        match self {
+            Rv::Int(n) => n.to_string(),
+            Rv::Text(t) => t,
+        }
+    }
+
+    /// Whether its text is `text`.
+    pub fn is(&self, text: &str) -> bool {
+        self.with_text(|t| t == text)
+    }
 }
 
 #[cfg(test)]
