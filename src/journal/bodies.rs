@@ -276,8 +276,9 @@ pub struct BodyStore {
     slots: Slots,
     /// The last resourceVersion of objects whose last version is kept in a
     /// block (docs/journal.md, "Cold history in blocks"), until this run
-    /// stores their next: that one is a keyframe.
-    cold_last: IdMap<i64, String>,
+    /// stores their next: that one is a keyframe. With it, the id its body
+    /// reads by, if it has one (the live feed's "before").
+    cold_last: IdMap<i64, (String, Option<i64>)>,
     /// The diff digest of the last version of objects forgotten after a fold
     /// behind the writer ([`BodyStore::forget_folded`]), until this run
     /// stores their next: that version is the same, so the next is marked
@@ -348,7 +349,7 @@ impl BodyStore {
             .objects
             .get(&object)
             .map(|s| s.resource_version.as_str())
-            .or_else(|| self.cold_last.get(&object).map(String::as_str)))
+            .or_else(|| self.cold_last.get(&object).map(|(rv, _)| rv.as_str())))
     }
 
     /// Forgets every keyframe decoded: a fold behind the writer deleted
@@ -407,7 +408,7 @@ impl BodyStore {
         // An object whose last version is kept in a block has no body row to
         // point at or keyframe to make a delta against: its next version is a
         // keyframe.
-        self.cold_last.remove(&object);
+        let cold_previous = self.cold_last.remove(&object).and_then(|(_, body)| body);
         let digest = hash(raw);
         // Taken out and put back: no copy of the state per event.
         let state = self.objects.remove(&object);
@@ -418,7 +419,7 @@ impl BodyStore {
             self.versions - at <= (KEYFRAME_CACHE_BYTES / raw.len().max(1)) as u64
         });
         self.versions += 1;
-        let previous = state.as_ref().map(|s| s.body);
+        let previous = state.as_ref().map(|s| s.body).or(cold_previous);
         // Read back after a fold behind the writer, or kept in a block: the
         // digest kept for it.
         let kept_digest = self.kept_digests.remove(&object);
@@ -778,13 +779,10 @@ impl BodyStore {
             })
             .map_err(|e| self.sqlite(e))?;
         let Some((body, rv)) = last else {
-            if let Some(r) = super::cold::last_record(tx, &self.path, object)? {
-                self.cold_last.insert(
-                    object,
-                    r.resource_version
-                        .map(super::wire::Rv::into_text)
-                        .unwrap_or_default(),
-                );
+            if let Some((r, body)) = super::cold::last_record(tx, &self.path, object)? {
+                let rv = r.resource_version.map(super::wire::Rv::into_text);
+                self.cold_last
+                    .insert(object, (rv.unwrap_or_default(), body));
             }
             return Ok(());
         };

@@ -76,24 +76,37 @@ fn records(
     Ok(())
 }
 
+/// A record kept in a block, with the id its body reads by
+/// ([`block::cold_body_id`]) when it has one.
+pub type ColdLast = (ColdRecord<Range<usize>>, Option<i64>);
+
 /// The last record of `object` kept in a block, if any.
 pub fn last_record(
     conn: &Connection,
     path: &Path,
     object: i64,
-) -> Result<Option<ColdRecord<Range<usize>>>, JournalError> {
-    let mut last = None;
-    records(
-        conn,
-        path,
-        "SELECT id, columns FROM blocks WHERE object_id = ?1 ORDER BY first_seq DESC LIMIT 1",
-        object,
-        |r| {
-            last = Some(r.clone());
-            false
-        },
-    )?;
-    Ok(last)
+) -> Result<Option<ColdLast>, JournalError> {
+    let err = |e| JournalError::sqlite(path, e);
+    let row: Option<(i64, Vec<u8>)> = conn
+        .prepare_cached(
+            "SELECT id, columns FROM blocks WHERE object_id = ?1 ORDER BY first_seq DESC LIMIT 1",
+        )
+        .and_then(|mut s| {
+            s.query_row(params![object], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+        })
+        .map_err(err)?;
+    let Some((id, frame)) = row else {
+        return Ok(None);
+    };
+    let cols = block::columns(&mut Codec::new(), &frame).map_err(|e| damaged(path, id, e))?;
+    let (ordinals, _) = block::ordinals(&cols.records);
+    let body = ordinals
+        .last()
+        .copied()
+        .flatten()
+        .map(|ordinal| block::cold_body_id(id, ordinal));
+    Ok(cols.records.into_iter().last().map(|r| (r, body)))
 }
 
 /// Whether `object`'s blocks hold an event of this resourceVersion and
