@@ -743,9 +743,7 @@ impl<'s, 'h> Quiet<'s, 'h> {
         opts: &DiffOptions,
     ) -> Result<Quiet<'s, 'h>, HistoryError> {
         let mut streams = IdMap::default();
-        if !opts.include_status
-            && crate::journal::zones::orderly(&history.journal.zone_list()?, since, until)
-        {
+        if !opts.include_status && history.journal.zones_orderly(since, until)? {
             for (id, span) in spans {
                 let (t1, t2) = (span.t1, span.t2);
                 let baselines = &span.stream.baselines;

@@ -1749,6 +1749,11 @@ impl Journal {
         super::zones::all(self.conn()).map_err(|e| self.err(e))
     }
 
+    /// [`super::zones::orderly_in`] of this journal.
+    pub fn zones_orderly(&self, since: i64, until: i64) -> Result<bool, JournalError> {
+        super::zones::orderly_in(self.conn(), since, until).map_err(|e| self.err(e))
+    }
+
     /// The version of `object` recorded as `seq`: [`Journal::version`] by
     /// the object's own blocks, where a block holding `seq` is found by one
     /// seek rather than among every block after it.
@@ -2175,8 +2180,21 @@ pub struct BodyReader {
     /// The last pack decoded.
     last_pack: Option<(i64, Vec<u8>)>,
     /// The last block decoded: its id, its bodies' places and their JSON.
-    last_block: Option<(i64, Vec<std::ops::Range<usize>>, Vec<u8>)>,
+    last_block: Option<(i64, Places, Vec<u8>)>,
+    /// The bytes of JSON and the bodies' places of the blocks read, by id,
+    /// at most [`COLD_PLACES`]: a reading in `seq` order (export) meets each
+    /// of many objects' blocks again and again, and would decode its columns
+    /// each time. A block never changes (its id is never given again).
+    cold_places: IdMap<i64, (usize, Places)>,
 }
+
+/// The places of a block's bodies in their decoded JSON, by ordinal.
+type Places = Arc<[std::ops::Range<usize>]>;
+
+/// The most blocks whose bodies' places a [`BodyReader`] keeps: a block's
+/// are 16 bytes a version, so at most about 17 MB. The unit tests' journals
+/// have a few blocks: they keep 2, so that their readings forget some.
+const COLD_PLACES: usize = if cfg!(test) { 2 } else { 16_384 };
 
 impl Default for BodyReader {
     fn default() -> Self {
@@ -2193,6 +2211,7 @@ impl BodyReader {
             last_base: None,
             last_pack: None,
             last_block: None,
+            cold_places: IdMap::default(),
         }
     }
 
@@ -2245,18 +2264,31 @@ impl BodyReader {
         ordinal: usize,
     ) -> Result<Vec<u8>, JournalError> {
         if self.last_block.as_ref().is_none_or(|(b, _, _)| *b != id) {
-            let (frame, bodies, dict): (Vec<u8>, Vec<u8>, Option<i64>) = journal
+            let (raw_len, places) = match self.cold_places.get(&id) {
+                Some(held) => held.clone(),
+                None => {
+                    let cols = journal.block_columns_of(id)?;
+                    if self.cold_places.len() >= COLD_PLACES {
+                        self.cold_places.clear();
+                    }
+                    let held = (cols.raw_len, Arc::from(cols.places.as_slice()));
+                    self.cold_places.insert(id, held.clone());
+                    held
+                }
+            };
+            let (bodies, dict): (Vec<u8>, Option<i64>) = journal
                 .conn()
-                .prepare_cached("SELECT columns, bodies, dict_id FROM blocks WHERE id = ?1")
-                .and_then(|mut s| {
-                    s.query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                })
-                .map_err(|e| journal.err(e))?;
-            let cols = journal.block_columns(id, &frame)?;
+                .prepare_cached("SELECT bodies, dict_id FROM blocks WHERE id = ?1")
+                .and_then(|mut s| s.query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?))))
+                .optional()
+                .map_err(|e| journal.err(e))?
+                .ok_or_else(|| {
+                    journal.damaged_block(id, block::BlockError::Damaged("the block is gone"))
+                })?;
             let dict = dict.map(|d| journal.decoder_dict(d)).transpose()?;
-            let json = block::bodies(&mut self.codec, &bodies, cols.raw_len, dict.as_deref())
+            let json = block::bodies(&mut self.codec, &bodies, raw_len, dict.as_deref())
                 .map_err(|e| journal.damaged_block(id, e))?;
-            self.last_block = Some((id, cols.places.clone(), json));
+            self.last_block = Some((id, places, json));
         }
         let (_, places, json) = self.last_block.as_ref().expect("decoded above");
         places
