@@ -84,20 +84,11 @@ fn segments(journal: &Path, out: &Path) {
         rusqlite::Connection::open_with_flags(journal, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .unwrap();
     // The raw JSON of every record's body, as many times as records hold it.
-    let raw: i64 = conn
-        .query_row(
-            "SELECT coalesce(sum(b.raw_len), 0) FROM records r JOIN bodies b ON b.id = r.body_id",
-            [],
-            |r| r.get(0),
-        )
+    let raw = common::raw_json_bytes(journal);
+    let cluster: String = conn
+        .query_row("SELECT id FROM clusters LIMIT 1", [], |r| r.get(0))
         .unwrap();
-    let (cluster, first, last): (String, i64, i64) = conn
-        .query_row(
-            "SELECT (SELECT id FROM clusters LIMIT 1), min(observed_at), max(observed_at) FROM records",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .unwrap();
+    let (first, last) = common::observed_span(&conn);
     let namespace: String = conn
         .query_row(
             "SELECT namespace FROM objects WHERE namespace <> '' LIMIT 1",
@@ -191,8 +182,11 @@ fn segments(journal: &Path, out: &Path) {
     // 30 minutes ago.
     let busiest: String = conn
         .query_row(
-            "SELECT o.name FROM records r JOIN objects o ON o.id = r.object_id
-             GROUP BY r.object_id ORDER BY count(*) DESC LIMIT 1",
+            "SELECT o.name FROM objects o
+             ORDER BY (SELECT count(*) FROM records r WHERE r.object_id = o.id)
+                    + (SELECT coalesce(sum(b.records), 0) FROM blocks b WHERE b.object_id = o.id)
+                      DESC
+             LIMIT 1",
             [],
             |r| r.get(0),
         )

@@ -273,3 +273,49 @@ pub fn fold_as_a_stop(store: &Path) {
     conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
         .unwrap();
 }
+
+/// The bytes of JSON the object records of the journal at `store` hold, each
+/// body as many times as records hold it: those of its rows' bodies, and
+/// those its blocks' columns give for each record (a recorder's journal
+/// keeps most of its history in blocks).
+#[allow(dead_code)] // the history and segments benches'
+pub fn raw_json_bytes(store: &Path) -> u64 {
+    let conn =
+        rusqlite::Connection::open_with_flags(store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let rows: i64 = conn
+        .query_row(
+            "SELECT coalesce(sum(b.raw_len), 0) FROM records r JOIN bodies b ON b.id = r.body_id",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let mut codec = krply::journal::codec::Codec::new();
+    let mut stmt = conn.prepare("SELECT columns FROM blocks").unwrap();
+    let mut blocks = stmt.query([]).unwrap();
+    let mut cold = 0u64;
+    while let Some(row) = blocks.next().unwrap() {
+        let frame: Vec<u8> = row.get(0).unwrap();
+        let cols = krply::journal::block::columns_without_versions(&mut codec, &frame).unwrap();
+        cold += cols
+            .records
+            .iter()
+            .filter_map(|r| r.body.as_ref().map(|b| b.len() as u64))
+            .sum::<u64>();
+    }
+    rows as u64 + cold
+}
+
+/// The first and last `observed_at` of a journal's object records, rows
+/// and blocks.
+#[allow(dead_code)] // the segments bench's
+pub fn observed_span(conn: &rusqlite::Connection) -> (i64, i64) {
+    conn.query_row(
+        "SELECT min(lo), max(hi) FROM (
+             SELECT min(observed_at) lo, max(observed_at) hi FROM records WHERE object_id IS NOT NULL
+             UNION ALL SELECT min(min_at), max(max_at) FROM blocks)",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .unwrap()
+}
