@@ -296,7 +296,8 @@ pub struct NewVersion<'a> {
     pub pace: Pace,
 }
 
-/// A stored body: its row, and the object's previous body row, if any.
+/// A stored body: its row, and the object's previous body, if any (a row,
+/// or a version kept in a block: [`super::block::cold_body_id`]).
 pub struct Stored {
     pub body: i64,
     pub previous: Option<i64>,

@@ -1107,8 +1107,10 @@ fn apply_event(
         version(&meta, &body, digest, Pace::Live),
     )?;
     if cx.caches.feed.as_mut().is_some_and(|f| f.admit()) {
+        // The feed is for people: a "before" that cannot be read (a damaged
+        // block) leaves the change without one, never the event unwritten.
         let before = match (watch_type, stored.previous) {
-            (WatchType::Modified, Some(prev)) => Some(cx.caches.bodies.read(tx, prev)?),
+            (WatchType::Modified, Some(prev)) => cx.caches.bodies.read(tx, prev).ok(),
             _ => None,
         };
         cx.tx.changes.push(Change {
