@@ -62,10 +62,9 @@ pub const DEBUG_PACK_ENV: &str = "KRPLY_DEBUG_PACK";
 pub const SMALL_KEYFRAME_BYTES: usize = 256;
 
 /// The largest keyframe a writer makes again rather than a delta against:
-/// [`SMALL_KEYFRAME_BYTES`] for one that does not pack (it folds behind
-/// itself, which keeps versions together in blocks); none (0) for one that
-/// packs (`import`: packs keep its deltas together until a recorder of the
-/// stream folds them). A debug build takes another bound from
+/// [`SMALL_KEYFRAME_BYTES`] for one that does not pack (a recorder folds
+/// behind itself, which keeps versions together in blocks); none (0) for
+/// one that packs (packs keep its deltas together). A debug build takes another bound from
 /// [`DEBUG_SMALL_KEYFRAME_ENV`] (the truth checker's histories draw 0, as
 /// recorders before 2026-12-06 wrote, or the product's).
 pub fn small_keyframes(packing: bool) -> usize {
@@ -266,7 +265,7 @@ pub struct BodyStore {
     dicts: HashMap<StreamId, StreamDict>,
     decoders: HashMap<i64, Arc<DecoderDict>>,
     /// Whether older versions are packed as they are written
-    /// ([`pack_at_write`]; `import` packs).
+    /// ([`pack_at_write`]).
     pack: bool,
     /// The largest keyframe made again rather than a delta against
     /// ([`small_keyframes`]).

@@ -831,8 +831,12 @@ impl DirectWriter {
             .conn()
             .pragma_update(None, "cache_size", -64_000)
             .map_err(|e| journal.err(e))?;
+        // As a recorder writes (no packs, small keyframes): packing took
+        // 38 % of an import's writer, which was its limit (docs/journal.md,
+        // "Packs").
+        let pack = super::bodies::pack_at_write();
         Ok(DirectWriter {
-            state: WriterState::new(journal, Arc::new(WriterStats::default()), true)?,
+            state: WriterState::new(journal, Arc::new(WriterStats::default()), pack)?,
             broken: false,
         })
     }
