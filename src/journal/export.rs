@@ -193,7 +193,7 @@ pub(crate) fn visit(
     };
     // Only the records written are decoded.
     let wanted = |r: &RecordView| streams.get(&r.stream).is_some_and(|s| in_window(at(s, r)));
-    let mut bodies = super::versions::BodyReader::new();
+    let mut bodies = super::versions::BodyReader::in_seq_order();
     let mut after = i64::MIN;
     loop {
         let page = journal.records_after(after, 2_000, &mut bodies, &wanted)?;
