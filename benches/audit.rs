@@ -128,6 +128,7 @@ fn build_journal(store: &Path, start: i64) {
                 uid: uid(i),
                 resource_version: (1000 + i).to_string(),
                 diff_digest: None,
+                given_mark: None,
             },
             body: serde_json::to_vec(&body).unwrap(),
         })

@@ -114,6 +114,12 @@ pub struct ObjectMeta {
     /// ([`crate::diff::compared_digest`]), comparable only within this
     /// process; `None` when not taken.
     pub diff_digest: Option<u64>,
+    /// The mark a MODIFIED version came with from where it was recorded
+    /// (an imported segment's `status_only`: `Some(Some(true))` status-only,
+    /// `Some(Some(false))` a change, `Some(None)` not known there), taken
+    /// instead of one from digests; `None` to mark it from digests
+    /// (docs/journal.md, "Status-only changes").
+    pub given_mark: Option<Option<bool>>,
 }
 
 /// The largest object krply reads or stores: a watch line longer than this is a

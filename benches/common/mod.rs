@@ -131,6 +131,7 @@ pub fn history_journal_over(
         uid: d["metadata"]["uid"].as_str().unwrap().into(),
         resource_version: d["metadata"]["resourceVersion"].as_str().unwrap().into(),
         diff_digest: krply::diff::compared_digest(body),
+        given_mark: None,
     };
     for d in &mut objs {
         rv += 1;

@@ -62,6 +62,7 @@ impl Script {
             uid: format!("uid-{ns}-{name}"),
             resource_version: rv.into(),
             diff_digest: None,
+            given_mark: None,
         };
         let body = format!(
             r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","namespace":"{ns}","resourceVersion":"{rv}"}},"data":{{"value":"{rv}"}}}}"#

@@ -71,6 +71,10 @@ pub(crate) struct Line<'a> {
     /// read from them where the line is written ([`ObjectFacts`]).
     #[serde(skip)]
     pub(crate) body: Option<Vec<u8>>,
+    /// MODIFIED events: their mark (docs/journal.md, "Status-only
+    /// changes"), for the Parquet segments; `None` where there is none.
+    #[serde(skip)]
+    pub(crate) status_only: Option<bool>,
 }
 
 /// An object's text, written as it is. serde_json writes raw text only as a
@@ -247,9 +251,15 @@ fn record_line<'a>(stream: &'a StreamMeta, r: &'a RecordView) -> Option<Line<'a>
                 ..line
             };
             if r.kind == kind::EVENT {
+                let modified = r.watch_type == Some(crate::model::WatchType::Modified);
                 return Some(object(Line {
                     record: "event",
                     watch_type: r.watch_type.map(|w| w.as_str()),
+                    status_only: match r.aux {
+                        Some(super::schema::mark::STATUS_ONLY) if modified => Some(true),
+                        Some(super::schema::mark::CHANGED) if modified => Some(false),
+                        _ => None,
+                    },
                     ..typed()
                 }));
             }

@@ -546,6 +546,7 @@ mod tests {
             resource_version: rv.to_string(),
             // What a default diff compares: the data alone.
             diff_digest: Some(data),
+            given_mark: None,
         };
         // Large enough that versions are deltas and packs, as Deployments' are.
         let body = format!(

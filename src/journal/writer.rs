@@ -1130,10 +1130,17 @@ fn apply_event(
     let seq = take_seq(&mut cx.caches.next_seq);
     cx.tx.zone.add(seq, at);
     // Whether a default diff sees the change is marked (docs/journal.md,
-    // "Status-only changes"), where the writer can tell.
-    let mark = match watch_type {
-        WatchType::Modified if stored.same_for_diff => Some(mark::STATUS_ONLY),
-        WatchType::Modified if stored.changed_for_diff => Some(mark::CHANGED),
+    // "Status-only changes"), where the writer can tell, or as given.
+    let mark = match (watch_type, meta.given_mark) {
+        (WatchType::Modified, Some(given)) => given.map(|status_only| {
+            if status_only {
+                mark::STATUS_ONLY
+            } else {
+                mark::CHANGED
+            }
+        }),
+        (WatchType::Modified, None) if stored.same_for_diff => Some(mark::STATUS_ONLY),
+        (WatchType::Modified, None) if stored.changed_for_diff => Some(mark::CHANGED),
         _ => None,
     };
     tx.prepare_cached(
@@ -1493,6 +1500,7 @@ mod tests {
             uid: format!("uid-{name}"),
             resource_version: rv.into(),
             diff_digest: None,
+            given_mark: None,
         }
     }
 
@@ -2593,6 +2601,7 @@ mod tests {
                         watch_type: WatchType::Modified,
                         meta: ObjectMeta {
                             diff_digest: crate::diff::compared_digest(&body),
+                            given_mark: None,
                             ..meta(name, &rv)
                         },
                         body,

@@ -126,6 +126,7 @@ pub fn object_meta(raw: &[u8]) -> Result<ObjectMeta, Malformed> {
         uid: f.uid.unwrap_or_default(),
         resource_version: f.resource_version.unwrap_or_default(),
         diff_digest: crate::diff::compared_digest(raw),
+        given_mark: None,
     })
 }
 
@@ -202,6 +203,7 @@ pub fn decode_in_one_walk(line: &[u8]) -> Option<WireEvent> {
             uid: identity.uid.unwrap_or_default(),
             resource_version,
             diff_digest: Some(digest),
+            given_mark: None,
         },
         raw: raw.to_vec(),
     })

@@ -199,6 +199,7 @@ pub fn schema() -> SchemaRef {
         Field::new("gap_to", ts(), true),
         text("reason"),
         text("info"),
+        Field::new("status_only", DataType::Boolean, true),
     ]))
 }
 
@@ -224,6 +225,7 @@ struct Columns {
     gap_to: TimestampMillisecondBuilder,
     reason: StringBuilder,
     info: StringBuilder,
+    status_only: BooleanBuilder,
     /// Each row's object as recorded: its uid, last writer and checked
     /// text are read from it by the encoder ([`Pending::complete`]).
     bodies: Vec<Option<Vec<u8>>>,
@@ -254,6 +256,7 @@ impl Columns {
             gap_to: ts(),
             reason: StringBuilder::new(),
             info: StringBuilder::new(),
+            status_only: BooleanBuilder::new(),
             bodies: Vec::new(),
             rows: 0,
         }
@@ -282,6 +285,7 @@ impl Columns {
         self.reason.append_option(line.reason.as_deref());
         self.info
             .append_option(line.info.as_deref().map(|i| i.get()));
+        self.status_only.append_option(line.status_only);
         self.bodies.push(line.body);
         self.rows += 1;
     }
@@ -313,6 +317,7 @@ impl Columns {
                 Arc::new(self.gap_to.finish()),
                 Arc::new(self.reason.finish()),
                 Arc::new(self.info.finish()),
+                Arc::new(self.status_only.finish()),
             ],
             bodies: std::mem::take(&mut self.bodies),
         }

@@ -151,6 +151,9 @@ pub struct Row {
     /// ([`crate::diff::compared_digest`]), taken where the row is read; none
     /// leaves the change unmarked, compared as any other.
     pub diff_digest: Option<u64>,
+    /// The mark the row came with ([`given_mark`]), taken instead of one
+    /// from digests; `None`: marked from `diff_digest`.
+    pub given_mark: Option<Option<bool>>,
 }
 
 /// Turns a stream's rows back into the writer's [`Op`]s: baseline items are
@@ -209,6 +212,7 @@ impl Rebuild {
                 resource_version: row.resource_version.clone().unwrap_or_default(),
                 // Taken where the row was read ([`rows`]).
                 diff_digest: row.diff_digest,
+                given_mark: row.given_mark,
             })
         };
         let info = |row: &Row| need(row.info.clone(), "info");
@@ -746,8 +750,11 @@ impl Rows {
         let reader = std::thread::Builder::new()
             .name("segment-reader".into())
             .spawn(move || {
+                let mut seen = Seen::default();
                 for batch in reader {
-                    let rows = batch.map_err(|e| e.to_string()).and_then(|b| rows(&b));
+                    let rows = batch
+                        .map_err(|e| e.to_string())
+                        .and_then(|b| rows(&b, &mut seen));
                     let failed = rows.is_err();
                     // The writer stopped reading: nothing more to do.
                     if send.send(rows).is_err() || failed {
@@ -801,8 +808,25 @@ impl Drop for Rows {
     }
 }
 
-/// The rows of one record batch.
-fn rows(batch: &RecordBatch) -> Result<Vec<Row>, String> {
+/// The objects (namespace, name) a file's rows named so far, but its
+/// keyframes.
+type Seen = std::collections::HashSet<(Option<String>, String)>;
+
+/// The mark to take for a row of a file whose rows carry their marks
+/// (`status_only`): a MODIFIED event's own when an earlier row of the same
+/// file named its object (`seen`), as that row is the version the mark was
+/// taken against where it was recorded; none (not known) for its first in
+/// the file, whose version before is a keyframe, another file's row or none
+/// (a keyframe is the object's version at the file's start in time, which
+/// need not be the one before it in `seq`: clocks step). Every other row:
+/// none to take.
+pub fn given_mark(modified: bool, seen: bool, status_only: Option<bool>) -> Option<Option<bool>> {
+    Some(if modified && seen { status_only } else { None })
+}
+
+/// The rows of one record batch; `seen`: the objects the file's rows before
+/// it named.
+fn rows(batch: &RecordBatch, seen: &mut Seen) -> Result<Vec<Row>, String> {
     let column = |name: &str| {
         batch
             .column_by_name(name)
@@ -841,14 +865,41 @@ fn rows(batch: &RecordBatch) -> Result<Vec<Row>, String> {
     let mut list_rv = text("list_resource_version")?;
     let list_at = time("list_at")?;
     let mut info = text("info")?;
+    // Files written before 2026-12-06 have no marks: they are taken from
+    // digests, as the recorder takes them.
+    let marks = match batch.column_by_name("status_only") {
+        Some(c) => Some(
+            c.as_boolean_opt()
+                .ok_or("column status_only is not a boolean")?,
+        ),
+        None => None,
+    };
     (0..batch.num_rows())
         .map(|i| {
             let object = object[i].take();
-            // As the recorder takes it: the copy marks the same status-only
-            // changes (docs/journal.md, "Status-only changes").
-            let diff_digest = object
-                .as_deref()
-                .and_then(|o| crate::diff::compared_digest(o.as_bytes()));
+            let (diff_digest, given_mark) = match marks {
+                Some(marks) => {
+                    let keyframe = record[i].as_deref() == Some(KEYFRAME);
+                    let key = name[i].clone().map(|n| (namespace[i].clone(), n));
+                    let seen = match key {
+                        Some(key) if !keyframe => !seen.insert(key),
+                        _ => false,
+                    };
+                    let modified = watch_type[i].as_deref().and_then(WatchType::parse)
+                        == Some(WatchType::Modified);
+                    let mark = marks.is_valid(i).then(|| marks.value(i));
+                    (None, given_mark(modified, seen, mark))
+                }
+                // As the recorder takes it: the copy marks the same
+                // status-only changes (docs/journal.md, "Status-only
+                // changes").
+                None => (
+                    object
+                        .as_deref()
+                        .and_then(|o| crate::diff::compared_digest(o.as_bytes())),
+                    None,
+                ),
+            };
             Ok(Row {
                 seq: seq.value(i),
                 record: record[i].take().ok_or("a row has no record type")?,
@@ -863,6 +914,7 @@ fn rows(batch: &RecordBatch) -> Result<Vec<Row>, String> {
                 list_at: list_at[i],
                 info: info[i].take(),
                 diff_digest,
+                given_mark,
             })
         })
         .collect()

@@ -747,6 +747,7 @@ pub fn object_meta(namespace: &str, d: &Value) -> krply::model::ObjectMeta {
         uid: d["metadata"]["uid"].as_str().unwrap().into(),
         resource_version: d["metadata"]["resourceVersion"].as_str().unwrap().into(),
         diff_digest: krply::diff::compared_digest(&serde_json::to_vec(d).unwrap()),
+        given_mark: None,
     }
 }
 
