@@ -78,6 +78,7 @@ fuzz_target!(|data: &[u8]| {
         uid: "u".into(),
         resource_version: rv.into(),
         diff_digest: krply::diff::compared_digest(body),
+        given_mark: None,
     };
     let writer = Writer::start(journal).expect("start the writer");
     let tx = writer.sender();
