@@ -61,7 +61,7 @@ pub use noise::{
 };
 pub use owner::{FieldOwner, field_manager, field_owner, last_writer};
 pub use path::{FieldPath, PathError, PathSegment, parse_path};
-pub use reduce::{ReducedPair, parse_managed_for, reduce_pair, reduce_pair_managed};
+pub use reduce::reduce_pair;
 
 use path::SegRef;
 
@@ -143,54 +143,28 @@ pub fn changed_paths(before: &Value, after: &Value, opts: &DiffOptions) -> Vec<S
 
 /// The field changes from one version's JSON to the next, each with the
 /// field manager that owns it after the change (for a removed field, the one
-/// that owned it). Only the parts that differ are parsed, and each side's
-/// managedFields only when a change needs them.
+/// that owned it). Only the parts that differ are parsed; each side's
+/// managedFields are read on its tape, only along the changed paths.
 pub fn owned_changes(
     before: &str,
     after: &str,
     opts: &DiffOptions,
     defaults: &[(&str, &str)],
 ) -> serde_json::Result<Vec<(FieldChange, Option<String>)>> {
-    let r = reduce_pair_managed(before, after, opts, defaults)?;
-    let (mut rb, mut ra) = (r.before, r.after);
-    let changes = diff_objects(&rb, &ra, opts);
-    if changes.is_empty() {
-        return Ok(Vec::new());
-    }
-    let paths = |after: bool| -> Vec<&FieldPath> {
-        changes
-            .iter()
-            .filter(|c| c.after.is_some() == after)
-            .map(|c| &c.path)
-            .collect()
-    };
-    with_managed_fields(&mut ra, r.managed_after, &paths(true));
-    with_managed_fields(&mut rb, r.managed_before, &paths(false));
+    let (tb, ta) = (reduce::tape(before)?, reduce::tape(after)?);
+    let r = reduce::reduce_tapes(&tb, &ta, opts, defaults)?;
+    let changes = diff_objects(&r.before, &r.after, opts);
     Ok(changes
         .into_iter()
         .map(|change| {
-            let owner = if change.after.is_some() { &ra } else { &rb };
-            let manager = field_manager(owner, &change.path);
+            let (owner, managed) = if change.after.is_some() {
+                (&r.after, r.managed_after)
+            } else {
+                (&r.before, r.managed_before)
+            };
+            let manager =
+                managed.and_then(|entries| owner::raw_field_manager(entries, owner, &change.path));
             (change, manager)
         })
         .collect())
-}
-
-/// Puts raw managedFields into a reduced value's metadata, parsed for the
-/// owners of `paths` only.
-fn with_managed_fields(reduced: &mut Value, raw: Option<&str>, paths: &[&FieldPath]) {
-    if paths.is_empty() {
-        return;
-    }
-    let Some(fields) = raw.and_then(|raw| parse_managed_for(raw, paths)) else {
-        return;
-    };
-    if let Some(obj) = reduced.as_object_mut() {
-        let metadata = obj
-            .entry("metadata")
-            .or_insert_with(|| Value::Object(Default::default()));
-        if let Some(m) = metadata.as_object_mut() {
-            m.insert("managedFields".into(), fields);
-        }
-    }
 }

@@ -21,7 +21,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::path::{FieldPath, PathSegment};
+use super::tape::Raw;
 use crate::time::Millis;
+use std::borrow::Cow;
 
 /// The managedFields entry that owns a field.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,31 +52,106 @@ pub fn field_manager(object: &Value, path: &FieldPath) -> Option<String> {
 /// Like [`field_manager`], with the operation, time and subresource of the owning entry.
 pub fn field_owner(object: &Value, path: &FieldPath) -> Option<FieldOwner> {
     let entries = object.get("metadata")?.get("managedFields")?.as_array()?;
-    let mut best: Option<(Rank, &Map<String, Value>)> = None;
+    owner_among(entries.iter(), object, path)
+}
+
+/// [`field_manager`], with `object`'s managedFields left raw on the tape of
+/// the document it was reduced from (`entries`): [`super::owned_changes`]
+/// reads only the parts of the field sets on `path`, and parses nothing of them.
+pub(super) fn raw_field_manager(
+    entries: Raw<'_>,
+    object: &Value,
+    path: &FieldPath,
+) -> Option<String> {
+    if !entries.is_array() {
+        return None;
+    }
+    let entries = entries.items().unwrap_or_default();
+    owner_among(entries.into_iter(), object, path).map(|owner| owner.manager)
+}
+
+/// A managedFields entry or a FieldsV1 node, parsed or raw: the ownership
+/// rules below read both the same way.
+trait Node<'n>: Copy {
+    /// An object's member named `key` (the last of several, as a parser keeps it).
+    fn member(self, key: &str) -> Option<Self>;
+    /// The first of an object's members whose key `found` accepts (the last
+    /// member of that key, as [`Node::member`]).
+    fn find(self, found: impl FnMut(&str) -> bool) -> Option<Self>;
+    fn is_object(self) -> bool;
+    /// An object with no member.
+    fn is_empty_object(self) -> bool;
+    /// A string's text.
+    fn text(self) -> Option<Cow<'n, str>>;
+}
+
+impl<'v> Node<'v> for &'v Value {
+    fn member(self, key: &str) -> Option<Self> {
+        self.as_object()?.get(key)
+    }
+    fn find(self, mut found: impl FnMut(&str) -> bool) -> Option<Self> {
+        self.as_object()?
+            .iter()
+            .find_map(|(key, child)| found(key).then_some(child))
+    }
+    fn is_object(self) -> bool {
+        self.is_object()
+    }
+    fn is_empty_object(self) -> bool {
+        self.as_object().is_some_and(Map::is_empty)
+    }
+    fn text(self) -> Option<Cow<'v, str>> {
+        self.as_str().map(Cow::Borrowed)
+    }
+}
+
+impl<'t> Node<'t> for Raw<'t> {
+    fn member(self, key: &str) -> Option<Self> {
+        Raw::member(&self, key)
+    }
+    fn find(self, mut found: impl FnMut(&str) -> bool) -> Option<Self> {
+        // A parsed map holds each key once, where it first came, with its
+        // last value.
+        let (key, _) = self.keyed().flatten().find(|(key, _)| found(key))?;
+        Raw::member(&self, &key)
+    }
+    fn is_object(self) -> bool {
+        Raw::is_object(&self)
+    }
+    fn is_empty_object(self) -> bool {
+        Raw::is_object(&self) && self.keyed().next().is_none()
+    }
+    fn text(self) -> Option<Cow<'t, str>> {
+        self.as_str()
+    }
+}
+
+/// The entry among `entries` that owns `path` in `object` (see the module
+/// documentation).
+fn owner_among<'n, N: Node<'n>>(
+    entries: impl Iterator<Item = N>,
+    object: &Value,
+    path: &FieldPath,
+) -> Option<FieldOwner> {
+    let mut best: Option<(Rank, N)> = None;
     for entry in entries {
-        let Some(entry) = entry.as_object() else {
-            continue;
-        };
-        if entry.get("manager").and_then(Value::as_str).is_none() {
+        if !entry.is_object() {
             continue;
         }
-        if entry
-            .get("fieldsType")
-            .and_then(Value::as_str)
-            .is_some_and(|t| t != "FieldsV1")
-        {
+        let text = |key: &str| entry.member(key).and_then(N::text);
+        if text("manager").is_none() {
             continue;
         }
-        let Some(fields) = entry.get("fieldsV1") else {
+        if text("fieldsType").is_some_and(|t| t != "FieldsV1") {
+            continue;
+        }
+        let Some(fields) = entry.member("fieldsV1") else {
             continue;
         };
         let Some(depth) = claim(object, fields, path) else {
             continue;
         };
-        let time = entry
-            .get("time")
-            .and_then(Value::as_str)
-            .and_then(|t| t.parse().ok());
+        let time = text("time").and_then(|t| t.parse().ok());
         let rank = (depth, time);
         if best
             .as_ref()
@@ -84,7 +161,7 @@ pub fn field_owner(object: &Value, path: &FieldPath) -> Option<FieldOwner> {
         }
     }
     let (_, entry) = best?;
-    let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_owned);
+    let text = |key: &str| entry.member(key).and_then(N::text).map(Cow::into_owned);
     Some(FieldOwner {
         manager: text("manager")?,
         operation: text("operation"),
@@ -95,7 +172,7 @@ pub fn field_owner(object: &Value, path: &FieldPath) -> Option<FieldOwner> {
 
 /// How deep a manager's field set claims `path`: `path.len()` when the set reaches the
 /// path, the depth of the closest owned ancestor otherwise, `None` without any claim.
-fn claim(object: &Value, fields: &Value, path: &FieldPath) -> Option<usize> {
+fn claim<'n, N: Node<'n>>(object: &Value, fields: N, path: &FieldPath) -> Option<usize> {
     let mut node = fields;
     let mut value = Some(object);
     let mut owned_ancestor = None;
@@ -103,13 +180,12 @@ fn claim(object: &Value, fields: &Value, path: &FieldPath) -> Option<usize> {
         if depth > 0 && owns_itself(node) {
             owned_ancestor = Some(depth);
         }
-        let children = node.as_object();
         let child = match segment {
-            PathSegment::Key(key) => children.and_then(|c| c.get(&format!("f:{key}"))),
-            PathSegment::Index(index) => children.and_then(|c| {
+            PathSegment::Key(key) => node.find(|k| k.strip_prefix("f:") == Some(key.as_str())),
+            PathSegment::Index(index) => {
                 let element = value.and_then(|v| v.as_array()).and_then(|l| l.get(*index));
-                list_item(c, element, *index)
-            }),
+                list_item(node, element, *index)
+            }
         };
         let Some(child) = child else {
             return owned_ancestor;
@@ -124,19 +200,14 @@ fn claim(object: &Value, fields: &Value, path: &FieldPath) -> Option<usize> {
 }
 
 /// Whether a FieldsV1 node owns its field as a whole: a leaf, or marked with `.`.
-fn owns_itself(node: &Value) -> bool {
-    node.as_object()
-        .is_none_or(|m| m.is_empty() || m.contains_key("."))
+fn owns_itself<'n, N: Node<'n>>(node: N) -> bool {
+    !node.is_object() || node.is_empty_object() || node.member(".").is_some()
 }
 
-/// The FieldsV1 child for the list element `element` at `index`.
-fn list_item<'f>(
-    children: &'f Map<String, Value>,
-    element: Option<&Value>,
-    index: usize,
-) -> Option<&'f Value> {
-    children.iter().find_map(|(key, child)| {
-        let found = if let Some(merge_keys) = key.strip_prefix("k:") {
+/// The FieldsV1 child of `node` for the list element `element` at `index`.
+fn list_item<'n, N: Node<'n>>(node: N, element: Option<&Value>, index: usize) -> Option<N> {
+    node.find(|key| {
+        if let Some(merge_keys) = key.strip_prefix("k:") {
             element.is_some_and(|e| krply_apimachinery::lists::item_has_key(merge_keys, e))
         } else if let Some(set_value) = key.strip_prefix("v:") {
             element.is_some_and(|e| serde_json::from_str::<Value>(set_value).is_ok_and(|v| &v == e))
@@ -144,8 +215,7 @@ fn list_item<'f>(
             position.parse::<usize>() == Ok(index)
         } else {
             false
-        };
-        found.then_some(child)
+        }
     })
 }
 
@@ -155,6 +225,7 @@ mod tests {
 
     use super::*;
     use crate::diff::parse_path;
+    use crate::diff::tape::Tape;
 
     fn deployment() -> Value {
         json!({
@@ -243,8 +314,9 @@ mod tests {
     }
 
     #[test]
-    fn pruned_field_sets_give_the_same_owners() {
-        // What diff does: parse only the parts of managedFields on the changed paths.
+    fn raw_field_sets_give_the_same_owners() {
+        // What diff does: read managedFields on the document's tape, parsing
+        // nothing of them.
         let paths = [
             "spec.replicas",
             "metadata.labels",
@@ -261,31 +333,42 @@ mod tests {
             "spec.template.spec.containers[7]",
             "metadata.finalizers[0]",
             "spec.paused",
+            // Below a key written twice (`quirks`): the last one's set counts.
+            "spec.template.spec.containers[0].image.x",
         ];
-        let full = deployment();
-        let raw = serde_json::to_string(&full["metadata"]["managedFields"]).unwrap();
-        let parsed: Vec<FieldPath> = paths.iter().map(|p| parse_path(p).unwrap()).collect();
-        // Each path alone, and all together.
-        let mut sets: Vec<Vec<&FieldPath>> = parsed.iter().map(|p| vec![p]).collect();
-        sets.push(parsed.iter().collect());
-        for set in sets {
-            let mut pruned = full.clone();
-            pruned["metadata"]["managedFields"] =
-                crate::diff::parse_managed_for(&raw, &set).unwrap();
-            let entries = |v: &Value| v["metadata"]["managedFields"].as_array().unwrap().clone();
-            for path in &set {
+        let text = deployment().to_string();
+        // A parser keeps the last of duplicate keys, where the first came;
+        // keys with escapes are the keys they decode to.
+        let quirks = text
+            .replace(
+                r#""f:image":{}"#,
+                r#""f:image":{"f:x":{}},"f:ima\u0067e":{}"#,
+            )
+            .replace(
+                r#""manager":"kube-controller-manager""#,
+                r#""manager":"x","manager":"kube-controller-manager""#,
+            );
+        assert_ne!(quirks, text);
+        for text in [text, quirks] {
+            let parsed: Value = serde_json::from_str(&text).unwrap();
+            let tape = Tape::new(&text).unwrap();
+            let entries = tape.root().member("metadata").unwrap();
+            let entries = entries.member("managedFields").unwrap();
+            for path in paths {
+                let path = parse_path(path).unwrap();
                 assert_eq!(
-                    field_owner(&pruned, path),
-                    field_owner(&full, path),
+                    raw_field_manager(entries, &parsed, &path),
+                    field_manager(&parsed, &path),
                     "{path}"
                 );
-                // Every entry claims the path as deeply as before.
-                for (p, f) in entries(&pruned).iter().zip(entries(&full).iter()) {
+                // Every entry claims the path as deeply either way.
+                let parsed_entries = parsed["metadata"]["managedFields"].as_array().unwrap();
+                for (raw, entry) in entries.items().unwrap().into_iter().zip(parsed_entries) {
                     assert_eq!(
-                        claim(&pruned, &p["fieldsV1"], path),
-                        claim(&full, &f["fieldsV1"], path),
+                        claim(&parsed, raw.member("fieldsV1").unwrap(), &path),
+                        claim(&parsed, &entry["fieldsV1"], &path),
                         "{path} by {}",
-                        f["manager"]
+                        entry["manager"]
                     );
                 }
             }

@@ -17,10 +17,10 @@
 
 use super::DiffOptions;
 use super::noise::is_noise_path;
-use super::path::{FieldPath, PathSegment, SegRef};
+use super::path::SegRef;
 use super::tape::{Raw, Tape};
 use krply_apimachinery::lists::{self, Pairing};
-use serde::de::{MapAccess, Visitor};
+use serde::de::Visitor;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
@@ -94,57 +94,43 @@ pub fn reduce_pair(
     opts: &DiffOptions,
     defaults: &[(&str, &str)],
 ) -> serde_json::Result<(Value, Value)> {
-    reduce_documents(before, after, opts, defaults, false).map(|r| (r.before, r.after))
+    let (tb, ta) = (tape(before)?, tape(after)?);
+    reduce_tapes(&tb, &ta, opts, defaults).map(|r| (r.before, r.after))
 }
 
 /// Two versions reduced to what differs, with each side's
-/// `metadata.managedFields` left raw (parse them with [`parse_managed_for`] only
-/// when a changed field needs its owner: most changes of a window are status
-/// only, which a default diff leaves out).
-pub struct ReducedPair<'a> {
+/// `metadata.managedFields` left raw on its tape (read only when a changed
+/// field needs its owner: most changes of a window are status only, which a
+/// default diff leaves out).
+pub(super) struct ReducedPair<'t> {
     pub before: Value,
     pub after: Value,
-    pub managed_before: Option<&'a str>,
-    pub managed_after: Option<&'a str>,
+    pub managed_before: Option<Raw<'t>>,
+    pub managed_after: Option<Raw<'t>>,
 }
 
-/// [`reduce_pair`], also finding both sides' managedFields on the way (no
-/// second pass over either document).
-pub fn reduce_pair_managed<'a>(
-    before: &'a str,
-    after: &'a str,
+/// [`reduce_pair`] on both versions' tapes ([`tape`]), also finding both
+/// sides' managedFields on the way (no second pass over either document).
+pub(super) fn reduce_tapes<'t>(
+    tb: &'t Tape<'t>,
+    ta: &'t Tape<'t>,
     opts: &DiffOptions,
     defaults: &[(&str, &str)],
-) -> serde_json::Result<ReducedPair<'a>> {
-    reduce_documents(before, after, opts, defaults, true)
-}
-
-fn reduce_documents<'a>(
-    before: &'a str,
-    after: &'a str,
-    opts: &DiffOptions,
-    defaults: &[(&str, &str)],
-    find_managed: bool,
-) -> serde_json::Result<ReducedPair<'a>> {
-    let (tb, ta) = (tape(before)?, tape(after)?);
-    let (Some(mut bm), Some(mut am)) = (document(&tb)?, document(&ta)?) else {
+) -> serde_json::Result<ReducedPair<'t>> {
+    let (Some(mut bm), Some(mut am)) = (document(tb)?, document(ta)?) else {
         // Not objects: nothing to reduce, and no metadata.
         return Ok(ReducedPair {
-            before: serde_json::from_str(before)?,
-            after: serde_json::from_str(after)?,
+            before: serde_json::from_str(tb.root().get())?,
+            after: serde_json::from_str(ta.root().get())?,
             managed_before: None,
             managed_after: None,
         });
     };
-    let managed = |t: &Tape<'a>, d: &Document<'_>| match d.get("metadata") {
-        Some(Top::Object(m)) => m.get("managedFields").map(|&raw| t.slice(raw)),
+    let managed = |d: &Document<'t>| match d.get("metadata") {
+        Some(Top::Object(m)) => m.get("managedFields").copied(),
         _ => None,
     };
-    let (managed_before, managed_after) = if find_managed {
-        (managed(&tb, &bm), managed(&ta, &am))
-    } else {
-        (None, None)
-    };
+    let (managed_before, managed_after) = (managed(&bm), managed(&am));
     for (k, v) in defaults {
         for d in [&mut bm, &mut am] {
             if d.get(k).is_none() {
@@ -208,7 +194,7 @@ fn members_value(m: &Members<'_>) -> serde_json::Result<Map<String, Value>> {
 
 /// A document's structure, or serde_json's own error for a text that is not
 /// JSON (the tape refuses what serde_json refuses).
-fn tape(text: &str) -> serde_json::Result<Tape<'_>> {
+pub(super) fn tape(text: &str) -> serde_json::Result<Tape<'_>> {
     Tape::new(text).map_err(|e| {
         serde_json::from_str::<serde::de::IgnoredAny>(text)
             .err()
@@ -332,150 +318,6 @@ fn insert_removed<'a, V, W>(
         }
     }
     Ok(())
-}
-
-/// Parses raw managedFields for finding the owners of `paths` only: each
-/// entry's `fieldsV1` keeps the nodes along those paths, and of the other
-/// children of a node only its `.` and one empty stand-in (so a node with
-/// children still has children, and says whether it owns itself). What
-/// [`field_manager`](super::field_manager) answers for these paths is
-/// unchanged; the large parts of the field sets are skipped, not parsed.
-pub fn parse_managed_for(raw: &str, paths: &[&FieldPath]) -> Option<Value> {
-    let paths: Vec<&[PathSegment]> = paths.iter().map(|p| p.segments()).collect();
-    let mut de = serde_json::Deserializer::from_str(raw);
-    let entries = serde::de::DeserializeSeed::deserialize(Entries(&paths), &mut de).ok()?;
-    de.end().ok()?;
-    Some(entries)
-}
-
-/// The managedFields list, read in one pass: each entry parsed, but its
-/// `fieldsV1` through [`Pruned`].
-struct Entries<'p>(&'p [&'p [PathSegment]]);
-
-impl<'de> serde::de::DeserializeSeed<'de> for Entries<'_> {
-    type Value = Value;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Entries<'_> {
-    type Value = Value;
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a managedFields list")
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut out = Vec::new();
-        while let Some(entry) = seq.next_element_seed(Pruned {
-            entry: true,
-            paths: self.0,
-        })? {
-            out.push(entry);
-        }
-        Ok(Value::Array(out))
-    }
-}
-
-/// A managedFields entry (`entry`), or a FieldsV1 node with only the children
-/// on `paths` (their remaining segments) read; every other child is skipped,
-/// and only `.` and the first of them stay, as `{}`. Values that are not
-/// objects are parsed whole.
-#[derive(Clone, Copy)]
-struct Pruned<'p> {
-    entry: bool,
-    paths: &'p [&'p [PathSegment]],
-}
-
-impl<'de> serde::de::DeserializeSeed<'de> for Pruned<'_> {
-    type Value = Value;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Pruned<'_> {
-    type Value = Value;
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = Map::new();
-        // Whether a child off the paths already stands in for the others.
-        let mut stood_in = false;
-        while let Some(Key(k)) = map.next_key::<Key<'de>>()? {
-            let value = if self.entry {
-                if k == "fieldsV1" {
-                    map.next_value_seed(Pruned {
-                        entry: false,
-                        paths: self.paths,
-                    })?
-                } else {
-                    map.next_value::<Value>()?
-                }
-            } else {
-                let rest = rest_of_paths(&k, self.paths);
-                if rest.is_empty() {
-                    map.next_value::<serde::de::IgnoredAny>()?;
-                    // Owners read of a node off the paths only whether it has
-                    // children and whether it has `.` (docs/architecture.md §5).
-                    if k != "." && std::mem::replace(&mut stood_in, true) {
-                        continue;
-                    }
-                    Value::Object(Map::new())
-                } else {
-                    map.next_value_seed(Pruned {
-                        entry: false,
-                        paths: &rest,
-                    })?
-                }
-            };
-            out.insert(k.into_owned(), value);
-        }
-        Ok(Value::Object(out))
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut out = Vec::new();
-        while let Some(item) = seq.next_element::<Value>()? {
-            out.push(item);
-        }
-        Ok(Value::Array(out))
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-}
-
-/// The rest of each path whose next segment is the FieldsV1 key `k`.
-fn rest_of_paths<'p>(k: &str, paths: &[&'p [PathSegment]]) -> Vec<&'p [PathSegment]> {
-    paths
-        .iter()
-        .filter_map(|p| {
-            let (first, rest) = p.split_first()?;
-            let on_path = match first {
-                PathSegment::Key(key) => k.strip_prefix("f:") == Some(key.as_str()),
-                // Which item is at an index depends on the object: keep them all.
-                PathSegment::Index(_) => {
-                    k.starts_with("k:") || k.starts_with("v:") || k.starts_with("i:")
-                }
-            };
-            on_path.then_some(rest)
-        })
-        .collect()
 }
 
 fn reduce_members<'a>(
@@ -796,9 +638,10 @@ mod tests {
     fn managed_fields_are_found() {
         // Found on the way through both documents, left raw.
         let managed = |doc: &str| {
-            let r = reduce_pair_managed(doc, doc, &DiffOptions::default(), &[]).unwrap();
+            let t = tape(doc).unwrap();
+            let r = reduce_tapes(&t, &t, &DiffOptions::default(), &[]).unwrap();
             r.managed_after
-                .map(|raw| serde_json::from_str::<Value>(raw).unwrap())
+                .map(|raw| serde_json::from_str::<Value>(raw.get()).unwrap())
         };
         let doc = r#"{"metadata":{"name":"a","managedFields":[{"manager":"kubectl"}]}}"#;
         assert_eq!(managed(doc), Some(json!([{"manager": "kubectl"}])));

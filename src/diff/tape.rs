@@ -95,11 +95,6 @@ impl<'a> Tape<'a> {
             node: 0,
         }
     }
-
-    /// The document's text from `start` to `end` (byte offsets of a value).
-    pub(super) fn slice(&self, raw: Raw<'_>) -> &'a str {
-        &self.text[self.nodes[raw.node].span()]
-    }
 }
 
 impl<'t> Raw<'t> {
@@ -136,19 +131,67 @@ impl<'t> Raw<'t> {
         if !self.is_object() {
             return None;
         }
+        let mut out = Vec::with_capacity(self.children().count());
+        for member in self.keyed() {
+            out.push(member?);
+        }
+        Some(out)
+    }
+
+    /// An object's members as [`Raw::members`] gives them, one at a time,
+    /// without a list; `None` for a key whose escapes do not decode (the
+    /// tape checked them: never). Nothing for any other value.
+    pub(super) fn keyed(&self) -> impl Iterator<Item = Option<(Cow<'t, str>, Raw<'t>)>> + 't {
+        let tape = self.tape;
+        let object = self.is_object();
+        self.children().filter(move |_| object).map(move |child| {
+            let node = &tape.nodes[child.node];
+            let (start, end) = (node.key.0 as usize, node.key.1 as usize);
+            let key = if node.escaped {
+                // The quotes around it are part of the document.
+                Cow::Owned(serde_json::from_str(&tape.text[start - 1..end + 1]).ok()?)
+            } else {
+                Cow::Borrowed(&tape.text[start..end])
+            };
+            Some((key, child))
+        })
+    }
+
+    /// An object's member named `key`; of several, the last (as a parser
+    /// keeps it). `None` for any other value.
+    pub(super) fn member(&self, key: &str) -> Option<Raw<'t>> {
+        if !self.is_object() {
+            return None;
+        }
+        let tape = self.tape;
+        // Keys compared as they are written, decoded only with escapes.
         self.children()
-            .map(|child| {
-                let node = &self.tape.nodes[child.node];
+            .filter(|child| {
+                let node = &tape.nodes[child.node];
                 let (start, end) = (node.key.0 as usize, node.key.1 as usize);
-                let key = if node.escaped {
-                    // The quotes around it are part of the document.
-                    Cow::Owned(serde_json::from_str(&self.tape.text[start - 1..end + 1]).ok()?)
+                if node.escaped {
+                    serde_json::from_str::<String>(&tape.text[start - 1..end + 1])
+                        .is_ok_and(|k| k == key)
                 } else {
-                    Cow::Borrowed(&self.tape.text[start..end])
-                };
-                Some((key, child))
+                    &tape.text[start..end] == key
+                }
             })
-            .collect()
+            .last()
+    }
+
+    /// A string value, decoded (borrowed unless it has escapes); `None` for
+    /// any other value.
+    pub(super) fn as_str(&self) -> Option<Cow<'t, str>> {
+        let text = self.get();
+        if self.is_object() || self.is_array() || !text.starts_with('"') {
+            return None;
+        }
+        let inner = &text[1..text.len() - 1];
+        if inner.contains('\\') {
+            serde_json::from_str::<String>(text).ok().map(Cow::Owned)
+        } else {
+            Some(Cow::Borrowed(inner))
+        }
     }
 
     /// A list's items, in order; `None` for any other value.
@@ -539,7 +582,15 @@ mod tests {
         assert!(matches!(members[1].0, Cow::Owned(_)));
         assert_eq!(members[0].1.get(), "[1, -2.5e+3, true, null, {}]");
         assert_eq!(members[1].1.get(), r#""x\u00e9\ud83d\ude00""#);
-        assert_eq!(tape.slice(members[2].1), r#"{"d": []}"#);
+        assert_eq!(members[2].1.get(), r#"{"d": []}"#);
+        // One member by its name: the last of several, escapes decoded.
+        let root = tape.root();
+        assert_eq!(root.member("a").map(|m| m.get()), Some(r#"{"d": []}"#));
+        let escaped = root.member("b\"c").unwrap();
+        assert_eq!(escaped.as_str().as_deref(), Some("x\u{e9}\u{1f600}"));
+        assert!(matches!(escaped.as_str(), Some(Cow::Owned(_))));
+        assert!(root.member("d").is_none() && members[0].1.member("a").is_none());
+        assert!(members[0].1.as_str().is_none() && root.as_str().is_none());
         let items = members[0].1.items().unwrap();
         assert_eq!(items.len(), 5);
         assert!(items[4].is_object() && !items[4].is_array());
