@@ -275,7 +275,23 @@ impl Play {
             Step::Freeze { slot } => {
                 if let Some((index, rec)) = &self.running[*slot] {
                     let index = *index;
-                    rec.freeze();
+                    let scope = &self.trace.recorders[index].scope;
+                    let journal = self.trace.journals[scope.journal].clone();
+                    // A recorder frozen inside a write transaction holds the
+                    // journal's write lock until it is thawed, and every other
+                    // recorder of the journal waits for it: no write played
+                    // meanwhile could be journaled by them (seed 1056, under
+                    // CI's load). What a frozen writer does to the others is
+                    // not what a history judges: freeze it between
+                    // transactions.
+                    wait("a freeze outside a write transaction", &mut || {
+                        rec.freeze();
+                        if write_lock_free(&journal) {
+                            return Ok(true);
+                        }
+                        rec.signal("CONT");
+                        Ok(false)
+                    })?;
                     self.end_watching(index);
                     self.frozen[*slot] = Some(Millis::now().as_ms());
                 }
@@ -664,6 +680,16 @@ fn durable_after(journal: &Path, stream: &str, at: i64) -> bool {
         krply::journal::schema::kind::CHECKPOINT
     );
     stream_holds(journal, stream, &sql, &at)
+}
+
+/// Whether no connection holds the journal's write lock now (none is waited
+/// for).
+fn write_lock_free(journal: &Path) -> bool {
+    let Ok(conn) = Connection::open_with_flags(journal, OpenFlags::SQLITE_OPEN_READ_WRITE) else {
+        return false;
+    };
+    conn.busy_timeout(Duration::ZERO).is_ok()
+        && conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;").is_ok()
 }
 
 /// Whether the stream journaled an event of resourceVersion `rv`.
