@@ -345,6 +345,9 @@ pub struct ColdCache {
     columns: Option<(i64, Arc<ColdColumns>)>,
     /// The last object's blocks ([`Journal::object_blocks`]).
     blocks: Option<Arc<ObjectBlocks>>,
+    /// The last object row read in this snapshot, as `(id, stream)`: a diff
+    /// reads an object's row, then its blocks, which need its stream.
+    object: Option<(i64, StreamId)>,
     /// The records kept in blocks of the last stretch of `seq`s a reading
     /// in `seq` order asked for ([`Journal::cold_rows_after`]).
     page: Option<ColdPage>,
@@ -372,6 +375,7 @@ impl ColdCache {
     /// (a block's columns, by an id never used again, hold in any).
     pub(super) fn forget_snapshot(&mut self) {
         self.blocks = None;
+        self.object = None;
     }
 }
 
@@ -843,17 +847,23 @@ impl Journal {
         if let Some(held) = held.filter(|b| b.object == object) {
             return Ok(Some(held));
         }
-        let mut stmt = self
-            .conn()
-            .prepare_cached(
+        // Its stream from its row when that was just read (in this
+        // snapshot): the index alone gives the blocks.
+        let known = self.cold.borrow().object.filter(|(id, _)| *id == object);
+        let mut stream = known.map(|(_, stream)| stream).unwrap_or_default();
+        let sql = match known {
+            Some(_) => "SELECT id, first_seq FROM blocks WHERE object_id = ?1 ORDER BY first_seq",
+            None => {
                 "SELECT b.id, b.first_seq, o.stream_id FROM blocks b JOIN objects o ON o.id = b.object_id
-                 WHERE b.object_id = ?1 ORDER BY b.first_seq",
-            )
-            .map_err(|e| self.err(e))?;
-        let mut stream = StreamId::default();
+                 WHERE b.object_id = ?1 ORDER BY b.first_seq"
+            }
+        };
+        let mut stmt = self.conn().prepare_cached(sql).map_err(|e| self.err(e))?;
         let ids = stmt
             .query_map(params![object], |r| {
-                stream = r.get(2)?;
+                if known.is_none() {
+                    stream = r.get(2)?;
+                }
                 Ok((r.get(0)?, r.get(1)?))
             })
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<(i64, i64)>>>())
@@ -1794,10 +1804,17 @@ impl Journal {
     }
 
     pub fn object(&self, id: i64) -> Result<Option<ObjectRow>, JournalError> {
-        self.conn()
+        let row = self
+            .conn()
             .prepare_cached("SELECT id, stream_id, namespace, name FROM objects WHERE id = ?1")
             .and_then(|mut s| s.query_row(params![id], object_row).optional())
-            .map_err(|e| self.err(e))
+            .map_err(|e| self.err(e))?;
+        if let Some(row) = &row
+            && self.snapshot_held()
+        {
+            self.cold.borrow_mut().object = Some((row.id, row.stream));
+        }
+        Ok(row)
     }
 
     /// Objects called `name` (in `namespace`, when given) in any of `streams`.
