@@ -984,6 +984,10 @@ mod tests {
         // (`Journal::object_blocks`): it walks the same.
         let reader = Journal::open(journal.path()).unwrap();
         reader.begin_read().unwrap();
+        assert!(
+            !reader.no_object_rows().unwrap(),
+            "a's last 52 and the others' rows"
+        );
         assert_eq!(walks(&reader, a, stream), walked[0]);
 
         // The rest: the short block is written again with it.
@@ -1046,6 +1050,18 @@ mod tests {
         let again = Journal::open(journal.path()).unwrap();
         for (name, was) in names.iter().zip(&before) {
             assert_eq!(&history(&again, id_of(&again, name)), was, "{name}");
+        }
+        // In a snapshot it knows there are no rows to walk down
+        // (`Journal::no_object_rows`), and walks the same; the reader that
+        // saw rows in its first snapshot, in a new one, likewise.
+        for r in [&again, &reader] {
+            assert!(!r.no_object_rows().unwrap(), "outside a snapshot");
+            r.begin_read().unwrap();
+            assert!(r.no_object_rows().unwrap());
+            for (name, was) in names.iter().zip(&walked) {
+                assert_eq!(&walks(r, id_of(r, name), stream), was, "{name}");
+            }
+            r.end_read();
         }
     }
 

@@ -348,6 +348,10 @@ pub struct ColdCache {
     /// The last object row read in this snapshot, as `(id, stream)`: a diff
     /// reads an object's row, then its blocks, which need its stream.
     object: Option<(i64, StreamId)>,
+    /// Whether `records` holds no object record in this snapshot: every
+    /// version is in a block (a stop folded them all), so a walk down an
+    /// object's rows finds none ([`Journal::no_object_rows`]).
+    no_rows: Option<bool>,
     /// The records kept in blocks of the last stretch of `seq`s a reading
     /// in `seq` order asked for ([`Journal::cold_rows_after`]).
     page: Option<ColdPage>,
@@ -376,6 +380,7 @@ impl ColdCache {
     pub(super) fn forget_snapshot(&mut self) {
         self.blocks = None;
         self.object = None;
+        self.no_rows = None;
     }
 }
 
@@ -1433,18 +1438,20 @@ impl Journal {
     ) -> Result<Option<VersionRow>, JournalError> {
         // `seq_bound` ([`super::zones::SeqBounds`]) skips the object's records
         // observed after `at` without reading them.
-        let mut stmt = self
-            .conn()
-            .prepare_cached(&OBJECT_VERSION_AT)
-            .map_err(|e| self.err(e))?;
-        let mut rows = stmt
-            .query(params![object, at, seq_bound])
-            .map_err(|e| self.err(e))?;
-        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            let v = version(row).map_err(|e| self.err(e))?;
-            match v.list_token {
-                Some(token) if !lists.contains(&token) => continue,
-                _ => return Ok(Some(v)),
+        if !self.no_object_rows()? {
+            let mut stmt = self
+                .conn()
+                .prepare_cached(&OBJECT_VERSION_AT)
+                .map_err(|e| self.err(e))?;
+            let mut rows = stmt
+                .query(params![object, at, seq_bound])
+                .map_err(|e| self.err(e))?;
+            while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+                let v = version(row).map_err(|e| self.err(e))?;
+                match v.list_token {
+                    Some(token) if !lists.contains(&token) => continue,
+                    _ => return Ok(Some(v)),
+                }
             }
         }
         let mut found = None;
@@ -1471,13 +1478,6 @@ impl Journal {
         lists: &IdSet<i64>,
         floor: i64,
     ) -> Result<Option<(VersionRow, bool)>, JournalError> {
-        let mut stmt = self
-            .conn()
-            .prepare_cached(&OBJECT_VERSION_SINCE)
-            .map_err(|e| self.err(e))?;
-        let mut rows = stmt
-            .query(params![object, seq_bound, floor])
-            .map_err(|e| self.err(e))?;
         let mut walk = SinceWalk {
             at,
             lists,
@@ -1485,10 +1485,19 @@ impl Journal {
             walked: 0,
             answer: None,
         };
-        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            let v = version(row).map_err(|e| self.err(e))?;
-            if walk.step(v).is_break() {
-                return Ok(walk.answer.flatten());
+        if !self.no_object_rows()? {
+            let mut stmt = self
+                .conn()
+                .prepare_cached(&OBJECT_VERSION_SINCE)
+                .map_err(|e| self.err(e))?;
+            let mut rows = stmt
+                .query(params![object, seq_bound, floor])
+                .map_err(|e| self.err(e))?;
+            while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+                let v = version(row).map_err(|e| self.err(e))?;
+                if walk.step(v).is_break() {
+                    return Ok(walk.answer.flatten());
+                }
             }
         }
         // The object's older records may be in blocks.
@@ -1502,6 +1511,30 @@ impl Journal {
             Some(answer) => answer,
             None => walk.found.map(|v| (v, true)),
         })
+    }
+
+    /// Whether `records` holds no object record, in the snapshot this
+    /// connection holds: then an object's versions are all in its blocks, and
+    /// a walk down its rows is not begun (two seeks an object for a diff of a
+    /// journal a stop folded). Outside a snapshot, where a recorder may write
+    /// rows from one statement to the next, `false`.
+    pub(super) fn no_object_rows(&self) -> Result<bool, JournalError> {
+        if !self.snapshot_held() {
+            return Ok(false);
+        }
+        if let Some(known) = self.cold.borrow().no_rows {
+            return Ok(known);
+        }
+        let none: bool = self
+            .conn()
+            .query_row(
+                "SELECT NOT EXISTS (SELECT 1 FROM records WHERE object_id IS NOT NULL)",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))?;
+        self.cold.borrow_mut().no_rows = Some(none);
+        Ok(none)
     }
 
     /// What [`Journal::object_version_at`] needs to skip later records: see
