@@ -142,19 +142,10 @@ impl<'t> Raw<'t> {
     /// without a list; `None` for a key whose escapes do not decode (the
     /// tape checked them: never). Nothing for any other value.
     pub(super) fn keyed(&self) -> impl Iterator<Item = Option<(Cow<'t, str>, Raw<'t>)>> + 't {
-        let tape = self.tape;
         let object = self.is_object();
-        self.children().filter(move |_| object).map(move |child| {
-            let node = &tape.nodes[child.node];
-            let (start, end) = (node.key.0 as usize, node.key.1 as usize);
-            let key = if node.escaped {
-                // The quotes around it are part of the document.
-                Cow::Owned(serde_json::from_str(&tape.text[start - 1..end + 1]).ok()?)
-            } else {
-                Cow::Borrowed(&tape.text[start..end])
-            };
-            Some((key, child))
-        })
+        self.children()
+            .filter(move |_| object)
+            .map(|child| Some((child.key()?, child)))
     }
 
     /// An object's member named `key`; of several, the last (as a parser
@@ -163,20 +154,19 @@ impl<'t> Raw<'t> {
         if !self.is_object() {
             return None;
         }
-        let tape = self.tape;
-        // Keys compared as they are written, decoded only with escapes.
         self.children()
-            .filter(|child| {
-                let node = &tape.nodes[child.node];
-                let (start, end) = (node.key.0 as usize, node.key.1 as usize);
-                if node.escaped {
-                    serde_json::from_str::<String>(&tape.text[start - 1..end + 1])
-                        .is_ok_and(|k| k == key)
-                } else {
-                    &tape.text[start..end] == key
-                }
-            })
+            .filter(|child| child.key().is_some_and(|k| k == key))
             .last()
+    }
+
+    /// The key this value is a member under, decoded: borrowed from the
+    /// document unless it has escapes (the quotes around it are part of
+    /// the document); `None` for a value that is no member.
+    fn key(&self) -> Option<Cow<'t, str>> {
+        let node = &self.tape.nodes[self.node];
+        let (start, end) = (node.key.0 as usize, node.key.1 as usize);
+        let quoted = self.tape.text.get(start.checked_sub(1)?..end + 1)?;
+        decoded(quoted, node.escaped)
     }
 
     /// A string value, decoded (borrowed unless it has escapes); `None` for
@@ -186,17 +176,22 @@ impl<'t> Raw<'t> {
         if self.is_object() || self.is_array() || !text.starts_with('"') {
             return None;
         }
-        let inner = &text[1..text.len() - 1];
-        if inner.contains('\\') {
-            serde_json::from_str::<String>(text).ok().map(Cow::Owned)
-        } else {
-            Some(Cow::Borrowed(inner))
-        }
+        decoded(text, text.contains('\\'))
     }
 
     /// A list's items, in order; `None` for any other value.
     pub(super) fn items(&self) -> Option<Vec<Raw<'t>>> {
         self.is_array().then(|| self.children().collect())
+    }
+}
+
+/// A JSON string's text (`quoted`, quotes included), decoded: borrowed
+/// from inside the quotes unless it is `escaped`.
+fn decoded(quoted: &str, escaped: bool) -> Option<Cow<'_, str>> {
+    if escaped {
+        serde_json::from_str::<String>(quoted).ok().map(Cow::Owned)
+    } else {
+        quoted.get(1..quoted.len() - 1).map(Cow::Borrowed)
     }
 }
 
