@@ -154,19 +154,31 @@ impl<'t> Raw<'t> {
         if !self.is_object() {
             return None;
         }
+        let tape = self.tape;
+        // Keys compared as they are written, decoded only with escapes.
         self.children()
-            .filter(|child| child.key().is_some_and(|k| k == key))
+            .filter(|child| {
+                let node = &tape.nodes[child.node];
+                if node.escaped {
+                    child.key().is_some_and(|k| k == key)
+                } else {
+                    &tape.text[node.key.0 as usize..node.key.1 as usize] == key
+                }
+            })
             .last()
     }
 
     /// The key this value is a member under, decoded: borrowed from the
     /// document unless it has escapes (the quotes around it are part of
-    /// the document); `None` for a value that is no member.
+    /// the document). Only a member has one.
     fn key(&self) -> Option<Cow<'t, str>> {
         let node = &self.tape.nodes[self.node];
         let (start, end) = (node.key.0 as usize, node.key.1 as usize);
+        if !node.escaped {
+            return self.tape.text.get(start..end).map(Cow::Borrowed);
+        }
         let quoted = self.tape.text.get(start.checked_sub(1)?..end + 1)?;
-        decoded(quoted, node.escaped)
+        decoded(quoted, true)
     }
 
     /// A string value, decoded (borrowed unless it has escapes); `None` for
