@@ -151,7 +151,8 @@ pub fn owned_changes(
     opts: &DiffOptions,
     defaults: &[(&str, &str)],
 ) -> serde_json::Result<Vec<(FieldChange, Option<String>)>> {
-    let (tb, ta) = (reduce::tape(before)?, reduce::tape(after)?);
+    let tb = reduce::tape(before)?;
+    let ta = reduce::tape_after(after, &tb)?;
     let r = reduce::reduce_tapes(&tb, &ta, opts, defaults)?;
     let changes = diff_objects(&r.before, &r.after, opts);
     Ok(changes

@@ -94,7 +94,8 @@ pub fn reduce_pair(
     opts: &DiffOptions,
     defaults: &[(&str, &str)],
 ) -> serde_json::Result<(Value, Value)> {
-    let (tb, ta) = (tape(before)?, tape(after)?);
+    let tb = tape(before)?;
+    let ta = tape_after(after, &tb)?;
     reduce_tapes(&tb, &ta, opts, defaults).map(|r| (r.before, r.after))
 }
 
@@ -195,11 +196,20 @@ fn members_value(m: &Members<'_>) -> serde_json::Result<Map<String, Value>> {
 /// A document's structure, or serde_json's own error for a text that is not
 /// JSON (the tape refuses what serde_json refuses).
 pub(super) fn tape(text: &str) -> serde_json::Result<Tape<'_>> {
-    Tape::new(text).map_err(|e| {
-        serde_json::from_str::<serde::de::IgnoredAny>(text)
-            .err()
-            .unwrap_or_else(|| serde::de::Error::custom(e))
-    })
+    Tape::new(text).map_err(|e| json_error(text, e))
+}
+
+/// [`tape`] for the version after `before`'s, read with its tape as a guide
+/// ([`Tape::new_like`]): what the two versions share is not read again.
+pub(super) fn tape_after<'a>(text: &'a str, before: &Tape<'_>) -> serde_json::Result<Tape<'a>> {
+    Tape::new_like(text, before).map_err(|e| json_error(text, e))
+}
+
+/// serde_json's own error for a text the tape refused.
+fn json_error(text: &str, e: super::tape::TapeError) -> serde_json::Error {
+    serde_json::from_str::<serde::de::IgnoredAny>(text)
+        .err()
+        .unwrap_or_else(|| serde::de::Error::custom(e))
 }
 
 /// A whole document read as a [`Document`]; `None` when it is valid JSON but

@@ -20,7 +20,7 @@ const MAX_DEPTH: usize = 127;
 
 /// One value of the document (offsets and indices fit in 32 bits: a
 /// document is at most 4 GiB, [`Tape::new`] refuses larger ones).
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Node {
     /// Where its text starts and ends in the document.
     start: u32,
@@ -28,7 +28,8 @@ struct Node {
     /// The index of the first node after its subtree (its next sibling's).
     after: u32,
     /// For a member of an object: where its key's text starts and ends,
-    /// inside the quotes.
+    /// inside the quotes. Any other value's is empty, where the value starts
+    /// (so that every offset of a node moves alike, [`Tape::new_like`]).
     key: (u32, u32),
     /// Whether the key holds escapes.
     escaped: bool,
@@ -65,6 +66,19 @@ pub(super) struct Raw<'t> {
 impl<'a> Tape<'a> {
     /// Reads `text`, a whole JSON document (whitespace around it allowed).
     pub(super) fn new(text: &'a str) -> Result<Tape<'a>, TapeError> {
+        Tape::scan(text, None).map(|(tape, _)| tape)
+    }
+
+    /// [`Tape::new`] for a document much like `guide`'s (the next version of
+    /// an object): a value whose bytes are those of the value at the same
+    /// place of `guide` is not read again, its nodes are `guide`'s, moved.
+    /// The tape is the one [`Tape::new`] makes, and so is any error.
+    pub(super) fn new_like(text: &'a str, guide: &Tape<'_>) -> Result<Tape<'a>, TapeError> {
+        Tape::scan(text, Some(guide)).map(|(tape, _)| tape)
+    }
+
+    /// The tape of `text`, and how many of its nodes were the guide's.
+    fn scan(text: &'a str, guide: Option<&Tape<'_>>) -> Result<(Tape<'a>, usize), TapeError> {
         if u32::try_from(text.len()).is_err() {
             return Err(TapeError {
                 what: "a document of 4 GiB or more",
@@ -75,17 +89,37 @@ impl<'a> Tape<'a> {
             bytes: text.as_bytes(),
             pos: 0,
             nodes: Vec::with_capacity(text.len() / 16),
+            copied: 0,
+            guide: guide.map_or(
+                Guide {
+                    text: &[],
+                    nodes: &[],
+                },
+                |g| Guide {
+                    text: g.text.as_bytes(),
+                    nodes: &g.nodes,
+                },
+            ),
         };
         scan.ws();
-        scan.value((0, 0, false), 0)?;
+        let key = (scan.pos, scan.pos, false);
+        if guide.is_some() {
+            scan.value::<true>(key, 0, 0)?;
+        } else {
+            scan.value::<false>(key, 0, 0)?;
+        }
         scan.ws();
         if scan.pos != scan.bytes.len() {
             return Err(scan.error("trailing characters"));
         }
-        Ok(Tape {
-            text,
-            nodes: scan.nodes,
-        })
+        let copied = scan.copied;
+        Ok((
+            Tape {
+                text,
+                nodes: scan.nodes,
+            },
+            copied,
+        ))
     }
 
     /// The document's value.
@@ -226,7 +260,23 @@ struct Scan<'b> {
     bytes: &'b [u8],
     pos: usize,
     nodes: Vec<Node>,
+    /// The tape of a document much like this one ([`Tape::new_like`]); empty
+    /// without one.
+    guide: Guide<'b>,
+    /// How many nodes were the guide's.
+    copied: usize,
 }
+
+/// A tape read from: its text and its nodes.
+#[derive(Clone, Copy)]
+struct Guide<'g> {
+    text: &'g [u8],
+    nodes: &'g [Node],
+}
+
+/// How many members past the expected one a member's key is looked for
+/// among the guide's, when they do not come in the same order.
+const GUIDE_LOOKAHEAD: usize = 4;
 
 impl Scan<'_> {
     fn error(&self, what: &'static str) -> TapeError {
@@ -251,8 +301,26 @@ impl Scan<'_> {
         Ok(())
     }
 
-    /// One value at `pos` (no whitespace before it), as a node with `key`.
-    fn value(&mut self, key: (usize, usize, bool), depth: usize) -> Result<(), TapeError> {
+    /// One value at `pos` (no whitespace before it), as a node with `key`;
+    /// when `GUIDED`, `g` is the node of the guide's tape at the same place
+    /// (at the same depth: the guide's root or a child of a guide). Apart,
+    /// so that reading without a guide pays nothing for it.
+    fn value<const GUIDED: bool>(
+        &mut self,
+        key: (usize, usize, bool),
+        depth: usize,
+        g: usize,
+    ) -> Result<(), TapeError> {
+        if GUIDED {
+            let from = self.guide.nodes[g].start as usize;
+            if self.same_as_guide(g, from) {
+                let own = self.nodes.len() - (self.guide.nodes[g].after as usize - g);
+                let own = &mut self.nodes[own];
+                own.key = (key.0 as u32, key.1 as u32);
+                own.escaped = key.2;
+                return Ok(());
+            }
+        }
         let index = self.nodes.len();
         // Offsets fit: the document is under 4 GiB; so do indices, fewer.
         let start = self.pos as u32;
@@ -276,20 +344,47 @@ impl Scan<'_> {
                 } else {
                     (b']', Kind::Array)
                 };
+                // The guide's children, when the guide is the same kind of
+                // value: the next one expected, and where they end.
+                let (mut next, end) = if GUIDED && self.guide.nodes[g].kind == kind {
+                    (g + 1, self.guide.nodes[g].after as usize)
+                } else {
+                    (0, 0)
+                };
                 if self.peek() == Some(close) {
                     self.pos += 1;
                 } else {
                     loop {
-                        let key = if kind == Kind::Object {
+                        if kind == Kind::Array {
+                            let key = (self.pos, self.pos, false);
+                            if GUIDED && next < end {
+                                let child = next;
+                                next = self.guide.nodes[child].after as usize;
+                                self.value::<true>(key, depth + 1, child)?;
+                            } else {
+                                self.value::<false>(key, depth + 1, 0)?;
+                            }
+                        } else if GUIDED
+                            && next < end
+                            && self.same_as_guide(next, self.guide.nodes[next].key.0 as usize - 1)
+                        {
+                            // The member, key and value, is the one expected.
+                            next = self.guide.nodes[next].after as usize;
+                        } else {
                             let key = self.string()?;
                             self.ws();
                             self.expect(b':', "expected `:`")?;
                             self.ws();
-                            key
-                        } else {
-                            (0, 0, false)
-                        };
-                        self.value(key, depth + 1)?;
+                            let child = if GUIDED {
+                                self.guide_member(key, &mut next, end)
+                            } else {
+                                None
+                            };
+                            match child {
+                                Some(child) => self.value::<true>(key, depth + 1, child)?,
+                                None => self.value::<false>(key, depth + 1, 0)?,
+                            }
+                        }
                         self.ws();
                         match self.peek() {
                             Some(b',') => {
@@ -322,6 +417,76 @@ impl Scan<'_> {
         node.after = after;
         node.kind = kind;
         Ok(())
+    }
+
+    /// The guide's member for the member whose key was just read: the one
+    /// expected next (`next`, before `end`) or one of the few after it with
+    /// the same key as written; `next` moves past it.
+    fn guide_member(
+        &self,
+        key: (usize, usize, bool),
+        next: &mut usize,
+        end: usize,
+    ) -> Option<usize> {
+        if *next >= end {
+            return None;
+        }
+        let written = &self.bytes[key.0..key.1];
+        let mut c = *next;
+        for _ in 0..=GUIDE_LOOKAHEAD {
+            if c >= end {
+                return None;
+            }
+            let node = &self.guide.nodes[c];
+            if &self.guide.text[node.key.0 as usize..node.key.1 as usize] == written {
+                *next = node.after as usize;
+                return Some(c);
+            }
+            c = node.after as usize;
+        }
+        None
+    }
+
+    /// When the text at `pos` is, byte for byte, the guide's from `from` to
+    /// the end of its node `g` (the value, or the member from its key's
+    /// quote): the nodes of `g`'s subtree, moved to where that text is here,
+    /// and true. Reading the same bytes at the same depth makes the same
+    /// nodes, so nothing is read but the bytes compared. A number or a
+    /// literal must end where `g`'s did (`1` is not the start of `12`); a
+    /// string, an object or a list ends with its own last byte.
+    fn same_as_guide(&mut self, g: usize, from: usize) -> bool {
+        let node = self.guide.nodes[g];
+        let text = &self.guide.text[from..node.end as usize];
+        let rest = &self.bytes[self.pos..];
+        if !rest.starts_with(text) {
+            return false;
+        }
+        if node.kind == Kind::Scalar
+            && !text.ends_with(b"\"")
+            && !matches!(
+                rest.get(text.len()),
+                None | Some(b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
+            )
+        {
+            return false;
+        }
+        let by = (self.pos as u32).wrapping_sub(from as u32);
+        let moved = (self.nodes.len() as u32).wrapping_sub(g as u32);
+        self.nodes.extend(
+            self.guide.nodes[g..node.after as usize]
+                .iter()
+                .map(|n| Node {
+                    start: n.start.wrapping_add(by),
+                    end: n.end.wrapping_add(by),
+                    after: n.after.wrapping_add(moved),
+                    key: (n.key.0.wrapping_add(by), n.key.1.wrapping_add(by)),
+                    escaped: n.escaped,
+                    kind: n.kind,
+                }),
+        );
+        self.copied += node.after as usize - g;
+        self.pos += text.len();
+        true
     }
 
     fn literal(&mut self, word: &'static [u8]) -> Result<Kind, TapeError> {
@@ -650,6 +815,81 @@ mod tests {
         assert!(Tape::new(&fine).is_ok());
     }
 
+    /// `after` read with the tape of `guide` is what it is read alone: the
+    /// same nodes, or the same error. How many nodes were the guide's.
+    fn guided(after: &str, guide: &str) -> usize {
+        let guide = Tape::new(guide).unwrap();
+        match (Tape::new(after), Tape::scan(after, Some(&guide))) {
+            (Ok(alone), Ok((with, copied))) => {
+                assert_eq!(alone.nodes, with.nodes, "{after:?} after {:?}", guide.text);
+                copied
+            }
+            (Err(alone), Err(with)) => {
+                assert_eq!(alone, with, "{after:?} after {:?}", guide.text);
+                0
+            }
+            (alone, with) => panic!(
+                "{after:?} after {:?}: alone {:?}, guided {:?}",
+                guide.text,
+                alone.err(),
+                with.err()
+            ),
+        }
+    }
+
+    #[test]
+    fn a_tape_read_with_a_guide_is_the_tape_read_alone() {
+        let same = r#"{"a": [1, 2, {"b": "c"}], "d": true, "e": null}"#;
+        assert_eq!(guided(same, same), Tape::new(same).unwrap().nodes.len());
+        // Only what is byte for byte the guide's is taken from it.
+        let cases = [
+            // A number or a literal that goes on is not the guide's.
+            ("[12]", "[123]", 0),
+            ("[1]", "[1.5]", 0),
+            ("[1]", "[1e5]", 0),
+            ("[1]", "[1, 2]", 1),
+            ("[true]", "[truex]", 0),
+            ("[true]", "[true ]", 1),
+            ("[null]", "[nullnull]", 0),
+            // Strings end with their quote.
+            (r#"["a"]"#, r#"["a","b"]"#, 1),
+            (r#"["a\"b"]"#, r#"["a\"b\""]"#, 0),
+            // Members out of order, twice, with escapes, of another kind.
+            (r#"{"a":1,"b":[2]}"#, r#"{"b":[2],"a":1}"#, 2),
+            (r#"{"a":1,"a":2}"#, r#"{"a":1,"a":3}"#, 1),
+            (r#"{"a\u0062":1}"#, r#"{"ab":1}"#, 0),
+            (r#"{"a\u0062":1}"#, r#"{"a\u0062":1,"c":2}"#, 1),
+            (r#"{"k":{"x":1}}"#, r#"{"k":[{"x":1}]}"#, 0),
+            (r#"{"k":[{"x":1}]}"#, r#"{"k":{"x":1}}"#, 0),
+            // Errors after and inside what the guide has (an error copies
+            // nothing, as it makes no tape).
+            (r#"{"k":"x"}"#, r#"{"k":"x""#, 0),
+            (r#"{"k":"x"}"#, r#"{"k":"x"} x"#, 0),
+            (r#"{"k":[1,2]}"#, r#"{"k":[1,2,]}"#, 0),
+            ("[1]", " [1] ", 2),
+        ];
+        for (guide, after, copied) in cases {
+            assert_eq!(guided(after, guide), copied, "{after:?} after {guide:?}");
+        }
+        // Depth counts as read alone: the guide's values one level deeper.
+        let fine = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
+        let deep = format!("[{fine}]");
+        assert_eq!(guided(&deep, &fine), 0);
+        assert!(Tape::new(&deep).is_err());
+        let wrapped = "[".repeat(MAX_DEPTH - 1) + "[1]" + &"]".repeat(MAX_DEPTH - 1);
+        guided(&wrapped, &fine);
+        // A Deployment whose image changed: all but the path to it is copied.
+        let shop = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/shop/online-boutique.json"
+        ));
+        let changed = shop.replacen("adservice:v0.10.", "adservice:v0.11.", 1);
+        assert_ne!(changed, shop);
+        let nodes = Tape::new(shop).unwrap().nodes.len();
+        let copied = guided(&changed, shop);
+        assert!(copied > nodes * 9 / 10, "{copied} of {nodes} nodes copied");
+    }
+
     /// Any JSON, strings with every kind of character (escapes included).
     fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
         use proptest::prelude::*;
@@ -669,6 +909,29 @@ mod tests {
         })
     }
 
+    /// The JSON pointer of every value in `v`, `v`'s own first.
+    fn pointers_of(v: &Value, at: String, out: &mut Vec<String>) {
+        out.push(at.clone());
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    let k = k.replace('~', "~0").replace('/', "~1");
+                    pointers_of(v, format!("{at}/{k}"), out);
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    pointers_of(v, format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn unescape_pointer(token: &str) -> String {
+        token.replace("~1", "/").replace("~0", "~")
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
 
@@ -686,6 +949,69 @@ mod tests {
             };
             let tape = Tape::new(&text).unwrap();
             agree(tape.root());
+        }
+
+        /// A value changed anywhere (replaced, or a member removed), read
+        /// with the original's tape as a guide: the tape read alone.
+        #[test]
+        fn a_changed_document_reads_the_same_with_a_guide(
+            v in any_json(),
+            by in any_json(),
+            at in proptest::prelude::any::<proptest::sample::Index>(),
+            remove in proptest::bool::ANY,
+            pretty in proptest::bool::ANY,
+        ) {
+            let mut changed = v.clone();
+            let mut pointers = Vec::new();
+            pointers_of(&v, String::new(), &mut pointers);
+            let pointer = at.get(&pointers);
+            let parent = pointer.rfind('/').map(|i| &pointer[..i]);
+            let removed = remove
+                && parent.and_then(|p| changed.pointer_mut(p)).is_some_and(|p| {
+                    let key = unescape_pointer(&pointer[pointer.rfind('/').unwrap_or(0) + 1..]);
+                    match p {
+                        Value::Object(m) => m.shift_remove(&key).is_some(),
+                        _ => false,
+                    }
+                });
+            if !removed && let Some(slot) = changed.pointer_mut(pointer) {
+                *slot = by;
+            }
+            let text = |v: &Value| if pretty {
+                serde_json::to_string_pretty(v).unwrap()
+            } else {
+                v.to_string()
+            };
+            guided(&text(&changed), &text(&v));
+            guided(&text(&v), &text(&changed));
+        }
+
+        /// Bytes of a document replaced with JSON's punctuation, numbers and
+        /// words, read with the original's tape as a guide: the tape read
+        /// alone, or the same error.
+        #[test]
+        fn an_edited_text_reads_the_same_with_a_guide(
+            v in any_json(),
+            edits in proptest::collection::vec((0usize..400, 0usize..4, 0usize..16), 1..4),
+        ) {
+            const BITS: [&str; 16] = [
+                "", "1", "12", ".5", "e5", "-", "\"", "\\", "true", "null", "{}", "[]",
+                ",", ":", " ", "{\"a\":[1]}",
+            ];
+            let text = v.to_string();
+            let mut edited = text.clone();
+            for (at, len, bit) in edits {
+                let mut from = at.min(edited.len());
+                while !edited.is_char_boundary(from) {
+                    from -= 1;
+                }
+                let mut to = (from + len).min(edited.len());
+                while !edited.is_char_boundary(to) {
+                    to += 1;
+                }
+                edited.replace_range(from..to, BITS[bit]);
+            }
+            guided(&edited, &text);
         }
 
         /// Cut anywhere, a document is accepted by the tape exactly when
