@@ -10,7 +10,7 @@ use super::state::Reading;
 use super::{Between, History, HistoryError, Scope, StreamHistory};
 use crate::audit::By;
 use crate::diff::{DiffOptions, FieldChange, diff_objects, field_manager, owned_changes};
-use crate::journal::versions::{Decoder, ObjectRow, StoredBody, WindowRecord};
+use crate::journal::versions::{DecodedBlock, Decoder, ObjectRow, StoredBody, WindowRecord};
 use crate::journal::{IdMap, IdSet, Journal, StreamId};
 use crate::time::TimeWindow;
 use serde_json::Value;
@@ -258,6 +258,7 @@ impl History<'_> {
                         object,
                         t1,
                         t2,
+                        block: None,
                     },
                 );
             }
@@ -273,13 +274,18 @@ impl History<'_> {
             }
             Ok::<_, HistoryError>(going)
         };
-        self.journal.visit_window(ids, since, until, |r| {
+        self.journal.visit_window(ids, since, until, |r, block| {
             let Some(span) = spans.get(&r.stream) else {
                 return Ok(true);
             };
+            // A block holds one object's records.
+            let held = |c: Candidate<'h>| Candidate {
+                block: block.filter(|_| c.object == r.object).cloned(),
+                ..c
+            };
             if let Some(now) = quiet.take(&r, span) {
                 for c in now {
-                    if !send(&mut batch, c)? {
+                    if !send(&mut batch, held(c))? {
                         return Ok(false);
                     }
                 }
@@ -289,9 +295,9 @@ impl History<'_> {
             if asked && seen.entry(r.stream).or_default().insert(r.object) {
                 let c = Candidate {
                     object: r.object,
-                    ..*span
+                    ..span.clone()
                 };
-                return send(&mut batch, c);
+                return send(&mut batch, held(c));
             }
             Ok::<_, HistoryError>(true)
         })?;
@@ -317,7 +323,10 @@ impl History<'_> {
             let touched = seen.entry(stream.info.id).or_default();
             for &object in present.keys() {
                 if touched.insert(object) {
-                    batch.push(Candidate { object, ..*span });
+                    batch.push(Candidate {
+                        object,
+                        ..span.clone()
+                    });
                 }
             }
         }
@@ -473,7 +482,7 @@ pub(super) fn alone_and_shared<'s>(
 }
 
 /// An object that may differ, and the stretch `(t1, t2]` its stream answers for.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Candidate<'h> {
     /// Its stream's place among the streams (objects of one stream differ by
     /// name, so only objects of two streams can tie in the answer's order).
@@ -482,6 +491,10 @@ struct Candidate<'h> {
     object: i64,
     t1: i64,
     t2: i64,
+    /// The object's block the window's scan decoded, when a record of it
+    /// made the object a candidate: whoever reads the pair does not read
+    /// and decode it again.
+    block: Option<DecodedBlock>,
 }
 
 /// What a comparing thread gets: a pair read for it, or a candidate to read
@@ -555,6 +568,9 @@ fn read_pair<'h>(
     opts: &DiffOptions,
 ) -> Result<Option<Pair<'h>>, HistoryError> {
     let (stream, t1, t2) = (c.stream, c.t1, c.t2);
+    if let Some(block) = &c.block {
+        reading.journal.hold_block(block);
+    }
     let Some(o) = reading.journal.object(c.object)? else {
         return Ok(None);
     };
@@ -795,7 +811,10 @@ impl<'s, 'h> Quiet<'s, 'h> {
                 | Track::Waiting { stream, .. } = *track
                     && let Some(span) = self.spans.get(&stream)
                 {
-                    out.push(Candidate { object, ..*span });
+                    out.push(Candidate {
+                        object,
+                        ..span.clone()
+                    });
                     *track = Track::Sent;
                 }
             }
@@ -804,7 +823,7 @@ impl<'s, 'h> Quiet<'s, 'h> {
         let asked = at > self.since && at <= self.until;
         let c = Candidate {
             object: r.object,
-            ..*span
+            ..span.clone()
         };
         // Taken above.
         let Some((_, track)) = self.objects.get_mut(&r.object) else {
@@ -867,7 +886,7 @@ impl<'s, 'h> Quiet<'s, 'h> {
             .filter_map(|(object, (_, track))| match track {
                 Track::Outside { stream, .. } | Track::Waiting { stream, .. } => Some(Candidate {
                     object,
-                    ..*spans.get(&stream)?
+                    ..spans.get(&stream)?.clone()
                 }),
                 Track::Sent => None,
             })
@@ -1160,8 +1179,9 @@ mod quiet_tests {
             object: 0,
             t1: 100,
             t2: 200,
+            block: None,
         };
-        let spans: IdMap<StreamId, Candidate<'_>> = [(1, span)].into_iter().collect();
+        let spans: IdMap<StreamId, Candidate<'_>> = [(1, span.clone())].into_iter().collect();
         let mut quiet = Quiet {
             since: 100,
             until: 200,

@@ -865,7 +865,7 @@ mod tests {
             // differently: blocks come before rows).
             let mut visited = Vec::new();
             journal
-                .visit_window(&streams, after, until, |r| {
+                .visit_window(&streams, after, until, |r, _| {
                     if r.observed_at > after && r.observed_at <= until {
                         visited.push((r.seq, r.object, r.observed_at, r.status_only));
                     }

@@ -285,6 +285,16 @@ static VERSION_AT_SEQ: LazyLock<String> = LazyLock::new(|| {
     format!("SELECT {VERSION_COLUMNS} FROM records WHERE seq = ?1 AND object_id IS NOT NULL")
 });
 
+/// A block's columns as one reader decoded them, to hand to another
+/// (a diff's window scan to the thread that reads the object's versions):
+/// a block is never changed once written, and its id is never used again,
+/// so they hold on any connection that finds the block.
+#[derive(Clone)]
+pub struct DecodedBlock {
+    id: i64,
+    columns: Arc<ColdColumns>,
+}
+
 /// One object record of [`Journal::visit_window`].
 #[derive(Debug, Clone, Copy)]
 pub struct WindowRecord {
@@ -1101,23 +1111,36 @@ impl Journal {
         id: i64,
         frame: &[u8],
     ) -> Result<Arc<ColdColumns>, JournalError> {
-        let mut cache = self.cold.borrow_mut();
-        if let Some((held, cols)) = &cache.columns
+        if let Some((held, cols)) = &self.cold.borrow().columns
             && *held == id
         {
             return Ok(cols.clone());
         }
-        let decoded =
-            block::columns(&mut cache.codec, frame).map_err(|e| self.damaged_block(id, e))?;
+        let cols = self.decoded_columns(id, frame)?;
+        self.cold.borrow_mut().columns = Some((id, cols.clone()));
+        Ok(cols)
+    }
+
+    /// Block `id`'s columns decoded from their `frame`, with each record's
+    /// body ordinal and the bodies' places.
+    fn decoded_columns(&self, id: i64, frame: &[u8]) -> Result<Arc<ColdColumns>, JournalError> {
+        let decoded = block::columns(&mut self.cold.borrow_mut().codec, frame)
+            .map_err(|e| self.damaged_block(id, e))?;
         let (ordinals, places) = block::ordinals(&decoded.records);
-        let cols = Arc::new(ColdColumns {
+        Ok(Arc::new(ColdColumns {
             records: decoded.records,
             raw_len: decoded.raw_len,
             ordinals,
             places,
-        });
-        cache.columns = Some((id, cols.clone()));
-        Ok(cols)
+        }))
+    }
+
+    /// Keeps a block's columns another reader decoded
+    /// ([`Journal::visit_window`]), as if this one had just read them: the
+    /// next reading of that block's records here decodes nothing. Whether
+    /// the block is read at all is still up to what this reader finds.
+    pub fn hold_block(&self, block: &DecodedBlock) {
+        self.cold.borrow_mut().columns = Some((block.id, block.columns.clone()));
     }
 
     fn damaged_block(&self, id: i64, e: block::BlockError) -> JournalError {
@@ -1680,13 +1703,14 @@ impl Journal {
     /// block ([`Journal::cold_window`]), then the rows zone by zone, each
     /// zone's in `seq` order. So each object's records come in `seq` order
     /// when the zones are [`super::zones::orderly`] and no clock stepped
-    /// back; the order among objects is not `seq` order.
+    /// back; the order among objects is not `seq` order. A record kept in a
+    /// block comes with the block's columns ([`Journal::hold_block`]).
     pub fn visit_window<E: From<JournalError>>(
         &self,
         streams: &IdSet<StreamId>,
         after: i64,
         until: i64,
-        mut visit: impl FnMut(WindowRecord) -> Result<bool, E>,
+        mut visit: impl FnMut(WindowRecord, Option<&DecodedBlock>) -> Result<bool, E>,
     ) -> Result<(), E> {
         let mut stmt = self
             .conn()
@@ -1724,7 +1748,7 @@ impl Journal {
                 })
             })()
             .map_err(|e| self.err(e))?;
-            if streams.contains(&record.stream) && !visit(record)? {
+            if streams.contains(&record.stream) && !visit(record, None)? {
                 return Ok(());
             }
         }
@@ -1743,7 +1767,7 @@ impl Journal {
         streams: &IdSet<StreamId>,
         after: i64,
         until: i64,
-        visit: &mut impl FnMut(WindowRecord) -> Result<bool, E>,
+        visit: &mut impl FnMut(WindowRecord, Option<&DecodedBlock>) -> Result<bool, E>,
     ) -> Result<bool, E> {
         let mut stmt = self
             .conn()
@@ -1754,32 +1778,25 @@ impl Journal {
             )
             .map_err(|e| self.err(e))?;
         let mut rows = stmt.query(params![after, until]).map_err(|e| self.err(e))?;
-        let mut records = Vec::new();
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             let (id, stream, object, frame) = self.block_of_stream(row)?;
             if !streams.contains(&stream) {
                 continue;
             }
-            // Decoded into `records` before any visit: `visit` may read
-            // through this journal, which keeps one decoder.
-            records.clear();
-            {
-                let mut cache = self.cold.borrow_mut();
-                let cols = block::columns_without_versions(&mut cache.codec, frame)
-                    .map_err(|e| self.damaged_block(id, e))?;
-                records.extend(cols.records.into_iter().map(|c| {
-                    let watch_type = c.watch_type.and_then(WatchType::from_code);
-                    WindowRecord {
-                        seq: c.seq,
-                        stream,
-                        object,
-                        observed_at: c.observed_at,
-                        status_only: Mark::of(c.kind, watch_type, c.aux) == Some(Mark::StatusOnly),
-                    }
-                }));
-            }
-            for r in records.drain(..) {
-                if !visit(r)? {
+            // Decoded whole, as reading the object's versions needs them:
+            // the reader of those is handed them.
+            let columns = self.decoded_columns(id, frame)?;
+            let held = DecodedBlock { id, columns };
+            for c in &held.columns.records {
+                let watch_type = c.watch_type.and_then(WatchType::from_code);
+                let r = WindowRecord {
+                    seq: c.seq,
+                    stream,
+                    object,
+                    observed_at: c.observed_at,
+                    status_only: Mark::of(c.kind, watch_type, c.aux) == Some(Mark::StatusOnly),
+                };
+                if !visit(r, Some(&held))? {
                     return Ok(false);
                 }
             }

@@ -571,6 +571,16 @@ fn a_diff_read_on_several_connections_answers_as_on_one() {
     let (marked, unmarked) = (Sandbox::new(), Sandbox::new());
     let status_only = write_many_changes(&marked.store, listed, true);
     assert_eq!(write_many_changes(&unmarked.store, listed, false), 0);
+    // The same history folded into blocks, as a recorder's stop leaves it:
+    // the window's scan hands each object's block to whoever reads it.
+    let folded = Sandbox::new();
+    assert_eq!(write_many_changes(&folded.store, listed, true), status_only);
+    let far = std::time::Instant::now() + std::time::Duration::from_secs(3_600);
+    let stop = Journal::open(&folded.store)
+        .unwrap()
+        .fold_at_stop(&[shop_stream(&folded.store)], far)
+        .unwrap();
+    assert!(stop.complete && stop.folded.records > listed, "{stop:?}");
     // First changes: i % 3 == 0 only in status. Second: those again in status
     // only, i % 3 == 2 the same again; i % 3 == 1 back to how they were listed.
     let alive = (0..listed).filter(|i| i % 10 != 9);
@@ -615,6 +625,8 @@ fn a_diff_read_on_several_connections_answers_as_on_one() {
             (&unmarked.store, false, "several connections"),
             (&marked.store, true, "marked, one connection"),
             (&marked.store, false, "marked, several connections"),
+            (&folded.store, true, "folded, one connection"),
+            (&folded.store, false, "folded, several connections"),
         ] {
             assert!(
                 answer(store, !several) == one,
