@@ -491,9 +491,9 @@ struct Candidate<'h> {
     object: i64,
     t1: i64,
     t2: i64,
-    /// The object's block the window's scan decoded, when a record of it
-    /// made the object a candidate: whoever reads the pair does not read
-    /// and decode it again.
+    /// The object's block the window's scan decoded, with the object's
+    /// row, when a record of it made the object a candidate: whoever reads
+    /// the pair does not read either again.
     block: Option<DecodedBlock>,
 }
 
@@ -568,11 +568,17 @@ fn read_pair<'h>(
     opts: &DiffOptions,
 ) -> Result<Option<Pair<'h>>, HistoryError> {
     let (stream, t1, t2) = (c.stream, c.t1, c.t2);
-    if let Some(block) = &c.block {
-        reading.journal.hold_block(block);
-    }
-    let Some(o) = reading.journal.object(c.object)? else {
-        return Ok(None);
+    // The object's row and block as the window's scan read them, when it
+    // did; else from the journal.
+    let o = match &c.block {
+        Some(block) if block.object().id == c.object => {
+            reading.journal.hold_block(block);
+            block.object().clone()
+        }
+        _ => match reading.journal.object(c.object)? {
+            Some(o) => o,
+            None => return Ok(None),
+        },
     };
     if !scope.holds(stream, &o, names) {
         return Ok(None);

@@ -293,6 +293,15 @@ static VERSION_AT_SEQ: LazyLock<String> = LazyLock::new(|| {
 pub struct DecodedBlock {
     id: i64,
     columns: Arc<ColdColumns>,
+    /// The row of the block's object, read with the block.
+    object: Arc<ObjectRow>,
+}
+
+impl DecodedBlock {
+    /// The row of the object whose records the block holds.
+    pub fn object(&self) -> &ObjectRow {
+        &self.object
+    }
 }
 
 /// One object record of [`Journal::visit_window`].
@@ -1135,12 +1144,17 @@ impl Journal {
         }))
     }
 
-    /// Keeps a block's columns another reader decoded
+    /// Keeps a block's columns and its object's row another reader read
     /// ([`Journal::visit_window`]), as if this one had just read them: the
-    /// next reading of that block's records here decodes nothing. Whether
-    /// the block is read at all is still up to what this reader finds.
+    /// next reading of that block's records here decodes nothing, and
+    /// finding the object's blocks needs no look at its row. Whether the
+    /// block is read at all is still up to what this reader finds.
     pub fn hold_block(&self, block: &DecodedBlock) {
-        self.cold.borrow_mut().columns = Some((block.id, block.columns.clone()));
+        let mut cache = self.cold.borrow_mut();
+        cache.columns = Some((block.id, block.columns.clone()));
+        if self.snapshot_held() {
+            cache.object = Some((block.object.id, block.object.stream));
+        }
     }
 
     fn damaged_block(&self, id: i64, e: block::BlockError) -> JournalError {
@@ -1772,7 +1786,7 @@ impl Journal {
         let mut stmt = self
             .conn()
             .prepare_cached(
-                "SELECT b.id, b.columns, o.stream_id, b.object_id
+                "SELECT b.id, b.columns, o.stream_id, b.object_id, o.namespace, o.name
                  FROM blocks b JOIN objects o ON o.id = b.object_id
                  WHERE b.max_at > ?1 AND b.min_at <= ?2",
             )
@@ -1783,10 +1797,22 @@ impl Journal {
             if !streams.contains(&stream) {
                 continue;
             }
-            // Decoded whole, as reading the object's versions needs them:
-            // the reader of those is handed them.
+            // Decoded whole, as reading the object's versions needs them,
+            // and with the object's row: the reader of those is handed both.
             let columns = self.decoded_columns(id, frame)?;
-            let held = DecodedBlock { id, columns };
+            let (namespace, name) = (|| Ok::<_, rusqlite::Error>((row.get(4)?, row.get(5)?)))()
+                .map_err(|e| self.err(e))?;
+            let object_row = ObjectRow {
+                id: object,
+                stream,
+                namespace,
+                name,
+            };
+            let held = DecodedBlock {
+                id,
+                columns,
+                object: Arc::new(object_row),
+            };
             for c in &held.columns.records {
                 let watch_type = c.watch_type.and_then(WatchType::from_code);
                 let r = WindowRecord {
