@@ -1150,11 +1150,8 @@ impl Journal {
     /// finding the object's blocks needs no look at its row. Whether the
     /// block is read at all is still up to what this reader finds.
     pub fn hold_block(&self, block: &DecodedBlock) {
-        let mut cache = self.cold.borrow_mut();
-        cache.columns = Some((block.id, block.columns.clone()));
-        if self.snapshot_held() {
-            cache.object = Some((block.object.id, block.object.stream));
-        }
+        self.cold.borrow_mut().columns = Some((block.id, block.columns.clone()));
+        self.remember_object(&block.object);
     }
 
     fn damaged_block(&self, id: i64, e: block::BlockError) -> JournalError {
@@ -1885,12 +1882,19 @@ impl Journal {
             .prepare_cached("SELECT id, stream_id, namespace, name FROM objects WHERE id = ?1")
             .and_then(|mut s| s.query_row(params![id], object_row).optional())
             .map_err(|e| self.err(e))?;
-        if let Some(row) = &row
-            && self.snapshot_held()
-        {
-            self.cold.borrow_mut().object = Some((row.id, row.stream));
+        if let Some(row) = &row {
+            self.remember_object(row);
         }
         Ok(row)
+    }
+
+    /// Keeps an object's row read in this snapshot (its id and stream): a
+    /// diff reads an object's row, then its blocks, which need its stream
+    /// ([`Journal::object_blocks`]). Outside a snapshot nothing is kept.
+    fn remember_object(&self, row: &ObjectRow) {
+        if self.snapshot_held() {
+            self.cold.borrow_mut().object = Some((row.id, row.stream));
+        }
     }
 
     /// Objects called `name` (in `namespace`, when given) in any of `streams`.
