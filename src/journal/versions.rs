@@ -285,14 +285,15 @@ static VERSION_AT_SEQ: LazyLock<String> = LazyLock::new(|| {
     format!("SELECT {VERSION_COLUMNS} FROM records WHERE seq = ?1 AND object_id IS NOT NULL")
 });
 
-/// A block's columns as one reader decoded them, to hand to another
-/// (a diff's window scan to the thread that reads the object's versions):
-/// a block is never changed once written, and its id is never used again,
-/// so they hold on any connection that finds the block.
+/// A block's columns as one reader decoded them, and its bodies as stored,
+/// to hand to another (a diff's window scan to the thread that reads the
+/// object's versions): a block is never changed once written, and its id is
+/// never used again, so they hold on any connection that finds the block.
 #[derive(Clone)]
 pub struct DecodedBlock {
     id: i64,
     columns: Arc<ColdColumns>,
+    bodies: Arc<StoredBlock>,
     /// The row of the block's object, read with the block.
     object: Arc<ObjectRow>,
 }
@@ -1144,13 +1145,15 @@ impl Journal {
         }))
     }
 
-    /// Keeps a block's columns and its object's row another reader read
-    /// ([`Journal::visit_window`]), as if this one had just read them: the
-    /// next reading of that block's records here decodes nothing, and
-    /// finding the object's blocks needs no look at its row. Whether the
-    /// block is read at all is still up to what this reader finds.
+    /// Keeps a block's columns, its bodies and its object's row another
+    /// reader read ([`Journal::visit_window`]), as if this one had just read
+    /// them: the next reading of that block's records or bodies here reads
+    /// and decodes nothing, and finding the object's blocks needs no look at
+    /// its row. Whether the block is read at all is still up to what this
+    /// reader finds.
     pub fn hold_block(&self, block: &DecodedBlock) {
         self.cold.borrow_mut().columns = Some((block.id, block.columns.clone()));
+        *self.last_block.borrow_mut() = Some((block.bodies.clone(), block.columns.clone()));
         self.remember_object(&block.object);
     }
 
@@ -1783,7 +1786,8 @@ impl Journal {
         let mut stmt = self
             .conn()
             .prepare_cached(
-                "SELECT b.id, b.columns, o.stream_id, b.object_id, o.namespace, o.name
+                "SELECT b.id, b.columns, o.stream_id, b.object_id, o.namespace, o.name,
+                        b.bodies, b.dict_id
                  FROM blocks b JOIN objects o ON o.id = b.object_id
                  WHERE b.max_at > ?1 AND b.min_at <= ?2",
             )
@@ -1795,10 +1799,24 @@ impl Journal {
                 continue;
             }
             // Decoded whole, as reading the object's versions needs them,
-            // and with the object's row: the reader of those is handed both.
+            // and with the object's row and the block's bodies: the reader
+            // of those is handed them all.
             let columns = self.decoded_columns(id, frame)?;
-            let (namespace, name) = (|| Ok::<_, rusqlite::Error>((row.get(4)?, row.get(5)?)))()
-                .map_err(|e| self.err(e))?;
+            let (namespace, name, bodies, dict) = (|| {
+                Ok::<_, rusqlite::Error>((
+                    row.get(4)?,
+                    row.get(5)?,
+                    row.get(6)?,
+                    row.get::<_, Option<i64>>(7)?,
+                ))
+            })()
+            .map_err(|e| self.err(e))?;
+            let bodies = Arc::new(StoredBlock {
+                id,
+                raw_len: columns.raw_len,
+                data: bodies,
+                dict: dict.map(|d| self.decoder_dict(d)).transpose()?,
+            });
             let object_row = ObjectRow {
                 id: object,
                 stream,
@@ -1808,6 +1826,7 @@ impl Journal {
             let held = DecodedBlock {
                 id,
                 columns,
+                bodies,
                 object: Arc::new(object_row),
             };
             for c in &held.columns.records {
