@@ -38,9 +38,6 @@ pub struct FieldOwner {
     pub subresource: Option<String>,
 }
 
-/// How strongly an entry claims a path: the depth of its claim, then its write time.
-type Rank = (usize, Option<Millis>);
-
 /// The field manager owning `path` in `object` (see the module documentation).
 ///
 /// Pass the version of the object that `path` refers to: the one after a change for
@@ -52,7 +49,14 @@ pub fn field_manager(object: &Value, path: &FieldPath) -> Option<String> {
 /// Like [`field_manager`], with the operation, time and subresource of the owning entry.
 pub fn field_owner(object: &Value, path: &FieldPath) -> Option<FieldOwner> {
     let entries = object.get("metadata")?.get("managedFields")?.as_array()?;
-    owner_among(entries.iter(), object, path)
+    let entry = owner_among(entries.iter(), object, path)?;
+    let text = |key: &str| entry.get(key)?.as_str().map(str::to_string);
+    Some(FieldOwner {
+        manager: text("manager")?,
+        operation: text("operation"),
+        time: text("time"),
+        subresource: text("subresource"),
+    })
 }
 
 /// [`field_manager`], with `object`'s managedFields left raw on the tape of
@@ -67,7 +71,11 @@ pub(super) fn raw_field_manager(
         return None;
     }
     let entries = entries.items().unwrap_or_default();
-    owner_among(entries.into_iter(), object, path).map(|owner| owner.manager)
+    let entry = owner_among(entries.into_iter(), object, path)?;
+    entry
+        .member("manager")
+        .and_then(Node::text)
+        .map(Cow::into_owned)
 }
 
 /// A managedFields entry or a FieldsV1 node, parsed or raw: the ownership
@@ -111,9 +119,15 @@ impl<'t> Node<'t> for Raw<'t> {
     }
     fn find(self, mut found: impl FnMut(&str) -> bool) -> Option<Self> {
         // A parsed map holds each key once, where it first came, with its
-        // last value.
-        let (key, _) = self.keyed().flatten().find(|(key, _)| found(key))?;
-        Raw::member(&self, &key)
+        // last value: the members after the first found may repeat its key.
+        let mut members = self.keyed().flatten();
+        let (key, mut value) = members.find(|(key, _)| found(key))?;
+        for (again, later) in members {
+            if again == key {
+                value = later;
+            }
+        }
+        Some(value)
     }
     fn is_object(self) -> bool {
         Raw::is_object(&self)
@@ -127,13 +141,15 @@ impl<'t> Node<'t> for Raw<'t> {
 }
 
 /// The entry among `entries` that owns `path` in `object` (see the module
-/// documentation).
+/// documentation). An entry's time is read only to break a tie.
 fn owner_among<'n, N: Node<'n>>(
     entries: impl Iterator<Item = N>,
     object: &Value,
     path: &FieldPath,
-) -> Option<FieldOwner> {
-    let mut best: Option<(Rank, N)> = None;
+) -> Option<N> {
+    let time = |entry: N| -> Option<Millis> { entry.member("time")?.text()?.parse().ok() };
+    // The deepest claim so far: its depth, its entry, and its time once read.
+    let mut best: Option<(usize, N, Option<Option<Millis>>)> = None;
     for entry in entries {
         if !entry.is_object() {
             continue;
@@ -151,23 +167,20 @@ fn owner_among<'n, N: Node<'n>>(
         let Some(depth) = claim(object, fields, path) else {
             continue;
         };
-        let time = text("time").and_then(|t| t.parse().ok());
-        let rank = (depth, time);
-        if best
-            .as_ref()
-            .is_none_or(|(best_rank, _)| rank >= *best_rank)
-        {
-            best = Some((rank, entry));
+        // Ranked by depth, then time; the later entry wins a full tie.
+        match &mut best {
+            Some((best_depth, _, _)) if depth < *best_depth => {}
+            Some((best_depth, best_entry, best_time)) if depth == *best_depth => {
+                let theirs = *best_time.get_or_insert_with(|| time(*best_entry));
+                let ours = time(entry);
+                if ours >= theirs {
+                    best = Some((depth, entry, Some(ours)));
+                }
+            }
+            _ => best = Some((depth, entry, None)),
         }
     }
-    let (_, entry) = best?;
-    let text = |key: &str| entry.member(key).and_then(N::text).map(Cow::into_owned);
-    Some(FieldOwner {
-        manager: text("manager")?,
-        operation: text("operation"),
-        time: text("time"),
-        subresource: text("subresource"),
-    })
+    best.map(|(_, entry, _)| entry)
 }
 
 /// How deep a manager's field set claims `path`: `path.len()` when the set reaches the
@@ -475,6 +488,53 @@ mod tests {
             assert_eq!(
                 field_manager(&json!(null), &parse_path("spec").unwrap()),
                 None
+            );
+        }
+    }
+
+    #[test]
+    fn a_tie_goes_to_the_newest_time_then_to_the_later_entry() {
+        let entry = |manager: &str, time: Option<&str>| {
+            let mut e = json!({"manager": manager, "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:spec": {"f:replicas": {}}}});
+            if let Some(t) = time {
+                e["time"] = json!(t);
+            }
+            e
+        };
+        let (old, new) = (Some("2026-01-01T00:00:00Z"), Some("2026-01-02T00:00:00Z"));
+        let deeper =
+            json!({"manager": "deeper-but-first", "fieldsV1": {"f:spec": {"f:replicas": {}}}});
+        let shallow = json!({"manager": "shallow", "time": "2027-01-01T00:00:00Z",
+            "fieldsV1": {"f:spec": {}}});
+        for (entries, owner) in [
+            // The newest time wins, first or last.
+            (vec![entry("a", new), entry("b", old)], "a"),
+            (vec![entry("a", old), entry("b", new)], "b"),
+            (vec![entry("a", old), entry("b", new), entry("c", old)], "b"),
+            // A time beats none; the same time goes to the later entry.
+            (vec![entry("a", old), entry("b", None)], "a"),
+            (vec![entry("a", None), entry("b", old)], "b"),
+            (vec![entry("a", old), entry("b", old)], "b"),
+            // Depth first: a newer shallow claim loses, before it or after.
+            (vec![shallow.clone(), deeper.clone()], "deeper-but-first"),
+            (vec![deeper, shallow, entry("c", None)], "c"),
+        ] {
+            let object = json!({"metadata": {"managedFields": entries}, "spec": {"replicas": 1}});
+            let path = parse_path("spec.replicas").unwrap();
+            assert_eq!(
+                field_manager(&object, &path).as_deref(),
+                Some(owner),
+                "{object}"
+            );
+            let text = object.to_string();
+            let tape = Tape::new(&text).unwrap();
+            let entries = tape.root().member("metadata").unwrap();
+            let entries = entries.member("managedFields").unwrap();
+            assert_eq!(
+                raw_field_manager(entries, &object, &path).as_deref(),
+                Some(owner),
+                "{object}"
             );
         }
     }
