@@ -118,7 +118,7 @@ pub(super) fn reduce_tapes<'t>(
     opts: &DiffOptions,
     defaults: &[(&str, &str)],
 ) -> serde_json::Result<ReducedPair<'t>> {
-    let (Some(mut bm), Some(mut am)) = (document(tb)?, document(ta)?) else {
+    let (Some(mut bm), Some(mut am)) = (document(tb), document(ta)) else {
         // Not objects: nothing to reduce, and no metadata.
         return Ok(ReducedPair {
             before: serde_json::from_str(tb.root().get())?,
@@ -135,7 +135,7 @@ pub(super) fn reduce_tapes<'t>(
     for (k, v) in defaults {
         for d in [&mut bm, &mut am] {
             if d.get(k).is_none() {
-                d.0.push((Cow::Owned((*k).to_string()), Top::Scalar(Value::from(*v))));
+                d.0.push((Cow::Owned((*k).to_string()), Top::Default(Value::from(*v))));
             }
         }
     }
@@ -159,7 +159,10 @@ type Document<'a> = Object<'a, Top<'a>>;
 enum Top<'a> {
     Object(Members<'a>),
     Array(Vec<Raw<'a>>),
-    Scalar(Value),
+    /// Any other value, left raw.
+    Scalar(Raw<'a>),
+    /// A value the document lacks, given for it (`defaults`).
+    Default(Value),
 }
 
 impl Top<'_> {
@@ -167,7 +170,8 @@ impl Top<'_> {
     /// values that are the same. `false` says nothing (compare the values).
     fn surely_equal(&self, other: &Top<'_>) -> bool {
         match (self, other) {
-            (Top::Scalar(a), Top::Scalar(b)) => a == b,
+            (Top::Scalar(a), Top::Scalar(b)) => a.get() == b.get(),
+            (Top::Default(a), Top::Default(b)) => a == b,
             (Top::Array(a), Top::Array(b)) => {
                 a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.get() == y.get())
             }
@@ -177,7 +181,8 @@ impl Top<'_> {
 
     fn to_value(&self) -> serde_json::Result<Value> {
         Ok(match self {
-            Top::Scalar(v) => v.clone(),
+            Top::Scalar(raw) => parse(raw)?,
+            Top::Default(v) => v.clone(),
             Top::Array(items) => parse_items(items)?,
             Top::Object(m) => Value::Object(members_value(m)?),
         })
@@ -212,12 +217,10 @@ fn json_error(text: &str, e: super::tape::TapeError) -> serde_json::Error {
         .unwrap_or_else(|| serde::de::Error::custom(e))
 }
 
-/// A whole document read as a [`Document`]; `None` when it is valid JSON but
-/// not an object.
-fn document<'t>(tape: &'t Tape<'_>) -> serde_json::Result<Option<Document<'t>>> {
-    let Some(top) = tape.root().members() else {
-        return Ok(None);
-    };
+/// A whole document read as a [`Document`]; `None` when it is not an
+/// object.
+fn document<'t>(tape: &'t Tape<'_>) -> Option<Document<'t>> {
+    let top = tape.root().members()?;
     let top = top
         .into_iter()
         .map(|(k, raw)| {
@@ -226,12 +229,12 @@ fn document<'t>(tape: &'t Tape<'_>) -> serde_json::Result<Option<Document<'t>>> 
             } else if let Some(items) = raw.items() {
                 Top::Array(items)
             } else {
-                Top::Scalar(parse(&raw)?)
+                Top::Scalar(raw)
             };
-            Ok((k, top))
+            (k, top)
         })
-        .collect::<serde_json::Result<_>>()?;
-    Ok(Some(Object(top)))
+        .collect();
+    Some(Object(top))
 }
 
 /// [`reduce_members`] for the members of whole documents.
