@@ -291,9 +291,7 @@ static VERSION_AT_SEQ: LazyLock<String> = LazyLock::new(|| {
 /// never used again, so they hold on any connection that finds the block.
 #[derive(Clone)]
 pub struct DecodedBlock {
-    id: i64,
-    columns: Arc<ColdColumns>,
-    bodies: Arc<StoredBlock>,
+    block: HeldBlock,
     /// The row of the block's object, read with the block.
     object: Arc<ObjectRow>,
 }
@@ -1152,8 +1150,9 @@ impl Journal {
     /// its row. Whether the block is read at all is still up to what this
     /// reader finds.
     pub fn hold_block(&self, block: &DecodedBlock) {
-        self.cold.borrow_mut().columns = Some((block.id, block.columns.clone()));
-        *self.last_block.borrow_mut() = Some((block.bodies.clone(), block.columns.clone()));
+        let (bodies, columns) = &block.block;
+        self.cold.borrow_mut().columns = Some((bodies.id, columns.clone()));
+        *self.last_block.borrow_mut() = Some(block.block.clone());
         self.remember_object(&block.object);
     }
 
@@ -1811,12 +1810,6 @@ impl Journal {
                 ))
             })()
             .map_err(|e| self.err(e))?;
-            let bodies = Arc::new(StoredBlock {
-                id,
-                raw_len: columns.raw_len,
-                data: bodies,
-                dict: dict.map(|d| self.decoder_dict(d)).transpose()?,
-            });
             let object_row = ObjectRow {
                 id: object,
                 stream,
@@ -1824,12 +1817,11 @@ impl Journal {
                 name,
             };
             let held = DecodedBlock {
-                id,
-                columns,
-                bodies,
+                block: self.held_block(id, columns, bodies, dict)?,
                 object: Arc::new(object_row),
             };
-            for c in &held.columns.records {
+            let (_, columns) = &held.block;
+            for c in &columns.records {
                 let watch_type = c.watch_type.and_then(WatchType::from_code);
                 let r = WindowRecord {
                     seq: c.seq,
@@ -2210,6 +2202,25 @@ impl Journal {
         })
     }
 
+    /// Block `id`'s bodies as stored (`data`, compressed with dictionary
+    /// `dict`), with the columns that place them: what a reader keeps of the
+    /// last block it read.
+    fn held_block(
+        &self,
+        id: i64,
+        columns: Arc<ColdColumns>,
+        data: Vec<u8>,
+        dict: Option<i64>,
+    ) -> Result<HeldBlock, JournalError> {
+        let bodies = StoredBlock {
+            id,
+            raw_len: columns.raw_len,
+            data,
+            dict: dict.map(|d| self.decoder_dict(d)).transpose()?,
+        };
+        Ok((Arc::new(bodies), columns))
+    }
+
     /// A body kept in a block, undecoded: the block's bodies and the body's
     /// place among them (the block's columns are decoded to find it). The
     /// last block read is kept, as consecutive versions of an object share
@@ -2237,14 +2248,7 @@ impl Journal {
                     })
                     .map_err(|e| self.err(e))?;
                 let cols = self.block_columns(block_id, &columns)?;
-                let dict = dict.map(|d| self.decoder_dict(d)).transpose()?;
-                let stored = Arc::new(StoredBlock {
-                    id: block_id,
-                    raw_len: cols.raw_len,
-                    data,
-                    dict,
-                });
-                let held = (stored, cols);
+                let held = self.held_block(block_id, cols, data, dict)?;
                 *self.last_block.borrow_mut() = Some(held.clone());
                 held
             }
