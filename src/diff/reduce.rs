@@ -172,6 +172,13 @@ impl Top<'_> {
         match (self, other) {
             (Top::Scalar(a), Top::Scalar(b)) => a.get() == b.get(),
             (Top::Default(a), Top::Default(b)) => a == b,
+            // A list item's `kind` or `apiVersion`, given, against the one an
+            // event's body has: both strings, equal when their text is.
+            (Top::Scalar(raw), Top::Default(given)) | (Top::Default(given), Top::Scalar(raw)) => {
+                given
+                    .as_str()
+                    .is_some_and(|given| raw.as_str().as_deref() == Some(given))
+            }
             (Top::Array(a), Top::Array(b)) => {
                 a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.get() == y.get())
             }
@@ -567,6 +574,28 @@ mod tests {
         let changes = diff_objects(&rb, &ra, &DiffOptions::default());
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].path.to_string(), "data.x");
+        // What is given and what a side has are the same when their text
+        // is, on either side, escaped or not: nothing of them is kept.
+        let defaults = [("apiVersion", "apps/v1"), ("kind", "Deployment")];
+        let bare = r#"{"metadata":{"name":"a"},"spec":{"replicas":1}}"#;
+        let typed = r#"{"apiVersion":"apps\/v1","kind":"Deployment","metadata":{"name":"a"},"spec":{"replicas":2}}"#;
+        for (before, after) in [(bare, typed), (typed, bare)] {
+            let (rb, ra) = reduce_pair(before, after, &DiffOptions::default(), &defaults).unwrap();
+            assert_eq!(
+                rb,
+                json!({"spec": {"replicas": if before == bare { 1 } else { 2 }}})
+            );
+            assert_eq!(
+                ra,
+                json!({"spec": {"replicas": if after == bare { 1 } else { 2 }}})
+            );
+        }
+        // A side whose kind is not the one given keeps both, as a change.
+        let other = typed.replace(r#""kind":"Deployment""#, r#""kind":"StatefulSet""#);
+        let (rb, ra) = reduce_pair(bare, &other, &DiffOptions::default(), &defaults).unwrap();
+        let changes = diff_objects(&rb, &ra, &DiffOptions::default());
+        let paths: Vec<String> = changes.iter().map(|c| c.path.to_string()).collect();
+        assert_eq!(paths, ["kind", "spec.replicas"]);
     }
 
     #[test]
