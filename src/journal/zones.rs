@@ -245,24 +245,39 @@ pub fn orderly(zones: &[(i64, i64, i64, i64)], since: i64, until: i64) -> bool {
 /// [`orderly`] of the journal's zones and blocks, reading first only those
 /// that meet the window (by `blocks_time`, a few thousand rows of a journal
 /// of millions): when two of them overlap, as the blocks of a recorder's
-/// journal do (each spans its object's history), the rest cannot change the
-/// answer and is not read. Debug builds check it against [`orderly`] of
-/// them all.
+/// journal do (each spans its object's history), or when none does (a quiet
+/// window), the rest cannot change the answer and is not read. Debug builds
+/// check it against [`orderly`] of them all.
 pub fn orderly_in(conn: &Connection, since: i64, until: i64) -> rusqlite::Result<bool> {
-    let answer = !meeting_overlap(conn, since, until)? && orderly(&all(conn)?, since, until);
+    let answer = match meeting(conn, since, until)? {
+        Meeting::Nothing => true,
+        Meeting::Overlapping => false,
+        Meeting::Apart => orderly(&all(conn)?, since, until),
+    };
     debug_assert_eq!(answer, orderly(&all(conn)?, since, until));
     Ok(answer)
 }
 
-/// How many of the zones and blocks that meet a window [`meeting_overlap`]
-/// looks among first: two of them that overlap answer for all.
+/// What the zones and blocks that meet a window are, for [`orderly`].
+#[derive(Debug, PartialEq)]
+enum Meeting {
+    /// None meets it: the window is orderly whatever the others are.
+    Nothing,
+    /// Two of them overlap in `seq`: it is not.
+    Overlapping,
+    /// They follow each other in `seq`: it is if the others keep out.
+    Apart,
+}
+
+/// How many of the zones and blocks that meet a window [`meeting`] looks
+/// among first: two of them that overlap answer for all.
 const FIRST_MEETING: usize = 256;
 
-/// Whether two of the zones and blocks that meet `(since, until]` overlap in
-/// `seq`. The first [`FIRST_MEETING`] are looked among first: a recorder's
-/// blocks overlap (each spans its object's history), so W-wide's window
-/// needs a few of its 20,000 blocks, not all of them read and put in order.
-fn meeting_overlap(conn: &Connection, since: i64, until: i64) -> rusqlite::Result<bool> {
+/// The zones and blocks that meet `(since, until]`. The first
+/// [`FIRST_MEETING`] are looked among first: a recorder's blocks overlap
+/// (each spans its object's history), so W-wide's window needs a few of its
+/// 20,000 blocks, not all of them read and put in order.
+fn meeting(conn: &Connection, since: i64, until: i64) -> rusqlite::Result<Meeting> {
     let overlap = |spans: &mut Vec<(i64, i64)>| {
         spans.sort_unstable();
         spans.windows(2).any(|w| w[0].1 >= w[1].0)
@@ -276,11 +291,17 @@ fn meeting_overlap(conn: &Connection, since: i64, until: i64) -> rusqlite::Resul
         if !looked && meeting.len() == FIRST_MEETING {
             looked = true;
             if overlap(&mut meeting) {
-                return Ok(true);
+                return Ok(Meeting::Overlapping);
             }
         }
     }
-    Ok(overlap(&mut meeting))
+    Ok(if meeting.is_empty() {
+        Meeting::Nothing
+    } else if overlap(&mut meeting) {
+        Meeting::Overlapping
+    } else {
+        Meeting::Apart
+    })
 }
 
 /// The `(first_seq, last_seq)` of the zones and blocks that meet `(?1, ?2]`,
@@ -459,7 +480,9 @@ mod tests {
         let apart: Vec<_> = (0..600_i64)
             .map(|i| (i * 10 + 1, i * 10 + 5, i + 1, i + 2))
             .collect();
-        let windows = [(0, 10_000), (100, 200), (700, 800)];
+        // The whole of it, a part, and windows that none meets (after them,
+        // before them).
+        let windows = [(0, 10_000), (100, 200), (700, 800), (5_000, 6_000), (-9, 0)];
         let check = |blocks: &[(i64, i64, i64, i64)], want: bool| {
             let conn = journal_of_blocks(blocks);
             let all = all(&conn).unwrap();
@@ -471,6 +494,7 @@ mod tests {
                 );
             }
             assert_eq!(orderly_in(&conn, 0, 10_000).unwrap(), want);
+            assert_eq!(meeting(&conn, 5_000, 6_000).unwrap(), Meeting::Nothing);
         };
         check(&apart, true);
         // Two that overlap, among the first looked at, then only far after
