@@ -376,8 +376,13 @@ fn reduce_members<'a>(
             Some(vb) => {
                 if let (Some(mb), Some(ma)) = (members(vb), members(va)) {
                     let (rb, ra) = reduce_members(&mb, &ma, path, opts)?;
-                    out_b.insert(key.to_string(), Value::Object(rb));
-                    out_a.insert(key.to_string(), Value::Object(ra));
+                    // Nothing but noise differed below (a Deployment's
+                    // revision annotation): nothing is left to compare, as
+                    // for the document's own members.
+                    if !(rb.is_empty() && ra.is_empty()) {
+                        out_b.insert(key.to_string(), Value::Object(rb));
+                        out_a.insert(key.to_string(), Value::Object(ra));
+                    }
                 } else if let (Some(ib), Some(ia)) = (items(vb), items(va)) {
                     let (rb, ra) = reduce_lists(&ib, &ia, path, opts)?;
                     out_b.insert(key.to_string(), rb);
@@ -507,7 +512,8 @@ mod tests {
             "/fixtures/shop/online-boutique.json"
         )))
         .unwrap();
-        let before = shop["items"][0].clone();
+        let mut before = shop["items"][0].clone();
+        before["metadata"]["annotations"] = json!({"deployment.kubernetes.io/revision": "1"});
         let mut after = before.clone();
         after["spec"]["replicas"] = json!(3);
         after["metadata"]["resourceVersion"] = json!("99");
@@ -523,6 +529,9 @@ mod tests {
         // Only the changed parts were parsed; the pod template came along whole
         // only down to the list that changed.
         assert!(ra["metadata"].get("resourceVersion").is_none());
+        // Only noise changed in metadata (the resourceVersion, the revision
+        // annotation): nothing of it is left, not even empty maps to walk.
+        assert_eq!((rb.get("metadata"), ra.get("metadata")), (None, None));
         assert!(ra["spec"]["template"]["metadata"].is_null());
         assert_eq!(rb["spec"].get("replicas"), None);
         same_as_full(&before, &after);
