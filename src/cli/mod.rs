@@ -393,7 +393,7 @@ fn runtime(workers: usize) -> CliResult<tokio::runtime::Runtime> {
 /// Writes command output to stdout. A closed pipe (`| head`) ends the command
 /// quietly with exit 0, as Unix tools do, through the normal return path.
 pub fn out(text: &str) -> CliResult {
-    out_with(|w| w.write_all(text.as_bytes()))
+    out_with(Some(text.len()), |w| w.write_all(text.as_bytes()))
 }
 
 /// Writes `value` as `-o json` or `-o yaml` asks. JSON is written as it is
@@ -401,7 +401,7 @@ pub fn out(text: &str) -> CliResult {
 /// not built whole in memory first.
 pub fn out_structured<T: serde::Serialize>(format: crate::render::Format, value: &T) -> CliResult {
     if format == crate::render::Format::Json {
-        out_with(|w| crate::render::write_json(value, w))
+        out_with(None, |w| crate::render::write_json(value, w))
     } else {
         out(&crate::render::yaml(value))
     }
@@ -425,7 +425,9 @@ where
 {
     if format == crate::render::Format::Json {
         let around = frame(Vec::new());
-        out_with(|w| crate::render::write_json_list(&around, items, &item, w))
+        out_with(None, |w| {
+            crate::render::write_json_list(&around, items, &item, w)
+        })
     } else {
         out(&crate::render::yaml(&frame(
             items.iter().map(item).collect(),
@@ -450,6 +452,13 @@ pub fn free_later<T: Send + 'static>(value: T) {
 #[cfg(target_os = "linux")]
 const PIPE_BYTES: usize = 1 << 20;
 
+/// Whether an answer of `len` bytes (`None`: not known before it is
+/// written) is worth widening the pipe for: one that fits in a pipe as it is
+/// (Linux's 64 KiB) is written in one go, and `status` then pays no calls.
+fn worth_widening(len: Option<usize>) -> bool {
+    len.is_none_or(|len| len > 1 << 16)
+}
+
 /// Lets a pipe to the answer's reader (`| jq`, a script's capture) hold 1 MiB
 /// rather than Linux's 64 KiB: a large answer is then written in a few calls
 /// that rarely wait for the reader, where 64 KiB made the writer and the
@@ -469,8 +478,12 @@ pub(crate) fn widen_pipe(fd: impl std::os::fd::AsFd) {
 }
 
 /// Writes command output to stdout as `write` makes it, buffered; a closed
-/// pipe ends the command as for [`out`].
-fn out_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> CliResult {
+/// pipe ends the command as for [`out`]. `len` is the output's length, when
+/// known before it is written.
+fn out_with(
+    len: Option<usize>,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> CliResult {
     if sink::capturing() {
         let mut caught = Vec::new();
         write(&mut caught)
@@ -479,7 +492,9 @@ fn out_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> CliRes
         return Ok(());
     }
     let stdout = std::io::stdout().lock();
-    widen_pipe(&stdout);
+    if worth_widening(len) {
+        widen_pipe(&stdout);
+    }
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, stdout);
     match write(&mut stdout).and_then(|_| stdout.flush()) {
         Ok(()) => Ok(()),
@@ -510,6 +525,14 @@ mod tests {
         let file = tempfile::tempfile().unwrap();
         widen_pipe(&file);
         assert!(fcntl_getpipe_size(&file).is_err());
+    }
+
+    #[test]
+    fn only_an_answer_larger_than_a_pipe_or_of_unknown_length_widens_it() {
+        assert!(!worth_widening(Some(0)));
+        assert!(!worth_widening(Some(1 << 16)));
+        assert!(worth_widening(Some((1 << 16) + 1)));
+        assert!(worth_widening(None));
     }
 
     fn parts(args: &[&str]) -> (String, Option<String>, Option<String>) {
